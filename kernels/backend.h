@@ -1,0 +1,195 @@
+/* backend.h — the compute backend interface.
+ *
+ * A backend is a table of functions (ggml-backend is the model). Every pointer an
+ * op takes is *device* memory obtained from ws_backend_alloc(): on the CPU backend
+ * that happens to be host memory, on CUDA it is not, so callers never dereference
+ * it; data crosses only through upload/download. Ops are queued on the backend's
+ * stream in call order; ws_backend_sync() waits for them, and download() syncs
+ * implicitly. Each op returns a ws_status (a CUDA launch or cuBLAS call can fail).
+ *
+ * Layout conventions: matrices are row-major; a "row" is one token of width d.
+ * Backward ops ACCUMULATE (+=) into every gradient they write (llm.c style), so a
+ * caller zeroes gradient buffers once and sums contributions from many uses.
+ */
+#ifndef WS_BACKEND_H
+#define WS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ws_status.h"
+
+typedef struct ws_backend ws_backend;
+
+/* One ragged attention segment: queries [q_off, q_off+q_len) attend to keys
+ * [k_off, k_off+k_len) of the packed Q and K/V arrays. Softmax probabilities of
+ * the segment live at probs[p_off + (h*q_len + i)*k_len + j]. Segments must
+ * have pairwise disjoint query ranges and disjoint key ranges: no trajectory
+ * sees another's data, and backends need no atomics in the backward pass. */
+typedef struct {
+    int32_t q_off, q_len;
+    int32_t k_off, k_len;
+    int32_t p_off;
+} ws_attn_seg;
+
+/* Multi-head attention over ragged segments: per head h (d_h = d / n_heads)
+ * out[i, h] = softmax(q[i,h] k[:,h]ᵀ / √d_h, masked) v[:, h].
+ * key_valid (nullable, one byte per packed key row) masks keys; a query whose
+ * keys are all masked gets a zero output. q/k/v/out have row strides ld*. */
+typedef struct {
+    float *out;
+    int ldo;
+    float *probs;
+    const float *q;
+    int ldq;
+    const float *k;
+    int ldk;
+    const float *v;
+    int ldv;
+    const ws_attn_seg *segs; /* device array of n_segs segments */
+    int n_segs;
+    const uint8_t *key_valid; /* device, nullable */
+    int n_heads;
+    int d;
+    int max_q_len, max_k_len; /* bounds over segs, for launch sizing */
+} ws_attn_args;
+
+/* Gradients for ws_attn_args: dq/dk/dv accumulate; dout is read. */
+typedef struct {
+    float *dq, *dk, *dv; /* same strides as q, k, v */
+    const float *dout;    /* stride ldo */
+} ws_attn_grads;
+
+/* Strided batched matrix product, row-major:
+ * C_b = alpha * op(A_b) op(B_b) + beta * C_b for b < batch, where op(A) is M×K,
+ * op(B) is K×N, and X_b = X + b * stride_x. */
+typedef struct {
+    int trans_a, trans_b;
+    int m, n, k;
+    float alpha, beta;
+    const float *a;
+    int lda;
+    long stride_a;
+    const float *b;
+    int ldb;
+    long stride_b;
+    float *c;
+    int ldc;
+    long stride_c;
+    int batch;
+} ws_gemm_args;
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    int step;         /* 1-based step for bias correction */
+    float grad_scale; /* gradients are multiplied by this first (averaging, clipping) */
+} ws_adamw_args;
+
+typedef struct ws_backend_ops {
+    const char *name;
+    void (*destroy)(ws_backend *be);
+
+    /* memory */
+    ws_status (*alloc)(ws_backend *be, size_t bytes, void **out);
+    void (*release)(ws_backend *be, void *p);
+    ws_status (*upload)(ws_backend *be, void *dst, const void *src_host, size_t bytes);
+    ws_status (*download)(ws_backend *be, void *dst_host, const void *src, size_t bytes);
+    ws_status (*copy)(ws_backend *be, void *dst, const void *src, size_t bytes);
+    ws_status (*fill)(ws_backend *be, float *dst, float value, size_t n);
+    ws_status (*sync)(ws_backend *be);
+
+    /* matrix products */
+    ws_status (*gemm)(ws_backend *be, const ws_gemm_args *g);
+    /* out[n,o] = in[n,i] · W[o,i]ᵀ + bias[o] (bias nullable) */
+    ws_status (*linear_forward)(ws_backend *be, float *out, const float *in, const float *w,
+                                const float *bias, int n, int in_dim, int out_dim);
+    /* din += dout·W, dW += doutᵀ·in, dbias += Σ_rows dout (any of them nullable) */
+    ws_status (*linear_backward)(ws_backend *be, float *din, float *dw, float *dbias,
+                                 const float *dout, const float *in, const float *w, int n,
+                                 int in_dim, int out_dim);
+
+    /* LayerNorm over rows of width c (eps 1e-5); mean/rstd saved per row */
+    ws_status (*layernorm_forward)(ws_backend *be, float *out, float *mean, float *rstd,
+                                   const float *in, const float *gain, const float *bias, int n,
+                                   int c);
+    ws_status (*layernorm_backward)(ws_backend *be, float *din, float *dgain, float *dbias,
+                                    const float *dout, const float *in, const float *gain,
+                                    const float *mean, const float *rstd, int n, int c);
+
+    ws_status (*attention_forward)(ws_backend *be, const ws_attn_args *a);
+    ws_status (*attention_backward)(ws_backend *be, const ws_attn_args *a,
+                                    const ws_attn_grads *g);
+
+    /* GELU, tanh form */
+    ws_status (*gelu_forward)(ws_backend *be, float *out, const float *in, size_t n);
+    ws_status (*gelu_backward)(ws_backend *be, float *din, const float *in, const float *dout,
+                               size_t n);
+
+    /* residual add: out = a + b (out may alias a); backward da += dout, db += dout */
+    ws_status (*add_forward)(ws_backend *be, float *out, const float *a, const float *b,
+                             size_t n);
+    ws_status (*add_backward)(ws_backend *be, float *da, float *db, const float *dout,
+                              size_t n);
+
+    /* Embedding gather-sum: out[r] (=, or += if accumulate) Σ_j table[ids[r*k+j]]
+     * over ids >= 0 (negative ids are skipped; a row with none is zero/unchanged).
+     * Backward scatter-adds dout rows into dtable. */
+    ws_status (*embedding_forward)(ws_backend *be, float *out, const float *table,
+                                   const int32_t *ids, int n_rows, int k, int d, int accumulate);
+    ws_status (*embedding_backward)(ws_backend *be, float *dtable, const float *dout,
+                                    const int32_t *ids, int n_rows, int k, int d);
+
+    /* Binary cross-entropy with logits. Labels < 0 mark unlabelled items.
+     * loss_out[0] = scale * Σ_labelled bce(logit, label);
+     * dlogits[i] += scale * (σ(logit_i) − label_i) for labelled i. */
+    ws_status (*bce_forward)(ws_backend *be, float *loss_out, const float *logits,
+                             const float *labels, size_t n, float scale);
+    ws_status (*bce_backward)(ws_backend *be, float *dlogits, const float *logits,
+                              const float *labels, size_t n, float scale);
+    /* out[i] = σ(logits[i]) */
+    ws_status (*sigmoid)(ws_backend *be, float *out, const float *logits, size_t n);
+
+    /* optimizer and gradient utilities */
+    ws_status (*adamw)(ws_backend *be, float *param, const float *grad, float *m, float *v,
+                       size_t n, const ws_adamw_args *a);
+    /* out[0] = Σ x² (the square of the L2 norm) */
+    ws_status (*sum_squares)(ws_backend *be, float *out, const float *x, size_t n);
+    ws_status (*scale)(ws_backend *be, float *x, float s, size_t n);
+} ws_backend_ops;
+
+struct ws_backend {
+    const ws_backend_ops *ops;
+    void *impl;
+};
+
+/* Backends. ws_backend_cpu_new: n_threads <= 0 picks the number of cores. */
+ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err);
+/* Picks CUDA when built with it and a GPU is present, else CPU. */
+ws_status ws_backend_auto(ws_backend **out, ws_error *err);
+void ws_backend_free(ws_backend *be);
+
+/* Convenience wrappers, so call sites read like plain function calls. */
+static inline ws_status ws_backend_alloc(ws_backend *be, size_t bytes, void **out)
+{
+    return be->ops->alloc(be, bytes, out);
+}
+static inline void ws_backend_release(ws_backend *be, void *p)
+{
+    if (p) be->ops->release(be, p);
+}
+static inline ws_status ws_backend_upload(ws_backend *be, void *dst, const void *src, size_t n)
+{
+    return be->ops->upload(be, dst, src, n);
+}
+static inline ws_status ws_backend_download(ws_backend *be, void *dst, const void *src, size_t n)
+{
+    return be->ops->download(be, dst, src, n);
+}
+
+/* Matrix-product backward through ws_gemm_args (composed of two gemms):
+ * dA += dC·op(B)ᵀ (as op requires), dB += op(A)ᵀ·dC; either may be NULL.
+ * dA/dB have the layouts (lda/ldb, strides) of A and B. */
+ws_status ws_gemm_backward(ws_backend *be, const ws_gemm_args *g, const float *dc, float *da,
+                           float *db);
+
+#endif

@@ -1,0 +1,102 @@
+/* cpu_backend.c — the CPU backend: host memory, OpenBLAS, OpenMP. */
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+static void cpu_destroy(ws_backend *be)
+{
+    free(be->impl);
+    free(be);
+}
+
+static ws_status cpu_alloc(ws_backend *be, size_t bytes, void **out)
+{
+    (void)be;
+    /* 64-byte alignment for vector loads; aligned_alloc wants a multiple. */
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    *out = aligned_alloc(64, rounded ? rounded : 64);
+    return *out ? WS_OK : WS_ERR_NOMEM;
+}
+
+static void cpu_release(ws_backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+static ws_status cpu_copy(ws_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes) memmove(dst, src, bytes);
+    return WS_OK;
+}
+
+static ws_status cpu_fill(ws_backend *be, float *dst, float value, size_t n)
+{
+    (void)be;
+    if (value == 0.0f) {
+        memset(dst, 0, n * sizeof *dst);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = value;
+    }
+    return WS_OK;
+}
+
+static ws_status cpu_sync(ws_backend *be)
+{
+    (void)be;
+    return WS_OK;
+}
+
+static const ws_backend_ops cpu_ops = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .sync = cpu_sync,
+    .gemm = ws_cpu_gemm,
+    .linear_forward = ws_cpu_linear_forward,
+    .linear_backward = ws_cpu_linear_backward,
+    .layernorm_forward = ws_cpu_layernorm_forward,
+    .layernorm_backward = ws_cpu_layernorm_backward,
+    .attention_forward = ws_cpu_attention_forward,
+    .attention_backward = ws_cpu_attention_backward,
+    .gelu_forward = ws_cpu_gelu_forward,
+    .gelu_backward = ws_cpu_gelu_backward,
+    .add_forward = ws_cpu_add_forward,
+    .add_backward = ws_cpu_add_backward,
+    .embedding_forward = ws_cpu_embedding_forward,
+    .embedding_backward = ws_cpu_embedding_backward,
+    .bce_forward = ws_cpu_bce_forward,
+    .bce_backward = ws_cpu_bce_backward,
+    .sigmoid = ws_cpu_sigmoid,
+    .adamw = ws_cpu_adamw,
+    .sum_squares = ws_cpu_sum_squares,
+    .scale = ws_cpu_scale,
+};
+
+ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)
+{
+    *out = NULL;
+    ws_backend *be = calloc(1, sizeof *be);
+    ws_cpu *cpu = calloc(1, sizeof *cpu);
+    if (!be || !cpu) {
+        free(be);
+        free(cpu);
+        return ws_error_set(err, WS_ERR_NOMEM, "cpu backend: out of memory");
+    }
+    cpu->n_threads = n_threads > 0 ? n_threads : omp_get_num_procs();
+    /* One BLAS thread per call; the ops parallelise across rows and segments. */
+    openblas_set_num_threads(1);
+    be->ops = &cpu_ops;
+    be->impl = cpu;
+    *out = be;
+    return WS_OK;
+}

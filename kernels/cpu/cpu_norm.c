@@ -1,0 +1,73 @@
+/* cpu_norm.c — LayerNorm forward/backward over rows (eps 1e-5, biased variance). */
+#include <math.h>
+
+#include "cpu_internal.h"
+
+#define WS_LN_EPS 1e-5f
+
+ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
+                                   const float *in, const float *gain, const float *bias, int n,
+                                   int c)
+{
+#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 64)
+    for (int r = 0; r < n; r++) {
+        const float *x = in + (long)r * c;
+        float *y = out + (long)r * c;
+        float m = 0.0f;
+        for (int i = 0; i < c; i++) m += x[i];
+        m /= (float)c;
+        float v = 0.0f;
+        for (int i = 0; i < c; i++) {
+            float dx = x[i] - m;
+            v += dx * dx;
+        }
+        v /= (float)c;
+        float s = 1.0f / sqrtf(v + WS_LN_EPS);
+        for (int i = 0; i < c; i++) y[i] = (x[i] - m) * s * gain[i] + bias[i];
+        mean[r] = m;
+        rstd[r] = s;
+    }
+    return WS_OK;
+}
+
+ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, float *dbias,
+                                    const float *dout, const float *in, const float *gain,
+                                    const float *mean, const float *rstd, int n, int c)
+{
+    /* din: rows are independent, so threads split rows. */
+    if (din) {
+#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 64)
+        for (int r = 0; r < n; r++) {
+            const float *x = in + (long)r * c, *dy = dout + (long)r * c;
+            float *dx = din + (long)r * c;
+            float m = mean[r], s = rstd[r];
+            float sum_g = 0.0f, sum_gx = 0.0f;
+            for (int i = 0; i < c; i++) {
+                float g = dy[i] * gain[i];
+                sum_g += g;
+                sum_gx += g * (x[i] - m) * s;
+            }
+            sum_g /= (float)c;
+            sum_gx /= (float)c;
+            for (int i = 0; i < c; i++) {
+                float xhat = (x[i] - m) * s;
+                dx[i] += (dy[i] * gain[i] - sum_g - xhat * sum_gx) * s;
+            }
+        }
+    }
+    /* dgain/dbias reduce over rows: threads split columns. */
+    int threads = c >= 256 ? ws_cpu_threads(be) : 1;
+#pragma omp parallel for num_threads(threads)
+    for (int t = 0; t < threads; t++) {
+        int i0 = c * t / threads, i1 = c * (t + 1) / threads;
+        for (int r = 0; r < n; r++) {
+            const float *x = in + (long)r * c, *dy = dout + (long)r * c;
+            float m = mean[r], s = rstd[r];
+            for (int i = i0; i < i1; i++) {
+                if (dgain) dgain[i] += dy[i] * (x[i] - m) * s;
+                if (dbias) dbias[i] += dy[i];
+            }
+        }
+    }
+    return WS_OK;
+}

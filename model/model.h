@@ -1,0 +1,149 @@
+/* model.h — the Updater-Extractor model (DESIGN §2) on a compute backend.
+ *
+ * A model owns its parameters, gradients and AdamW state (one contiguous backend
+ * allocation each, described by a table of named tensors), an activation arena
+ * sized for the largest batch shape seen, and its vocabulary. It knows nothing
+ * about HTTP or SQL.
+ *
+ * One call, ws_model_step(), runs a ragged batch of trajectories through one
+ * step: W_t = U(W_{t-1}, I_t) and, when the batch has queries, logits E(W_t, Q_t).
+ * In training mode it also backpropagates the mean BCE over labelled queries into
+ * the parameter gradients, treating W_{t-1} as a constant (DESIGN §3), except
+ * that a trajectory starting from the learned W_0 sends gradient into W_0.
+ */
+#ifndef WS_MODEL_H
+#define WS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/backend.h"
+#include "vocab.h"
+
+#define WS_MAX_FACT_LEN 16 /* hard upper bound on symbols per fact */
+
+typedef struct {
+    int d;            /* width */
+    int n_heads;      /* d % n_heads == 0 */
+    int n_state;      /* T: world-state tokens */
+    int n_upd_layers; /* L_u */
+    int n_ext_layers; /* L_e */
+    int max_fact_len; /* S: symbols per fact, <= WS_MAX_FACT_LEN */
+    int vocab_cap;    /* symbols that get their own id */
+    int n_overflow;   /* hash buckets for symbols beyond vocab_cap (>= 1) */
+    int d_raw;        /* raw fact vector width; 0 disables raw facts */
+    int state_norm;   /* 1: W_t = LN_w(X) (default); 0: ablation, W_t = X */
+} ws_model_config;
+
+/* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */
+ws_model_config ws_model_config_default(void);
+/* Checks ranges and divisibility; fills err on failure. */
+ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
+
+/* One named parameter tensor: offset (in floats) into the parameter buffer. */
+typedef struct {
+    char name[48];
+    int ndim;
+    int shape[2];
+    size_t offset, numel;
+    int decay; /* AdamW weight decay applies (projection matrices only) */
+} ws_tensor_info;
+
+typedef struct ws_model ws_model;
+
+/* ---- batches -------------------------------------------------------------
+ * A batch is built on the host, trajectory by trajectory: ws_batch_begin_traj()
+ * then that trajectory's instructions and queries. A fact is either up to S
+ * symbol ids (from the vocabulary) or a raw vector of d_raw floats. */
+typedef struct ws_batch ws_batch;
+
+ws_status ws_batch_new(ws_batch **out, const ws_model_config *cfg);
+void ws_batch_free(ws_batch *b);
+void ws_batch_clear(ws_batch *b);
+/* Starts trajectory b; from_w0 != 0: its previous state is the learned W_0
+ * (state row b of the W_prev buffer is then ignored and may be absent). */
+ws_status ws_batch_begin_traj(ws_batch *b, int from_w0);
+ws_status ws_batch_add_instr(ws_batch *b, const int32_t *ids, int n_ids, int value);
+ws_status ws_batch_add_instr_raw(ws_batch *b, const float *x, int value);
+/* label: 0 or 1, or -1 for an unlabelled query (answered, not trained on) */
+ws_status ws_batch_add_query(ws_batch *b, const int32_t *ids, int n_ids, int label);
+ws_status ws_batch_add_query_raw(ws_batch *b, const float *x, int label);
+int ws_batch_n_traj(const ws_batch *b);
+int ws_batch_n_instr(const ws_batch *b);
+int ws_batch_n_query(const ws_batch *b);
+int ws_batch_n_labelled(const ws_batch *b);
+/* Queries of trajectory t are rows [query_off(t), query_off(t)+query_count(t)). */
+int ws_batch_query_off(const ws_batch *b, int traj);
+int ws_batch_query_count(const ws_batch *b, int traj);
+const float *ws_batch_labels(const ws_batch *b); /* one per query */
+
+/* ---- the model ----------------------------------------------------------- */
+ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *be,
+                       uint64_t seed, ws_error *err);
+void ws_model_free(ws_model *m);
+
+const ws_model_config *ws_model_config_of(const ws_model *m);
+ws_backend *ws_model_backend(const ws_model *m);
+ws_vocab *ws_model_vocab(ws_model *m);
+
+int ws_model_n_tensors(const ws_model *m);
+const ws_tensor_info *ws_model_tensor(const ws_model *m, int i);
+const ws_tensor_info *ws_model_tensor_by_name(const ws_model *m, const char *name);
+size_t ws_model_n_params(const ws_model *m);
+/* Device buffers (ws_model_n_params floats each). */
+float *ws_model_params(ws_model *m);
+float *ws_model_grads(ws_model *m);
+
+/* Host copies of one tensor's parameters or gradients. */
+ws_status ws_model_get_tensor(ws_model *m, const char *name, float *host, size_t numel,
+                              int grads, ws_error *err);
+ws_status ws_model_set_tensor(ws_model *m, const char *name, const float *host, size_t numel,
+                              ws_error *err);
+
+/* A world-state buffer of n trajectories (n*T*d floats) on the backend. */
+size_t ws_model_state_floats(const ws_model *m);
+ws_status ws_model_state_alloc(ws_model *m, int n, float **out, ws_error *err);
+/* Writes W_0 into state rows [first, first+n) of a state buffer. */
+ws_status ws_model_state_init(ws_model *m, float *states, int first, int n, ws_error *err);
+
+typedef enum {
+    WS_STEP_INFER = 0, /* forward only: W_t and logits */
+    WS_STEP_TRAIN = 1  /* forward + backward into the gradients */
+} ws_step_mode;
+
+typedef struct {
+    float loss;          /* mean BCE over labelled queries (0 if none) */
+    int n_labelled;
+    int n_correct;       /* labelled queries with (p >= 0.5) == label */
+} ws_step_result;
+
+/* Runs one step for every trajectory of the batch.
+ * w_prev: device [n_traj, T, d] (may be NULL when every trajectory is from_w0);
+ * w_out:  device [n_traj, T, d], receives W_t (may alias w_prev);
+ * probs_host: nullable, receives σ(logit) per query (ws_batch_n_query floats).
+ * In TRAIN mode gradients are accumulated (call ws_model_zero_grads between
+ * optimizer steps) with the loss of this step scaled by loss_scale. */
+ws_status ws_model_step(ws_model *m, const ws_batch *batch, const float *w_prev, float *w_out,
+                        ws_step_mode mode, float loss_scale, float *probs_host,
+                        ws_step_result *res, ws_error *err);
+
+/* Extractor only: answers the batch's queries on the given states (no update). */
+ws_status ws_model_query(ws_model *m, const ws_batch *batch, const float *w, float *probs_host,
+                         ws_step_result *res, ws_error *err);
+
+ws_status ws_model_zero_grads(ws_model *m, ws_error *err);
+
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float clip_norm; /* <= 0: no clipping */
+    float grad_scale; /* gradients are multiplied by this (e.g. 1/update_every) */
+} ws_optim_config;
+
+ws_optim_config ws_optim_config_default(void);
+/* One AdamW step over all parameters, then zeroes the gradients.
+ * grad_norm_out (nullable) receives the global norm before clipping. */
+ws_status ws_model_adamw_step(ws_model *m, const ws_optim_config *oc, float *grad_norm_out,
+                              ws_error *err);
+int ws_model_optim_steps(const ws_model *m);
+
+#endif

@@ -1,0 +1,88 @@
+/* vocab.c — symbol → id map: open addressing over an array of owned strings. */
+#include "vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ws_vocab {
+    int capacity, n_overflow, size;
+    char **symbols;   /* [capacity], by id */
+    int32_t *slots;   /* hash table of ids, -1 empty; n_slots is a power of two */
+    size_t n_slots;
+};
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow)
+{
+    *out = NULL;
+    if (capacity < 0 || n_overflow < 1) return WS_ERR_INVALID;
+    ws_vocab *v = calloc(1, sizeof *v);
+    if (!v) return WS_ERR_NOMEM;
+    v->capacity = capacity;
+    v->n_overflow = n_overflow;
+    v->n_slots = 16;
+    while (v->n_slots < (size_t)capacity * 2) v->n_slots *= 2;
+    v->symbols = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof *v->symbols);
+    v->slots = malloc(v->n_slots * sizeof *v->slots);
+    if (!v->symbols || !v->slots) {
+        ws_vocab_free(v);
+        return WS_ERR_NOMEM;
+    }
+    memset(v->slots, 0xff, v->n_slots * sizeof *v->slots);
+    *out = v;
+    return WS_OK;
+}
+
+void ws_vocab_free(ws_vocab *v)
+{
+    if (!v) return;
+    for (int i = 0; i < v->size; i++) free(v->symbols[i]);
+    free(v->symbols);
+    free(v->slots);
+    free(v);
+}
+
+int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
+{
+    uint64_t h = fnv1a(sym, len);
+    size_t mask = v->n_slots - 1;
+    size_t i = (size_t)h & mask;
+    for (;; i = (i + 1) & mask) {
+        int32_t id = v->slots[i];
+        if (id < 0) break;
+        const char *s = v->symbols[id];
+        if (strlen(s) == len && memcmp(s, sym, len) == 0) return id;
+    }
+    /* The table is at most half full (n_slots >= 2*capacity), so the probe ends. */
+    if (add && v->size < v->capacity) {
+        char *copy = malloc(len + 1);
+        if (copy) {
+            memcpy(copy, sym, len);
+            copy[len] = '\0';
+            int32_t id = v->size++;
+            v->symbols[id] = copy;
+            v->slots[i] = id;
+            return id;
+        }
+        /* Out of memory: fall through to the overflow id rather than fail. */
+    }
+    return v->capacity + (int32_t)(h % (uint64_t)v->n_overflow);
+}
+
+int ws_vocab_size(const ws_vocab *v) { return v->size; }
+int ws_vocab_capacity(const ws_vocab *v) { return v->capacity; }
+int ws_vocab_n_overflow(const ws_vocab *v) { return v->n_overflow; }
+
+const char *ws_vocab_symbol(const ws_vocab *v, int32_t id)
+{
+    return (id >= 0 && id < v->size) ? v->symbols[id] : NULL;
+}

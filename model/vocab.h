@@ -1,0 +1,30 @@
+/* vocab.h — the per-model symbol vocabulary (DESIGN §2, Facts).
+ *
+ * Symbols (byte strings) map to ids 0..capacity-1 in order of first sight. Once
+ * the vocabulary is full, further new symbols hash (FNV-1a) into one of
+ * n_overflow buckets with ids capacity..capacity+n_overflow-1: never an error,
+ * and the same symbol always gets the same id. */
+#ifndef WS_VOCAB_H
+#define WS_VOCAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/ws_status.h"
+
+typedef struct ws_vocab ws_vocab;
+
+ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow);
+void ws_vocab_free(ws_vocab *v);
+
+/* The id of sym[0..len). add != 0 grows the vocabulary if sym is new and there
+ * is room; add == 0 only looks up (a new symbol then gets its overflow id). */
+int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add);
+/* Named symbols so far (<= capacity). */
+int ws_vocab_size(const ws_vocab *v);
+int ws_vocab_capacity(const ws_vocab *v);
+int ws_vocab_n_overflow(const ws_vocab *v);
+/* Symbol of a named id, or NULL for overflow/out-of-range ids. */
+const char *ws_vocab_symbol(const ws_vocab *v, int32_t id);
+
+#endif

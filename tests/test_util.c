@@ -1,0 +1,54 @@
+/* test_util.c — see test_util.h. */
+#include "test_util.h"
+
+#include <math.h>
+
+uint64_t ws_test_next(ws_test_rng *r)
+{
+    uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ULL;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+float ws_test_uniform(ws_test_rng *r) { return (float)((ws_test_next(r) >> 40) * (1.0 / 16777216.0)); }
+
+float ws_test_normal(ws_test_rng *r)
+{
+    double u1 = ((ws_test_next(r) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
+    double u2 = (ws_test_next(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+int ws_test_int(ws_test_rng *r, int lo, int hi)
+{
+    return lo + (int)(ws_test_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+void ws_test_fill_normal(ws_test_rng *r, float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++) x[i] = scale * ws_test_normal(r);
+}
+
+double ws_test_max_rel_err(const float *a, const float *b, size_t n, double floor)
+{
+    double worst = 0.0, mag = floor;
+    for (size_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        mag = fmax(mag, fabs((double)b[i]));
+    }
+    return worst / mag;
+}
+
+double ws_test_norm_rel_err(const float *a, const float *b, size_t n, double floor)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)a[i] - b[i];
+        num += e * e;
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num) / fmax(sqrt(den), floor);
+}

@@ -145,5 +145,9 @@ ws_optim_config ws_optim_config_default(void);
 ws_status ws_model_adamw_step(ws_model *m, const ws_optim_config *oc, float *grad_norm_out,
                               ws_error *err);
 int ws_model_optim_steps(const ws_model *m);
+void ws_model_set_optim_steps(ws_model *m, int steps);
+/* AdamW moment buffers (device, laid out like the parameters), for checkpoints. */
+float *ws_model_adam_m(ws_model *m);
+float *ws_model_adam_v(ws_model *m);
 
 #endif

@@ -1,0 +1,58 @@
+/* extractor.c — p = E(W_t, Q_t) (DESIGN §2): per layer Q += MHA(LN Q, W_t),
+ * Q += MLP(LN Q) — cross-attention only, so an answer never depends on which
+ * other queries share the batch — then logit = w_o·LN_o(Q) + b_o. */
+#include "model_internal.h"
+
+static float *query_tokens(ws_model *m, float *base)
+{
+    return base + (size_t)m->plan.n_instr * m->cfg.d;
+}
+
+static const float *stream_out(ws_model *m)
+{
+    int L = m->cfg.n_ext_layers;
+    return L > 0 ? m->plan.ext[L - 1].mlp.x_out : query_tokens(m, m->plan.tok);
+}
+
+ws_status ws_extractor_forward(ws_model *m, const float *w)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    const ws_param_offsets *o = &m->off;
+    int n = p->n_query;
+    if (n == 0) return WS_OK;
+    const float *q = query_tokens(m, p->tok);
+    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
+        ws_ext_layer_act *la = &p->ext[l];
+        WS_TRY(ws_cross_forward(m, &o->ext[l].cross, &la->cross, q, n, w, p->n_state_rows));
+        WS_TRY(ws_mlp_forward(m, &o->ext[l].mlp, &la->mlp, la->cross.x_out, n));
+        q = la->mlp.x_out;
+    }
+    WS_TRY(ws_ln_forward(m, &o->out_ln, &p->out_ln, p->out_ln.out, q, n));
+    return be->ops->linear_forward(be, p->logits, p->out_ln.out, WS_P(m, o->head.w),
+                                   WS_P(m, o->head.b), n, m->cfg.d, 1);
+}
+
+ws_status ws_extractor_backward(ws_model *m, const float *w, float *d_w)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    const ws_param_offsets *o = &m->off;
+    int n = p->n_query;
+    if (n == 0) return WS_OK;
+    /* The query stream's gradient lands in the query rows of d_tok, where the
+     * fact embedding's backward expects it. */
+    float *d_q = query_tokens(m, p->d_tok);
+    WS_TRY(be->ops->linear_backward(be, p->d_lno, WS_G(m, o->head.w), WS_G(m, o->head.b),
+                                    p->d_logits, p->out_ln.out, WS_P(m, o->head.w), n, m->cfg.d,
+                                    1));
+    WS_TRY(ws_ln_backward(m, &o->out_ln, &p->out_ln, d_q, p->d_lno, stream_out(m), n));
+    for (int l = m->cfg.n_ext_layers - 1; l >= 0; l--) {
+        ws_ext_layer_act *la = &p->ext[l];
+        const float *x_in = l > 0 ? p->ext[l - 1].mlp.x_out : query_tokens(m, p->tok);
+        WS_TRY(ws_mlp_backward(m, &o->ext[l].mlp, &la->mlp, la->cross.x_out, d_q, n));
+        WS_TRY(ws_cross_backward(m, &o->ext[l].cross, &la->cross, x_in, d_q, n, w, d_w,
+                                 p->n_state_rows));
+    }
+    return WS_OK;
+}

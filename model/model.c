@@ -1,0 +1,350 @@
+/* model.c — the model's lifecycle, parameter table, initialisation and the step
+ * that runs a batch through Updater and Extractor (and back, when training). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "params.h"
+
+/* ---- parameter offsets ---------------------------------------------------- */
+
+static size_t off(const ws_model *m, const char *fmt, int layer, const char *suffix)
+{
+    char name[64];
+    snprintf(name, sizeof name, fmt, layer, suffix);
+    const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
+    /* The table and these names come from params.c: a miss is a programming error. */
+    if (!t) {
+        fprintf(stderr, "model: missing parameter %s\n", name);
+        abort();
+    }
+    return t->offset;
+}
+
+static ws_ln_off ln_off(const ws_model *m, const char *fmt, int layer)
+{
+    return (ws_ln_off){off(m, fmt, layer, "g"), off(m, fmt, layer, "b")};
+}
+
+static ws_lin_off lin_off(const ws_model *m, const char *fmt, int layer)
+{
+    return (ws_lin_off){off(m, fmt, layer, "w"), off(m, fmt, layer, "b")};
+}
+
+static void resolve_offsets(ws_model *m)
+{
+    ws_param_offsets *o = &m->off;
+    o->sym = off(m, "embed.sym%.0d%s", 0, "");
+    o->slot = off(m, "embed.slot%.0d%s", 0, "");
+    o->val = off(m, "embed.val%.0d%s", 0, "");
+    if (m->cfg.d_raw > 0) o->raw = off(m, "embed.raw%.0d%s", 0, "");
+    o->fact_ln = ln_off(m, "embed.ln%.0d.%s", 0);
+    o->w0 = off(m, "state.w0%.0d%s", 0, "");
+    o->pos = off(m, "state.pos%.0d%s", 0, "");
+    o->null = off(m, "ctx.null%.0d%s", 0, "");
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
+        ws_upd_layer_off *u = &o->upd[l];
+        u->self.ln = ln_off(m, "upd.%d.ln1.%s", l);
+        u->self.qkv = lin_off(m, "upd.%d.self.qkv.%s", l);
+        u->self.out = lin_off(m, "upd.%d.self.out.%s", l);
+        u->cross.ln = ln_off(m, "upd.%d.ln2.%s", l);
+        u->cross.q = lin_off(m, "upd.%d.cross.q.%s", l);
+        u->cross.kv = lin_off(m, "upd.%d.cross.kv.%s", l);
+        u->cross.out = lin_off(m, "upd.%d.cross.out.%s", l);
+        u->mlp.ln = ln_off(m, "upd.%d.ln3.%s", l);
+        u->mlp.fc = lin_off(m, "upd.%d.mlp.fc.%s", l);
+        u->mlp.proj = lin_off(m, "upd.%d.mlp.proj.%s", l);
+    }
+    if (m->cfg.state_norm) o->state_ln = ln_off(m, "upd.ln%.0d.%s", 0);
+    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
+        ws_ext_layer_off *e = &o->ext[l];
+        e->cross.ln = ln_off(m, "ext.%d.ln1.%s", l);
+        e->cross.q = lin_off(m, "ext.%d.cross.q.%s", l);
+        e->cross.kv = lin_off(m, "ext.%d.cross.kv.%s", l);
+        e->cross.out = lin_off(m, "ext.%d.cross.out.%s", l);
+        e->mlp.ln = ln_off(m, "ext.%d.ln2.%s", l);
+        e->mlp.fc = lin_off(m, "ext.%d.mlp.fc.%s", l);
+        e->mlp.proj = lin_off(m, "ext.%d.mlp.proj.%s", l);
+    }
+    o->out_ln = ln_off(m, "ext.ln%.0d.%s", 0);
+    o->head = lin_off(m, "ext.head%.0d.%s", 0);
+}
+
+/* ---- initialisation ------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static float normal(uint64_t *s)
+{
+    double u1 = ((splitmix64(s) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
+    double u2 = (splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* GPT-2 style: N(0, 0.02) weights and embeddings, zero biases, unit LN gains. */
+static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
+{
+    float *host = malloc(m->n_params * sizeof *host);
+    if (!host) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory initialising");
+    uint64_t s = seed;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const ws_tensor_info *t = &m->tensors[i];
+        float *p = host + t->offset;
+        int is_ln = strstr(t->name, "ln") != NULL;
+        for (size_t j = 0; j < t->numel; j++) {
+            if (is_ln)
+                p[j] = ends_with(t->name, ".g") ? 1.0f : 0.0f;
+            else if (ends_with(t->name, ".b"))
+                p[j] = 0.0f;
+            else
+                p[j] = 0.02f * normal(&s);
+        }
+    }
+    ws_status st = ws_backend_upload(m->be, m->params, host, m->n_params * sizeof *host);
+    free(host);
+    return st == WS_OK ? WS_OK : ws_error_set(err, st, "model: parameter upload failed");
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *be,
+                       uint64_t seed, ws_error *err)
+{
+    *out = NULL;
+    WS_TRY(ws_model_config_validate(cfg, err));
+    ws_model *m = calloc(1, sizeof *m);
+    if (!m) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    m->cfg = *cfg;
+    m->be = be;
+    m->n_tensors = ws_params_layout(cfg, NULL, &m->n_params);
+    m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
+    m->off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->off.upd);
+    m->off.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->off.ext);
+    m->plan.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->plan.upd);
+    m->plan.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->plan.ext);
+    ws_status st = WS_ERR_NOMEM;
+    if (!m->tensors || !m->off.upd || !m->off.ext || !m->plan.upd || !m->plan.ext ||
+        ws_vocab_new(&m->vocab, cfg->vocab_cap, cfg->n_overflow) != WS_OK)
+        goto fail;
+    ws_params_layout(cfg, m->tensors, NULL);
+    resolve_offsets(m);
+    size_t bytes = m->n_params * sizeof(float);
+    if (ws_backend_alloc(be, bytes, (void **)&m->params) != WS_OK ||
+        ws_backend_alloc(be, bytes, (void **)&m->grads) != WS_OK ||
+        ws_backend_alloc(be, bytes, (void **)&m->adam_m) != WS_OK ||
+        ws_backend_alloc(be, bytes, (void **)&m->adam_v) != WS_OK ||
+        ws_backend_alloc(be, sizeof(float), (void **)&m->scalar_dev) != WS_OK)
+        goto fail;
+    if (be->ops->fill(be, m->grads, 0.0f, m->n_params) != WS_OK ||
+        be->ops->fill(be, m->adam_m, 0.0f, m->n_params) != WS_OK ||
+        be->ops->fill(be, m->adam_v, 0.0f, m->n_params) != WS_OK) {
+        st = WS_ERR_BACKEND;
+        goto fail;
+    }
+    st = init_params(m, seed, err);
+    if (st != WS_OK) goto fail_quiet;
+    *out = m;
+    return WS_OK;
+fail:
+    ws_error_set(err, st, "model: cannot allocate %zu parameters", m->n_params);
+fail_quiet:
+    ws_model_free(m);
+    return st;
+}
+
+void ws_model_free(ws_model *m)
+{
+    if (!m) return;
+    ws_backend_release(m->be, m->params);
+    ws_backend_release(m->be, m->grads);
+    ws_backend_release(m->be, m->adam_m);
+    ws_backend_release(m->be, m->adam_v);
+    ws_backend_release(m->be, m->scalar_dev);
+    ws_backend_release(m->be, m->arena);
+    free(m->staging);
+    free(m->tensors);
+    free(m->off.upd);
+    free(m->off.ext);
+    free(m->plan.upd);
+    free(m->plan.ext);
+    ws_vocab_free(m->vocab);
+    free(m);
+}
+
+const ws_model_config *ws_model_config_of(const ws_model *m) { return &m->cfg; }
+ws_backend *ws_model_backend(const ws_model *m) { return m->be; }
+ws_vocab *ws_model_vocab(ws_model *m) { return m->vocab; }
+int ws_model_n_tensors(const ws_model *m) { return m->n_tensors; }
+const ws_tensor_info *ws_model_tensor(const ws_model *m, int i) { return &m->tensors[i]; }
+size_t ws_model_n_params(const ws_model *m) { return m->n_params; }
+float *ws_model_params(ws_model *m) { return m->params; }
+float *ws_model_grads(ws_model *m) { return m->grads; }
+float *ws_model_adam_m(ws_model *m) { return m->adam_m; }
+float *ws_model_adam_v(ws_model *m) { return m->adam_v; }
+int ws_model_optim_steps(const ws_model *m) { return m->optim_steps; }
+void ws_model_set_optim_steps(ws_model *m, int steps) { m->optim_steps = steps; }
+
+const ws_tensor_info *ws_model_tensor_by_name(const ws_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+static ws_status find_sized(const ws_model *m, const char *name, size_t numel,
+                            const ws_tensor_info **t, ws_error *err)
+{
+    *t = ws_model_tensor_by_name(m, name);
+    if (!*t) return ws_error_set(err, WS_ERR_NOTFOUND, "model: no tensor named %s", name);
+    if ((*t)->numel != numel)
+        return ws_error_set(err, WS_ERR_INVALID, "model: tensor %s has %zu elements, not %zu",
+                            name, (*t)->numel, numel);
+    return WS_OK;
+}
+
+ws_status ws_model_get_tensor(ws_model *m, const char *name, float *host, size_t numel,
+                              int grads, ws_error *err)
+{
+    const ws_tensor_info *t;
+    WS_TRY(find_sized(m, name, numel, &t, err));
+    const float *src = (grads ? m->grads : m->params) + t->offset;
+    if (ws_backend_download(m->be, host, src, numel * sizeof(float)) != WS_OK)
+        return ws_error_set(err, WS_ERR_BACKEND, "model: download of %s failed", name);
+    return WS_OK;
+}
+
+ws_status ws_model_set_tensor(ws_model *m, const char *name, const float *host, size_t numel,
+                              ws_error *err)
+{
+    const ws_tensor_info *t;
+    WS_TRY(find_sized(m, name, numel, &t, err));
+    if (ws_backend_upload(m->be, m->params + t->offset, host, numel * sizeof(float)) != WS_OK)
+        return ws_error_set(err, WS_ERR_BACKEND, "model: upload of %s failed", name);
+    return WS_OK;
+}
+
+/* ---- world states --------------------------------------------------------- */
+
+size_t ws_model_state_floats(const ws_model *m) { return (size_t)m->cfg.n_state * m->cfg.d; }
+
+ws_status ws_model_state_alloc(ws_model *m, int n, float **out, ws_error *err)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * ws_model_state_floats(m) * sizeof(float);
+    if (ws_backend_alloc(m->be, bytes, (void **)out) != WS_OK)
+        return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %d states", n);
+    return WS_OK;
+}
+
+ws_status ws_model_state_init(ws_model *m, float *states, int first, int n, ws_error *err)
+{
+    size_t sf = ws_model_state_floats(m);
+    for (int i = 0; i < n; i++)
+        if (m->be->ops->copy(m->be, states + (size_t)(first + i) * sf, m->params + m->off.w0,
+                             sf * sizeof(float)) != WS_OK)
+            return ws_error_set(err, WS_ERR_BACKEND, "model: state init failed");
+    return WS_OK;
+}
+
+/* ---- the step ------------------------------------------------------------- */
+
+static ws_status check_batch(const ws_model *m, const ws_batch *b, const float *w_prev,
+                             ws_error *err)
+{
+    if (b->S != m->cfg.max_fact_len || b->d_raw != m->cfg.d_raw ||
+        b->n_ids != m->cfg.vocab_cap + m->cfg.n_overflow)
+        return ws_error_set(err, WS_ERR_INVALID, "model: batch was built for another config");
+    if (b->n_traj == 0) return ws_error_set(err, WS_ERR_INVALID, "model: empty batch");
+    if (!w_prev)
+        for (int t = 0; t < b->n_traj; t++)
+            if (!b->from_w0[t])
+                return ws_error_set(err, WS_ERR_INVALID,
+                                    "model: trajectory %d needs a previous state", t);
+    return WS_OK;
+}
+
+/* Downloads σ(logits) and scores them against the labels. */
+static ws_status finish_queries(ws_model *m, const ws_batch *b, float *probs_host,
+                                ws_step_result *res, ws_error *err)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    int n = p->n_query;
+    memset(res, 0, sizeof *res);
+    res->n_labelled = b->n_labelled;
+    if (n == 0) return WS_OK;
+    float *probs = probs_host ? probs_host : malloc((size_t)n * sizeof *probs);
+    if (!probs) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    ws_status st = be->ops->sigmoid(be, m->probs_dev, p->logits, (size_t)n);
+    if (st == WS_OK && b->n_labelled > 0)
+        st = be->ops->bce_forward(be, p->loss, p->logits, p->labels, (size_t)n,
+                                  1.0f / (float)b->n_labelled);
+    if (st == WS_OK) st = ws_backend_download(be, probs, m->probs_dev, (size_t)n * sizeof *probs);
+    if (st == WS_OK && b->n_labelled > 0)
+        st = ws_backend_download(be, &res->loss, p->loss, sizeof res->loss);
+    for (int i = 0; st == WS_OK && i < n; i++)
+        if (b->labels[i] >= 0.0f && (probs[i] >= 0.5f) == (b->labels[i] >= 0.5f))
+            res->n_correct++;
+    if (probs != probs_host) free(probs);
+    return st == WS_OK ? WS_OK : ws_error_set(err, st, "model: reading answers failed");
+}
+
+ws_status ws_model_step(ws_model *m, const ws_batch *batch, const float *w_prev, float *w_out,
+                        ws_step_mode mode, float loss_scale, float *probs_host,
+                        ws_step_result *res, ws_error *err)
+{
+    ws_step_result local;
+    if (!res) res = &local;
+    WS_TRY(check_batch(m, batch, w_prev, err));
+    int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
+    WS_TRY(ws_plan_prepare(m, batch, train, err));
+    ws_status st = ws_embed_forward(m);
+    if (st == WS_OK) st = ws_updater_forward(m, w_prev, w_out);
+    if (st == WS_OK) st = ws_extractor_forward(m, w_out);
+    if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
+    WS_TRY(finish_queries(m, batch, probs_host, res, err));
+    if (!train) return WS_OK;
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
+                               loss_scale / (float)batch->n_labelled);
+    if (st == WS_OK) st = ws_extractor_backward(m, w_out, p->d_w);
+    if (st == WS_OK) st = ws_updater_backward(m);
+    if (st == WS_OK) st = ws_embed_backward(m);
+    if (st != WS_OK) return ws_error_set(err, st, "model: backward pass failed");
+    return WS_OK;
+}
+
+ws_status ws_model_query(ws_model *m, const ws_batch *batch, const float *w, float *probs_host,
+                         ws_step_result *res, ws_error *err)
+{
+    ws_step_result local;
+    if (!res) res = &local;
+    if (!w) return ws_error_set(err, WS_ERR_INVALID, "model: query needs states");
+    WS_TRY(check_batch(m, batch, w, err));
+    WS_TRY(ws_plan_prepare(m, batch, 0, err));
+    ws_status st = ws_embed_forward(m);
+    if (st == WS_OK) st = ws_extractor_forward(m, w);
+    if (st != WS_OK) return ws_error_set(err, st, "model: extractor pass failed");
+    return finish_queries(m, batch, probs_host, res, err);
+}
+
+ws_status ws_model_zero_grads(ws_model *m, ws_error *err)
+{
+    if (m->be->ops->fill(m->be, m->grads, 0.0f, m->n_params) != WS_OK)
+        return ws_error_set(err, WS_ERR_BACKEND, "model: cannot zero gradients");
+    return WS_OK;
+}

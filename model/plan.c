@@ -1,0 +1,232 @@
+/* plan.c — one step's memory: the inputs (ids, segments, labels, raw vectors),
+ * the forward activations and, for training, the gradients, carved out of one
+ * backend arena that grows to the largest batch shape seen. The inputs are built
+ * in a host staging copy of their region and uploaded in a single transfer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+typedef struct {
+    char *base; /* NULL: only measure */
+    size_t off;
+} carve;
+
+static void *take(carve *c, size_t bytes)
+{
+    size_t at = (c->off + 63) & ~(size_t)63;
+    c->off = at + bytes;
+    return c->base ? c->base + at : NULL;
+}
+
+static float *take_f(carve *c, size_t n) { return take(c, n * sizeof(float)); }
+static int32_t *take_i(carve *c, size_t n) { return take(c, n * sizeof(int32_t)); }
+
+static void layout_inputs(ws_plan *p, const ws_model_config *cfg, carve *c)
+{
+    size_t S = (size_t)cfg->max_fact_len;
+    p->sym_ids = take_i(c, p->n_facts * S);
+    p->slot_ids = take_i(c, p->n_facts * S);
+    p->val_ids = take_i(c, p->n_facts);
+    p->ctx_tok = take_i(c, p->n_ctx);
+    p->ctx_null = take_i(c, p->n_ctx);
+    p->ids_prev = take_i(c, p->n_state_rows);
+    p->ids_w0 = take_i(c, p->n_state_rows);
+    p->ids_pos = take_i(c, p->n_state_rows);
+    p->seg_self = take(c, p->B * sizeof(ws_attn_seg));
+    p->seg_cross = take(c, p->B * sizeof(ws_attn_seg));
+    p->seg_ext = take(c, p->B * sizeof(ws_attn_seg));
+    p->labels = take_f(c, p->n_query);
+    p->raw = p->has_raw ? take_f(c, (size_t)p->n_facts * cfg->d_raw) : NULL;
+}
+
+static void layout_ln(ws_ln_act *a, carve *c, size_t n, size_t d, int with_out)
+{
+    a->out = with_out ? take_f(c, n * d) : NULL;
+    a->mean = take_f(c, n);
+    a->rstd = take_f(c, n);
+}
+
+static void layout_attn(ws_attn_act *a, carve *c, size_t n, size_t n_keys, size_t d,
+                        size_t n_probs, int self)
+{
+    layout_ln(&a->ln, c, n, d, 1);
+    a->q = take_f(c, n * (self ? 3 : 1) * d);
+    a->kv = self ? NULL : take_f(c, n_keys * 2 * d);
+    a->att = take_f(c, n * d);
+    a->probs = take_f(c, n_probs);
+    a->x_out = take_f(c, n * d);
+}
+
+static void layout_mlp(ws_mlp_act *a, carve *c, size_t n, size_t d)
+{
+    layout_ln(&a->ln, c, n, d, 1);
+    a->fc = take_f(c, n * 4 * d);
+    a->act = take_f(c, n * 4 * d);
+    a->x_out = take_f(c, n * d);
+}
+
+static void layout_acts(ws_model *m, ws_plan *p, carve *c)
+{
+    size_t d = m->cfg.d, h = m->cfg.n_heads, T = m->cfg.n_state;
+    size_t ns = p->n_state_rows, nq = p->n_query;
+    p->u = take_f(c, p->n_facts * d);
+    p->tok = take_f(c, p->n_facts * d);
+    layout_ln(&p->fact_ln, c, p->n_facts, d, 0);
+    p->ctx = take_f(c, p->n_ctx * d);
+    p->x0 = take_f(c, ns * d);
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
+        layout_attn(&p->upd[l].self, c, ns, ns, d, ns * h * T, 1);
+        layout_attn(&p->upd[l].cross, c, ns, p->n_ctx, d, h * T * p->n_ctx, 0);
+        layout_mlp(&p->upd[l].mlp, c, ns, d);
+    }
+    layout_ln(&p->state_ln, c, ns, d, 0);
+    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
+        layout_attn(&p->ext[l].cross, c, nq, ns, d, h * T * nq, 0);
+        layout_mlp(&p->ext[l].mlp, c, nq, d);
+    }
+    layout_ln(&p->out_ln, c, nq, d, 1);
+    p->logits = take_f(c, nq);
+    p->loss = take_f(c, 1);
+    m->probs_dev = take_f(c, nq);
+}
+
+static void layout_grads(ws_model *m, ws_plan *p, carve *c)
+{
+    size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
+    size_t rows = ns > nq ? ns : nq, keys = ns > (size_t)p->n_ctx ? ns : (size_t)p->n_ctx;
+    p->d_u = take_f(c, p->n_facts * d);
+    p->d_tok = take_f(c, p->n_facts * d);
+    p->d_ctx = take_f(c, p->n_ctx * d);
+    p->d_x = take_f(c, ns * d);
+    p->d_w = take_f(c, ns * d);
+    p->d_lno = take_f(c, nq * d);
+    p->d_logits = take_f(c, nq);
+    p->scratch.d_ln = take_f(c, rows * d);
+    p->scratch.d_att = take_f(c, rows * d);
+    p->scratch.d_q = take_f(c, rows * 3 * d);
+    p->scratch.d_kv = take_f(c, keys * 2 * d);
+    p->scratch.d_act = take_f(c, rows * 4 * d);
+    p->scratch.d_fc = take_f(c, rows * 4 * d);
+}
+
+/* Fills the host staging copy of the inputs from the batch. */
+static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
+{
+    const ws_model_config *cfg = &m->cfg;
+    int S = cfg->max_fact_len, T = cfg->n_state, H = cfg->n_heads, ni = b->instr.n;
+    memcpy(h->sym_ids, b->instr.ids, (size_t)ni * S * sizeof(int32_t));
+    memcpy(h->sym_ids + (size_t)ni * S, b->query.ids, (size_t)b->query.n * S * sizeof(int32_t));
+    for (size_t i = 0; i < (size_t)h->n_facts * S; i++)
+        h->slot_ids[i] = h->sym_ids[i] >= 0 ? (int32_t)(i % S) : -1;
+    for (int r = 0; r < h->n_facts; r++) h->val_ids[r] = r < ni ? b->instr.value[r] : -1;
+    if (h->has_raw) {
+        memset(h->raw, 0, (size_t)h->n_facts * cfg->d_raw * sizeof(float));
+        for (int r = 0; r < h->n_facts; r++) {
+            const ws_fact_list *f = r < ni ? &b->instr : &b->query;
+            int row = f->raw_row[r < ni ? r : r - ni];
+            if (row >= 0)
+                memcpy(h->raw + (size_t)r * cfg->d_raw, f->raw + (size_t)row * cfg->d_raw,
+                       (size_t)cfg->d_raw * sizeof(float));
+        }
+    }
+    memcpy(h->labels, b->labels, (size_t)b->query.n * sizeof(float));
+    h->n_ext_segs = 0;
+    for (int t = 0; t < h->B; t++) {
+        int c_off = t + b->instr_off[t], n_keys = 1 + b->n_instr[t];
+        h->ctx_tok[c_off] = -1;
+        h->ctx_null[c_off] = 0;
+        for (int j = 0; j < b->n_instr[t]; j++) {
+            h->ctx_tok[c_off + 1 + j] = b->instr_off[t] + j;
+            h->ctx_null[c_off + 1 + j] = -1;
+        }
+        for (int i = 0; i < T; i++) {
+            int r = t * T + i;
+            h->ids_prev[r] = b->from_w0[t] ? -1 : r;
+            h->ids_w0[r] = b->from_w0[t] ? i : -1;
+            h->ids_pos[r] = i;
+        }
+        h->seg_self[t] = (ws_attn_seg){t * T, T, t * T, T, t * H * T * T};
+        h->seg_cross[t] = (ws_attn_seg){t * T, T, c_off, n_keys, H * T * c_off};
+        if (b->n_query[t] > 0)
+            h->seg_ext[h->n_ext_segs++] = (ws_attn_seg){
+                b->query_off[t], b->n_query[t], t * T, T, H * T * b->query_off[t]};
+    }
+}
+
+/* Points every attention sub-block at its segments and records launch bounds. */
+static void set_segments(ws_model *m, ws_plan *p, const ws_batch *b)
+{
+    int T = m->cfg.n_state, max_instr = 0, max_query = 0;
+    for (int t = 0; t < b->n_traj; t++) {
+        if (b->n_instr[t] > max_instr) max_instr = b->n_instr[t];
+        if (b->n_query[t] > max_query) max_query = b->n_query[t];
+    }
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
+        ws_attn_act *a = &p->upd[l].self;
+        a->segs = p->seg_self, a->n_segs = p->B, a->max_q = T, a->max_k = T;
+        ws_attn_act *c = &p->upd[l].cross;
+        c->segs = p->seg_cross, c->n_segs = p->B, c->max_q = T, c->max_k = 1 + max_instr;
+    }
+    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
+        ws_attn_act *c = &p->ext[l].cross;
+        c->segs = p->seg_ext, c->n_segs = p->n_ext_segs, c->max_q = max_query, c->max_k = T;
+    }
+}
+
+ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *err)
+{
+    ws_plan *p = &m->plan;
+    p->B = b->n_traj;
+    p->n_instr = b->instr.n;
+    p->n_query = b->query.n;
+    p->n_facts = p->n_instr + p->n_query;
+    p->n_ctx = p->B + p->n_instr;
+    p->n_state_rows = p->B * m->cfg.n_state;
+    p->has_raw = b->instr.n_raw + b->query.n_raw > 0;
+
+    /* Measure the three regions, then grow the arena and staging if needed. */
+    carve c = {0};
+    layout_inputs(p, &m->cfg, &c);
+    size_t in_bytes = (c.off + 63) & ~(size_t)63;
+    layout_acts(m, p, &c);
+    size_t act_end = (c.off + 63) & ~(size_t)63;
+    if (train) layout_grads(m, p, &c);
+    size_t total = c.off;
+    if (total > m->arena_bytes) {
+        ws_backend_release(m->be, m->arena);
+        m->arena = NULL;
+        m->arena_bytes = 0;
+        size_t want = total + total / 4; /* headroom: shapes vary step to step */
+        if (ws_backend_alloc(m->be, want, &m->arena) != WS_OK)
+            return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
+                                want);
+        m->arena_bytes = want;
+    }
+    if (in_bytes > m->staging_bytes) {
+        void *s = realloc(m->staging, in_bytes);
+        if (!s) return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate input staging");
+        m->staging = s;
+        m->staging_bytes = in_bytes;
+    }
+
+    /* Fill the host copy of the inputs, then lay out for real on the device. */
+    ws_plan host = *p;
+    carve hc = {.base = m->staging};
+    layout_inputs(&host, &m->cfg, &hc);
+    fill_inputs(m, &host, b);
+    p->n_ext_segs = host.n_ext_segs;
+    carve dc = {.base = m->arena};
+    layout_inputs(p, &m->cfg, &dc);
+    layout_acts(m, p, &dc);
+    if (train) {
+        layout_grads(m, p, &dc);
+        if (m->be->ops->fill(m->be, (float *)((char *)m->arena + act_end), 0.0f,
+                             (total - act_end) / sizeof(float)) != WS_OK)
+            return ws_error_set(err, WS_ERR_BACKEND, "model: cannot clear gradients");
+    }
+    set_segments(m, p, b);
+    if (ws_backend_upload(m->be, m->arena, m->staging, in_bytes) != WS_OK)
+        return ws_error_set(err, WS_ERR_BACKEND, "model: input upload failed");
+    return WS_OK;
+}

@@ -1,0 +1,62 @@
+/* updater.c — W_t = U(W_{t-1}, I_t) (DESIGN §2):
+ *   X = W_{t-1} + P  (W_0 for trajectories that start from it)
+ *   per layer: X += MHA(LN X, LN X); X += MHA(LN X, C); X += MLP(LN X)
+ *   W_t = LN_w(X)    (keeps the state bounded over long rollouts)
+ * W_{t-1} is a constant: no gradient flows into it, except into W_0. */
+#include "model_internal.h"
+
+/* The residual stream after the last layer. */
+static const float *stream_out(const ws_model *m)
+{
+    const ws_plan *p = &m->plan;
+    int L = m->cfg.n_upd_layers;
+    return L > 0 ? p->upd[L - 1].mlp.x_out : p->x0;
+}
+
+ws_status ws_updater_forward(ws_model *m, const float *w_prev, float *w_out)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    const ws_param_offsets *o = &m->off;
+    int d = m->cfg.d, n = p->n_state_rows;
+    if (w_prev)
+        WS_TRY(be->ops->embedding_forward(be, p->x0, w_prev, p->ids_prev, n, 1, d, 0));
+    else
+        WS_TRY(be->ops->fill(be, p->x0, 0.0f, (size_t)n * d));
+    WS_TRY(be->ops->embedding_forward(be, p->x0, WS_P(m, o->w0), p->ids_w0, n, 1, d, 1));
+    WS_TRY(be->ops->embedding_forward(be, p->x0, WS_P(m, o->pos), p->ids_pos, n, 1, d, 1));
+    const float *x = p->x0;
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
+        const ws_upd_layer_off *lo = &o->upd[l];
+        ws_upd_layer_act *la = &p->upd[l];
+        WS_TRY(ws_self_forward(m, &lo->self, &la->self, x, n));
+        WS_TRY(ws_cross_forward(m, &lo->cross, &la->cross, la->self.x_out, n, p->ctx, p->n_ctx));
+        WS_TRY(ws_mlp_forward(m, &lo->mlp, &la->mlp, la->cross.x_out, n));
+        x = la->mlp.x_out;
+    }
+    if (m->cfg.state_norm) return ws_ln_forward(m, &o->state_ln, &p->state_ln, w_out, x, n);
+    return be->ops->copy(be, w_out, x, (size_t)n * d * sizeof(float));
+}
+
+ws_status ws_updater_backward(ws_model *m)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    const ws_param_offsets *o = &m->off;
+    int d = m->cfg.d, n = p->n_state_rows;
+    if (m->cfg.state_norm)
+        WS_TRY(ws_ln_backward(m, &o->state_ln, &p->state_ln, p->d_x, p->d_w, stream_out(m), n));
+    else
+        WS_TRY(be->ops->add_backward(be, p->d_x, NULL, p->d_w, (size_t)n * d));
+    for (int l = m->cfg.n_upd_layers - 1; l >= 0; l--) {
+        const ws_upd_layer_off *lo = &o->upd[l];
+        ws_upd_layer_act *la = &p->upd[l];
+        const float *x_in = l > 0 ? p->upd[l - 1].mlp.x_out : p->x0;
+        WS_TRY(ws_mlp_backward(m, &lo->mlp, &la->mlp, la->cross.x_out, p->d_x, n));
+        WS_TRY(ws_cross_backward(m, &lo->cross, &la->cross, la->self.x_out, p->d_x, n, p->ctx,
+                                 p->d_ctx, p->n_ctx));
+        WS_TRY(ws_self_backward(m, &lo->self, &la->self, x_in, p->d_x, n));
+    }
+    WS_TRY(be->ops->embedding_backward(be, WS_G(m, o->w0), p->d_x, p->ids_w0, n, 1, d));
+    return be->ops->embedding_backward(be, WS_G(m, o->pos), p->d_x, p->ids_pos, n, 1, d);
+}

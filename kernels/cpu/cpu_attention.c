@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "cpu_internal.h"
+#include "cpu_math.h"
 
 /* Row-wise masked softmax of s[q_len, k_len] in place. */
 static void softmax_rows(float *s, int q_len, int k_len, const uint8_t *valid)
@@ -23,8 +24,10 @@ static void softmax_rows(float *s, int q_len, int k_len, const uint8_t *valid)
             continue;
         }
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int j = 0; j < k_len; j++) {
-            float e = (!valid || valid[j]) ? expf(row[j] - mx) : 0.0f;
+            float e = ws_expf(row[j] - mx);
+            e = (!valid || valid[j]) ? e : 0.0f;
             row[j] = e;
             sum += e;
         }

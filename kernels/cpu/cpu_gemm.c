@@ -1,5 +1,6 @@
 /* cpu_gemm.c — matrix products on OpenBLAS, split across OpenMP threads. */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_internal.h"
@@ -30,7 +31,11 @@ ws_status ws_cpu_gemm(ws_backend *be, const ws_gemm_args *g)
 {
     if (g->m <= 0 || g->n <= 0 || g->batch <= 0) return WS_OK;
     int threads = ws_cpu_threads(be);
-    if (g->batch >= threads) {
+    /* Batches run in parallel only when their C blocks are disjoint: with a smaller
+     * stride (0 in the dA of an A shared by every batch) they accumulate into the
+     * same elements and must run in order. */
+    long c_span = (long)(g->m - 1) * g->ldc + g->n;
+    if (g->batch >= threads && (g->batch == 1 || labs(g->stride_c) >= c_span)) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (int b = 0; b < g->batch; b++) sgemm_rows(g, b, 0, g->m);
         return WS_OK;

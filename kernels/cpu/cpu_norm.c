@@ -14,9 +14,11 @@ ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, floa
         const float *x = in + (long)r * c;
         float *y = out + (long)r * c;
         float m = 0.0f;
+#pragma omp simd reduction(+ : m)
         for (int i = 0; i < c; i++) m += x[i];
         m /= (float)c;
         float v = 0.0f;
+#pragma omp simd reduction(+ : v)
         for (int i = 0; i < c; i++) {
             float dx = x[i] - m;
             v += dx * dx;
@@ -42,6 +44,7 @@ ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, fl
             float *dx = din + (long)r * c;
             float m = mean[r], s = rstd[r];
             float sum_g = 0.0f, sum_gx = 0.0f;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
             for (int i = 0; i < c; i++) {
                 float g = dy[i] * gain[i];
                 sum_g += g;

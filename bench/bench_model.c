@@ -1,0 +1,248 @@
+/* bench_model.c — model throughput on the CPU backend, next to PyTorch.
+ *
+ * Config (issue #2): d=128, heads=4, T=32, 2 updater + 2 extractor layers, batch
+ * 64 trajectories, 16 instructions and 64 queries per trajectory per step.
+ * Measures train steps/s (forward + backward + AdamW), updater steps/s and
+ * extractor queries/s at 1 and 2 OpenMP threads, the sgemm peak of this machine
+ * for the shapes involved (OpenBLAS at 1 and 2 BLAS threads), achieved GFLOP/s,
+ * and, when Debian's PyTorch is present, the same model in PyTorch
+ * (bench/model_torch.py) at its best thread count and the ratio.
+ * Prints a table and one JSON line. Usage: bench_model [--seconds S] [--no-torch] */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model.h"
+
+#define BATCH 64
+#define N_INSTR 16
+#define N_QUERY 64
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static ws_model_config bench_config(void)
+{
+    ws_model_config c = ws_model_config_default();
+    c.vocab_cap = 1000;
+    c.n_overflow = 64;
+    return c;
+}
+
+/* Random facts of 1..S symbols; queries labelled 0/1 (or none for n_query = 0). */
+static void build_batch(ws_batch *b, const ws_model_config *c, int n_instr, int n_query)
+{
+    ws_batch_clear(b);
+    int32_t ids[WS_MAX_FACT_LEN];
+    for (int t = 0; t < BATCH; t++) {
+        if (ws_batch_begin_traj(b, 0) != WS_OK) abort();
+        for (int i = 0; i < n_instr + n_query; i++) {
+            int n = 1 + (int)(rnd() % (uint32_t)c->max_fact_len);
+            for (int j = 0; j < n; j++) ids[j] = (int32_t)(rnd() % (uint32_t)c->vocab_cap);
+            ws_status st = i < n_instr ? ws_batch_add_instr(b, ids, n, (int)(rnd() & 1))
+                                       : ws_batch_add_query(b, ids, n, (int)(rnd() & 1));
+            if (st != WS_OK) abort();
+        }
+    }
+}
+
+/* Forward FLOPs of one step (products and attention only; the rest is noise). */
+static double forward_flops(const ws_model_config *c, int n_instr, int n_query)
+{
+    double d = c->d, T = c->n_state, ns = BATCH * T, nc = BATCH * (1.0 + n_instr);
+    double nq = (double)BATCH * n_query;
+    double upd = 2 * ns * d * 3 * d + 2 * ns * d * d + 4 * BATCH * T * T * d /* self */
+                 + 4 * ns * d * d + 4 * nc * d * d + 4 * T * nc * d       /* cross */
+                 + 16 * ns * d * d;                                        /* mlp */
+    double ext = 4 * nq * d * d + 4 * ns * d * d + 4 * nq * T * d + 16 * nq * d * d;
+    return c->n_upd_layers * upd + (n_query ? c->n_ext_layers * ext + 2 * nq * d : 0);
+}
+
+typedef struct {
+    double train, updater, queries; /* steps/s, steps/s, queries/s */
+} rates;
+
+static double time_loop(ws_model *m, ws_batch *b, float *w, int kind, double seconds)
+{
+    ws_error err;
+    ws_optim_config oc = ws_optim_config_default();
+    int iters = 0;
+    double t0 = now(), t;
+    do {
+        ws_status st;
+        if (kind == 0) {
+            st = ws_model_step(m, b, w, w, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err);
+            if (st == WS_OK) st = ws_model_adamw_step(m, &oc, NULL, &err);
+        } else if (kind == 1) {
+            st = ws_model_step(m, b, w, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err);
+        } else {
+            st = ws_model_query(m, b, w, NULL, NULL, &err);
+        }
+        if (st != WS_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            exit(1);
+        }
+        iters++;
+        t = now();
+    } while (t - t0 < seconds || iters < 3);
+    return iters / (t - t0);
+}
+
+static rates measure(int threads, double seconds)
+{
+    ws_error err;
+    ws_backend *be;
+    ws_model *m;
+    ws_batch *train, *upd;
+    float *w;
+    ws_model_config c = bench_config();
+    if (ws_backend_cpu_new(&be, threads, &err) != WS_OK || ws_model_new(&m, &c, be, 1, &err) ||
+        ws_batch_new(&train, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
+        ws_model_state_alloc(m, BATCH, &w, &err) != WS_OK ||
+        ws_model_state_init(m, w, 0, BATCH, &err) != WS_OK) {
+        fprintf(stderr, "bench: setup failed: %s\n", err.msg);
+        exit(1);
+    }
+    build_batch(train, &c, N_INSTR, N_QUERY);
+    build_batch(upd, &c, N_INSTR, 0);
+    rates r;
+    time_loop(m, train, w, 0, 0.2); /* warm the arena and caches */
+    r.train = time_loop(m, train, w, 0, seconds);
+    r.updater = time_loop(m, upd, w, 1, seconds);
+    r.queries = time_loop(m, train, w, 2, seconds) * BATCH * N_QUERY;
+    ws_backend_release(be, w);
+    ws_batch_free(train);
+    ws_batch_free(upd);
+    ws_model_free(m);
+    ws_backend_free(be);
+    return r;
+}
+
+/* sgemm GFLOP/s for C[m,n] = A[m,k]·B[k,n] at the given BLAS thread count. */
+static double sgemm_gflops(int m, int n, int k, int blas_threads, double seconds)
+{
+    float *a = calloc((size_t)m * k, 4), *b = calloc((size_t)k * n, 4), *c = calloc((size_t)m * n, 4);
+    if (!a || !b || !c) exit(1);
+    for (size_t i = 0; i < (size_t)m * k; i++) a[i] = (float)(rnd() % 100) / 100.0f;
+    for (size_t i = 0; i < (size_t)k * n; i++) b[i] = (float)(rnd() % 100) / 100.0f;
+    openblas_set_num_threads(blas_threads);
+    int iters = 0;
+    double t0 = now(), t;
+    do {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+        iters++;
+        t = now();
+    } while (t - t0 < seconds);
+    openblas_set_num_threads(1);
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * m * n * k * iters / (t - t0) / 1e9;
+}
+
+/* Runs the PyTorch peer; fills its rates and thread count, returns 0 on success. */
+static int torch_peer(double seconds, rates *r, int *threads)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 %s/bench/model_torch.py --json-only --seconds %.1f 2>/dev/null",
+             WS_SOURCE_DIR, seconds);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[4096] = "";
+    char *got = fgets(line, sizeof line, p);
+    int rc = pclose(p);
+    if (!got || rc != 0) return -1;
+    const char *keys[] = {"\"train_steps_per_s\":", "\"updater_steps_per_s\":",
+                          "\"extractor_queries_per_s\":", "\"torch_threads\":"};
+    double v[4];
+    for (int i = 0; i < 4; i++) {
+        const char *s = strstr(line, keys[i]);
+        if (!s) return -1;
+        v[i] = strtod(s + strlen(keys[i]), NULL);
+    }
+    *r = (rates){v[0], v[1], v[2]};
+    *threads = (int)v[3];
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    double seconds = 3.0;
+    int use_torch = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-torch")) use_torch = 0;
+        else {
+            fprintf(stderr, "usage: %s [--seconds S] [--no-torch]\n", argv[0]);
+            return 2;
+        }
+    }
+    ws_model_config c = bench_config();
+    double train_flops = 3.0 * forward_flops(&c, N_INSTR, N_QUERY);
+    double upd_flops = forward_flops(&c, N_INSTR, 0);
+
+    double peak128_1 = sgemm_gflops(128, 128, 128, 1, 0.5);
+    double peak128_2 = sgemm_gflops(128, 128, 128, 2, 0.5);
+    double peak_big_1 = sgemm_gflops(2048, 512, 128, 1, 0.5);
+    double peak_big_2 = sgemm_gflops(2048, 512, 128, 2, 0.5);
+    printf("sgemm (OpenBLAS)          1 BLAS thread   2 BLAS threads\n");
+    printf("  128x128x128             %7.1f GF/s    %7.1f GF/s\n", peak128_1, peak128_2);
+    printf("  2048x512x128            %7.1f GF/s    %7.1f GF/s\n", peak_big_1, peak_big_2);
+
+    rates r1 = measure(1, seconds), r2 = measure(2, seconds);
+    rates best = r2.train >= r1.train ? r2 : r1;
+    int best_threads = r2.train >= r1.train ? 2 : 1;
+    printf("\nC engine (1 BLAS thread per call, OpenMP across rows/segments)\n");
+    printf("  threads  train steps/s  updater steps/s  extractor queries/s  train GF/s\n");
+    printf("  1        %12.2f  %15.2f  %19.0f  %10.1f\n", r1.train, r1.updater, r1.queries,
+           r1.train * train_flops / 1e9);
+    printf("  2        %12.2f  %15.2f  %19.0f  %10.1f\n", r2.train, r2.updater, r2.queries,
+           r2.train * train_flops / 1e9);
+    printf("  (per train step %.2f GFLOP, per updater step %.2f GFLOP)\n", train_flops / 1e9,
+           upd_flops / 1e9);
+
+    rates tr = {0, 0, 0};
+    int tthreads = 0, have_torch = use_torch && torch_peer(seconds, &tr, &tthreads) == 0;
+    if (have_torch) {
+        printf("\nPyTorch CPU (best of 1/2 threads: %d)\n", tthreads);
+        printf("  train %.2f steps/s, updater %.2f steps/s, extractor %.0f queries/s\n", tr.train,
+               tr.updater, tr.queries);
+        printf("  ratio C/PyTorch: train %.2fx, updater %.2fx, extractor %.2fx\n",
+               best.train / tr.train, best.updater / tr.updater, best.queries / tr.queries);
+    } else {
+        printf("\nPyTorch peer not run (no /usr/bin/python3 with torch, or --no-torch)\n");
+    }
+    printf("{\"bench\":\"model\",\"config\":{\"d\":%d,\"heads\":%d,\"T\":%d,\"upd_layers\":%d,"
+           "\"ext_layers\":%d,\"batch\":%d,\"instr\":%d,\"queries\":%d},"
+           "\"threads\":%d,\"train_steps_per_s\":%.3f,\"updater_steps_per_s\":%.3f,"
+           "\"extractor_queries_per_s\":%.1f,\"train_gflops\":%.2f,"
+           "\"sgemm_peak_gflops_1t\":%.1f,\"sgemm_peak_gflops_2t\":%.1f,"
+           "\"sgemm_128_gflops_1t\":%.1f,\"sgemm_128_gflops_2t\":%.1f",
+           c.d, c.n_heads, c.n_state, c.n_upd_layers, c.n_ext_layers, BATCH, N_INSTR, N_QUERY,
+           best_threads, best.train, best.updater, best.queries, best.train * train_flops / 1e9,
+           peak_big_1, peak_big_2, peak128_1, peak128_2);
+    if (have_torch)
+        printf(",\"torch_threads\":%d,\"torch_train_steps_per_s\":%.3f,"
+               "\"torch_updater_steps_per_s\":%.3f,\"torch_extractor_queries_per_s\":%.1f,"
+               "\"train_ratio\":%.3f,\"updater_ratio\":%.3f,\"extractor_ratio\":%.3f",
+               tthreads, tr.train, tr.updater, tr.queries, best.train / tr.train,
+               best.updater / tr.updater, best.queries / tr.queries);
+    printf("}\n");
+    return 0;
+}

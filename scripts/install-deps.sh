@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages worldstate builds and tests with. Idempotent:
+# installs only what is missing (apt-get update only then). Run as root.
+#   --with-torch   also Debian's PyTorch (golden-file regeneration, benchmark peers)
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmocka-dev
+          libsqlite3-dev libmicrohttpd-dev zlib1g-dev libcurl4-openssl-dev sqlite3
+          dataset-fashion-mnist python3)
+if [[ "${1:-}" == "--with-torch" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: missing ${missing[*]}; run as root" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,627 @@
+/* test_ops_linear.c — op-level proof tests for the matrix products of a backend:
+ * gemm (every transpose combination, batches with strides and padded leading
+ * dimensions, alpha/beta), ws_gemm_backward, linear_forward and linear_backward.
+ *
+ * Forwards are checked against naive double-precision references; backwards
+ * against central finite differences of L = Σ out ⊙ R (R fixed and random, L
+ * accumulated in double), and for the += contract by pre-filling gradients.
+ * Every buffer an op touches is allocated with ws_backend_alloc and crosses
+ * through upload/download only, so the tests can run against any backend. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "test_util.h"
+
+/* ---- helpers shared in spirit with test_ops_attention.c / test_ops_pointwise.c ---- */
+
+static ws_backend *g_be; /* the backend under test (2 threads) */
+/* Finite differences run thousands of tiny forwards; on a loaded 2-core machine
+ * each OpenMP team barrier can cost a scheduler tick, so fd_grad runs them on a
+ * one-thread CPU backend (the forward itself is checked on g_be). A device
+ * backend would serve as both. Forward callbacks call ops on g_run. */
+static ws_backend *g_fd_be, *g_run;
+
+#define SENTINEL 7777.0f /* padding that an op must leave alone */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    ws_error err = {0};
+    if (ws_backend_cpu_new(&g_be, 2, &err) != WS_OK ||
+        ws_backend_cpu_new(&g_fd_be, 1, &err) != WS_OK) {
+        fprintf(stderr, "cpu backend: %s\n", err.msg);
+        return -1;
+    }
+    g_run = g_be;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    ws_backend_free(g_be);
+    ws_backend_free(g_fd_be);
+    g_be = g_fd_be = g_run = NULL;
+    return 0;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    assert_non_null(p);
+    return p;
+}
+
+static float *dev_alloc(size_t n)
+{
+    void *p = NULL;
+    assert_int_equal(ws_backend_alloc(g_be, (n ? n : 1) * sizeof(float), &p), WS_OK);
+    assert_non_null(p);
+    return p;
+}
+
+static void put(float *dev, const float *host, size_t n)
+{
+    assert_int_equal(ws_backend_upload(g_be, dev, host, n * sizeof *host), WS_OK);
+}
+
+static void get(float *host, const float *dev, size_t n)
+{
+    assert_int_equal(ws_backend_download(g_be, host, dev, n * sizeof *host), WS_OK);
+}
+
+static float *dev_from(const float *host, size_t n)
+{
+    float *d = dev_alloc(n);
+    put(d, host, n);
+    return d;
+}
+
+static void dev_set(float *dev, float value, size_t n)
+{
+    float *h = xmalloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] = value;
+    put(dev, h, n);
+    free(h);
+}
+
+static void dev_free(void *p) { ws_backend_release(g_be, p); }
+
+static int verbose(void) { return getenv("WS_TEST_VERBOSE") != NULL; }
+
+/* |got − want| <= atol + rtol·max|want| over mask (nullable: all); NaN fails. */
+static void check_close(const char *what, const float *got, const double *want, size_t n,
+                        const uint8_t *mask, double atol, double rtol)
+{
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++)
+        if (!mask || mask[i]) mx = fmax(mx, fabs(want[i]));
+    double tol = atol + rtol * mx, worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (mask && !mask[i]) continue;
+        double e = fabs((double)got[i] - want[i]);
+        if (!(e <= tol))
+            fail_msg("%s[%zu]: got %.9g, want %.9g (|err| %.3g > tol %.3g, max|want| %.3g)", what,
+                     i, (double)got[i], want[i], e, tol, mx);
+        worst = fmax(worst, e);
+    }
+    if (verbose()) fprintf(stderr, "  %-34s n=%-6zu worst %.3g tol %.3g (%.0f%%)\n", what, n, worst,
+                           tol, 100.0 * worst / tol);
+}
+
+/* Elements outside mask must still hold SENTINEL (bit-exact). */
+static void check_untouched(const char *what, const float *got, const uint8_t *mask, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!mask[i] && got[i] != SENTINEL)
+            fail_msg("%s[%zu]: padding overwritten (%.9g)", what, i, (double)got[i]);
+}
+
+/* Loss L = Σ_i out[i]·r[i] (double) after running a forward; r[i] == 0 skips. */
+typedef struct {
+    void (*forward)(void *ctx);
+    void *ctx;
+    const float *out; /* device */
+    size_t n_out;
+    const double *r;
+    float *scratch; /* host, n_out */
+} loss_fn;
+
+static double eval_loss(loss_fn *l)
+{
+    l->forward(l->ctx);
+    get(l->scratch, l->out, l->n_out);
+    double s = 0.0;
+    for (size_t i = 0; i < l->n_out; i++)
+        if (l->r[i] != 0.0) s += (double)l->scratch[i] * l->r[i];
+    return s;
+}
+
+/* Central differences of L w.r.t. each element of device x (mask nullable). The
+ * step actually taken is measured in double, so float quantisation of x ± h
+ * does not bias the quotient. */
+static void fd_grad(loss_fn *l, float *x, size_t n, const uint8_t *mask, float h, double *g)
+{
+    float *hx = xmalloc(n * sizeof *hx);
+    get(hx, x, n);
+    g_run = g_fd_be;
+    for (size_t i = 0; i < n; i++) {
+        g[i] = 0.0;
+        if (mask && !mask[i]) continue;
+        float x0 = hx[i], xp = x0 + h, xm = x0 - h;
+        put(x + i, &xp, 1);
+        double lp = eval_loss(l);
+        put(x + i, &xm, 1);
+        double lm = eval_loss(l);
+        put(x + i, &x0, 1);
+        g[i] = (lp - lm) / ((double)xp - (double)xm);
+    }
+    g_run = g_be;
+    free(hx);
+}
+
+/* Random R over mask (never exactly 0 where the mask is set). */
+static double *random_weights(ws_test_rng *rng, const uint8_t *mask, size_t n)
+{
+    double *r = xmalloc(n * sizeof *r);
+    for (size_t i = 0; i < n; i++) {
+        if (mask && !mask[i]) {
+            r[i] = 0.0;
+            continue;
+        }
+        double v = ws_test_normal(rng);
+        r[i] = v == 0.0 ? 0.5 : v;
+    }
+    return r;
+}
+
+/* The += contract: got == prefill + fresh, where fresh was computed from zero. */
+static void check_accumulated(const char *what, const float *got, const float *prefill,
+                              const float *fresh, size_t n, const uint8_t *mask)
+{
+    double *want = xmalloc(n * sizeof *want);
+    for (size_t i = 0; i < n; i++) want[i] = (double)prefill[i] + fresh[i];
+    check_close(what, got, want, n, mask, 1e-5, 1e-5);
+    free(want);
+}
+
+static const int odd_sizes[] = {1, 3, 7, 17, 33};
+#define N_ODD ((int)(sizeof odd_sizes / sizeof odd_sizes[0]))
+
+static int pick_odd(ws_test_rng *r) { return odd_sizes[ws_test_int(r, 0, N_ODD - 1)]; }
+
+/* ---- gemm problem: host images with padding, masks of the logical elements ---- */
+
+typedef struct {
+    ws_gemm_args g; /* pointers are device pointers */
+    int a_rows, a_cols, b_rows, b_cols;
+    size_t na, nb, nc; /* buffer lengths in floats */
+    float *ha, *hb, *hc0; /* host images; padding of ha/hb is NaN, of hc0 SENTINEL */
+    uint8_t *ma, *mb, *mc;
+    float *da, *db, *dc;
+} gemm_case;
+
+static size_t batched_len(int rows, int ld, long stride, int batch)
+{
+    if (rows == 0) return 1;
+    return (size_t)stride * (size_t)(batch - 1) + (size_t)rows * (size_t)ld;
+}
+
+static uint8_t *batched_mask(int rows, int cols, int ld, long stride, int batch, size_t n)
+{
+    uint8_t *m = calloc(n ? n : 1, 1);
+    assert_non_null(m);
+    for (int b = 0; b < batch; b++)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) m[(size_t)b * stride + (size_t)i * ld + j] = 1;
+    return m;
+}
+
+/* Builds a random case: ld padding 0..3, batch stride padding 0..5 (stride_a
+ * may be forced to 0: every batch shares one A). beta == 0 poisons C with NaN. */
+static void gemm_case_init(gemm_case *c, ws_test_rng *rng, int ta, int tb, int m, int n, int k,
+                           int batch, float alpha, float beta, int shared_a)
+{
+    memset(c, 0, sizeof *c);
+    ws_gemm_args *g = &c->g;
+    g->trans_a = ta, g->trans_b = tb, g->m = m, g->n = n, g->k = k;
+    g->alpha = alpha, g->beta = beta, g->batch = batch;
+    c->a_rows = ta ? k : m, c->a_cols = ta ? m : k;
+    c->b_rows = tb ? n : k, c->b_cols = tb ? k : n;
+    g->lda = c->a_cols + ws_test_int(rng, 0, 3);
+    g->ldb = c->b_cols + ws_test_int(rng, 0, 3);
+    g->ldc = n + ws_test_int(rng, 0, 3);
+    g->stride_a = shared_a ? 0 : (long)c->a_rows * g->lda + ws_test_int(rng, 0, 5);
+    g->stride_b = (long)c->b_rows * g->ldb + ws_test_int(rng, 0, 5);
+    g->stride_c = (long)m * g->ldc + ws_test_int(rng, 0, 5);
+    c->na = batched_len(c->a_rows, g->lda, g->stride_a, batch);
+    c->nb = batched_len(c->b_rows, g->ldb, g->stride_b, batch);
+    c->nc = batched_len(m, g->ldc, g->stride_c, batch);
+    c->ma = batched_mask(c->a_rows, c->a_cols, g->lda, g->stride_a, batch, c->na);
+    c->mb = batched_mask(c->b_rows, c->b_cols, g->ldb, g->stride_b, batch, c->nb);
+    c->mc = batched_mask(m, n, g->ldc, g->stride_c, batch, c->nc);
+    c->ha = xmalloc(c->na * sizeof(float));
+    c->hb = xmalloc(c->nb * sizeof(float));
+    c->hc0 = xmalloc(c->nc * sizeof(float));
+    for (size_t i = 0; i < c->na; i++) c->ha[i] = c->ma[i] ? ws_test_normal(rng) : NAN;
+    for (size_t i = 0; i < c->nb; i++) c->hb[i] = c->mb[i] ? ws_test_normal(rng) : NAN;
+    for (size_t i = 0; i < c->nc; i++)
+        c->hc0[i] = !c->mc[i] ? SENTINEL : beta == 0.0f ? NAN : ws_test_normal(rng);
+    c->da = dev_from(c->ha, c->na);
+    c->db = dev_from(c->hb, c->nb);
+    c->dc = dev_from(c->hc0, c->nc);
+    g->a = c->da, g->b = c->db, g->c = c->dc;
+}
+
+static void gemm_case_free(gemm_case *c)
+{
+    dev_free(c->da), dev_free(c->db), dev_free(c->dc);
+    free(c->ha), free(c->hb), free(c->hc0);
+    free(c->ma), free(c->mb), free(c->mc);
+}
+
+static double op_at(const float *x, int trans, int ld, int i, int j)
+{
+    return trans ? x[(size_t)j * ld + i] : x[(size_t)i * ld + j];
+}
+
+/* Naive double reference of C over its buffer (padding entries left 0). */
+static double *gemm_reference(const gemm_case *c)
+{
+    const ws_gemm_args *g = &c->g;
+    double *want = calloc(c->nc, sizeof *want);
+    assert_non_null(want);
+    for (int b = 0; b < g->batch; b++) {
+        const float *a = c->ha + (size_t)b * g->stride_a, *bm = c->hb + (size_t)b * g->stride_b;
+        for (int i = 0; i < g->m; i++)
+            for (int j = 0; j < g->n; j++) {
+                double s = 0.0;
+                for (int p = 0; p < g->k; p++)
+                    s += op_at(a, g->trans_a, g->lda, i, p) * op_at(bm, g->trans_b, g->ldb, p, j);
+                size_t ci = (size_t)b * g->stride_c + (size_t)i * g->ldc + j;
+                want[ci] = g->alpha * s + (g->beta == 0.0f ? 0.0 : (double)g->beta * c->hc0[ci]);
+            }
+    }
+    return want;
+}
+
+static void run_gemm(gemm_case *c)
+{
+    assert_int_equal(g_run->ops->gemm(g_run, &c->g), WS_OK);
+}
+
+static void check_gemm_forward(gemm_case *c, const char *tag)
+{
+    run_gemm(c);
+    float *got = xmalloc(c->nc * sizeof *got);
+    get(got, c->dc, c->nc);
+    double *want = gemm_reference(c);
+    char what[96];
+    snprintf(what, sizeof what, "gemm %s", tag);
+    check_close(what, got, want, c->nc, c->mc, 1e-5, 1e-5);
+    check_untouched(what, got, c->mc, c->nc);
+    free(want);
+    free(got);
+}
+
+static void test_gemm_forward(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x1234};
+    static const float ab[][2] = {{1.0f, 0.0f}, {0.5f, -1.25f}, {-2.0f, 1.0f}, {1.0f, 1.0f}};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int rep = 0; rep < 8; rep++) {
+                int m = pick_odd(&rng), n = pick_odd(&rng), k = pick_odd(&rng);
+                int batch = 1 + rep % 4; /* 1 and 2..4: row-split and batch-split paths */
+                const float *s = ab[rep % 4];
+                gemm_case c;
+                gemm_case_init(&c, &rng, ta, tb, m, n, k, batch, s[0], s[1], 0);
+                char tag[64];
+                snprintf(tag, sizeof tag, "t%d%d m%d n%d k%d b%d", ta, tb, m, n, k, batch);
+                check_gemm_forward(&c, tag);
+                gemm_case_free(&c);
+            }
+}
+
+/* Tall products: the CPU backend splits rows of C across threads (and columns of
+ * a transposed A); the split must not lose or double a row. */
+static void test_gemm_forward_row_split(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x5678};
+    static const int ms[] = {64, 67, 129};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int i = 0; i < 3; i++) {
+                gemm_case c;
+                gemm_case_init(&c, &rng, ta, tb, ms[i], pick_odd(&rng), pick_odd(&rng), 1, 0.75f,
+                               i == 1 ? 0.5f : 0.0f, 0);
+                char tag[64];
+                snprintf(tag, sizeof tag, "split t%d%d m%d", ta, tb, ms[i]);
+                check_gemm_forward(&c, tag);
+                gemm_case_free(&c);
+            }
+}
+
+typedef struct {
+    gemm_case *c;
+} gemm_fwd_ctx;
+
+static void gemm_fwd(void *ctx)
+{
+    gemm_case *c = ((gemm_fwd_ctx *)ctx)->c;
+    put(c->dc, c->hc0, c->nc); /* restore C: beta reads it */
+    run_gemm(c);
+}
+
+/* Runs ws_gemm_backward into fresh (zeroed) and pre-filled gradient buffers and
+ * checks against finite differences, the += contract, padding and NULL paths. */
+static void check_gemm_backward(gemm_case *c, ws_test_rng *rng, const char *tag)
+{
+    const ws_gemm_args *g = &c->g;
+    double *r = random_weights(rng, c->mc, c->nc);
+    float *hdc = xmalloc(c->nc * sizeof *hdc);
+    for (size_t i = 0; i < c->nc; i++) hdc[i] = c->mc[i] ? (float)r[i] : NAN;
+    float *ddc = dev_from(hdc, c->nc);
+
+    /* gradient buffers: logical part 0 (fresh) or random (prefill), padding SENTINEL */
+    float *zero_a = xmalloc(c->na * sizeof(float)), *zero_b = xmalloc(c->nb * sizeof(float));
+    float *pre_a = xmalloc(c->na * sizeof(float)), *pre_b = xmalloc(c->nb * sizeof(float));
+    for (size_t i = 0; i < c->na; i++) {
+        zero_a[i] = c->ma[i] ? 0.0f : SENTINEL;
+        pre_a[i] = c->ma[i] ? ws_test_normal(rng) : SENTINEL;
+    }
+    for (size_t i = 0; i < c->nb; i++) {
+        zero_b[i] = c->mb[i] ? 0.0f : SENTINEL;
+        pre_b[i] = c->mb[i] ? ws_test_normal(rng) : SENTINEL;
+    }
+    float *dga = dev_from(zero_a, c->na), *dgb = dev_from(zero_b, c->nb);
+    assert_int_equal(ws_gemm_backward(g_be, g, ddc, dga, dgb), WS_OK);
+    float *an_a = xmalloc(c->na * sizeof(float)), *an_b = xmalloc(c->nb * sizeof(float));
+    get(an_a, dga, c->na);
+    get(an_b, dgb, c->nb);
+
+    char what[96];
+    /* stride_a == 0: every batch adds into one dA, so the mask marks each element once */
+    loss_fn l = {gemm_fwd, &(gemm_fwd_ctx){c}, c->dc, c->nc, r, xmalloc(c->nc * sizeof(float))};
+    double *fd_a = xmalloc(c->na * sizeof(double)), *fd_b = xmalloc(c->nb * sizeof(double));
+    /* L is linear in A and in B, so a large step is exact up to rounding */
+    fd_grad(&l, c->da, c->na, c->ma, 1.0f, fd_a);
+    fd_grad(&l, c->db, c->nb, c->mb, 1.0f, fd_b);
+    snprintf(what, sizeof what, "gemm_backward dA %s", tag);
+    check_close(what, an_a, fd_a, c->na, c->ma, 1e-4, 1e-4);
+    check_untouched(what, an_a, c->ma, c->na);
+    snprintf(what, sizeof what, "gemm_backward dB %s", tag);
+    check_close(what, an_b, fd_b, c->nb, c->mb, 1e-4, 1e-4);
+    check_untouched(what, an_b, c->mb, c->nb);
+
+    /* += contract */
+    float *got = xmalloc((c->na > c->nb ? c->na : c->nb) * sizeof(float));
+    put(dga, pre_a, c->na);
+    put(dgb, pre_b, c->nb);
+    assert_int_equal(ws_gemm_backward(g_be, g, ddc, dga, dgb), WS_OK);
+    get(got, dga, c->na);
+    snprintf(what, sizeof what, "gemm_backward dA += %s", tag);
+    check_accumulated(what, got, pre_a, an_a, c->na, c->ma);
+    check_untouched(what, got, c->ma, c->na);
+    get(got, dgb, c->nb);
+    snprintf(what, sizeof what, "gemm_backward dB += %s", tag);
+    check_accumulated(what, got, pre_b, an_b, c->nb, c->mb);
+    check_untouched(what, got, c->mb, c->nb);
+
+    /* one gradient at a time (the other NULL) gives the same numbers */
+    put(dga, zero_a, c->na);
+    assert_int_equal(ws_gemm_backward(g_be, g, ddc, dga, NULL), WS_OK);
+    get(got, dga, c->na);
+    snprintf(what, sizeof what, "gemm_backward dA only %s", tag);
+    check_accumulated(what, got, zero_a, an_a, c->na, c->ma);
+    put(dgb, zero_b, c->nb);
+    assert_int_equal(ws_gemm_backward(g_be, g, ddc, NULL, dgb), WS_OK);
+    get(got, dgb, c->nb);
+    snprintf(what, sizeof what, "gemm_backward dB only %s", tag);
+    check_accumulated(what, got, zero_b, an_b, c->nb, c->mb);
+
+    free(got), free(fd_a), free(fd_b), free(l.scratch);
+    free(an_a), free(an_b), free(zero_a), free(zero_b), free(pre_a), free(pre_b);
+    free(hdc), free(r);
+    dev_free(ddc), dev_free(dga), dev_free(dgb);
+}
+
+static void test_gemm_backward(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x9abc};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int rep = 0; rep < 3; rep++) {
+                int m = pick_odd(&rng), n = pick_odd(&rng), k = pick_odd(&rng);
+                if (m * k > 300) k = odd_sizes[ws_test_int(&rng, 0, 2)]; /* keep FD cheap */
+                int batch = rep == 0 ? 1 : 1 + rep; /* 1, 2, 3 */
+                float alpha = rep == 1 ? -0.75f : 1.0f, beta = rep == 2 ? 0.5f : 0.0f;
+                gemm_case c;
+                gemm_case_init(&c, &rng, ta, tb, m, n, k, batch, alpha, beta, 0);
+                char tag[64];
+                snprintf(tag, sizeof tag, "t%d%d m%d n%d k%d b%d", ta, tb, m, n, k, batch);
+                check_gemm_backward(&c, &rng, tag);
+                gemm_case_free(&c);
+            }
+}
+
+/* One A shared by every batch (stride_a = 0, e.g. a weight applied per head):
+ * the forward broadcasts it and the backward must sum every batch's dA into
+ * the single copy, even when the batches run on different threads. */
+static void test_gemm_shared_operand(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0xdef0};
+    for (int ta = 0; ta < 2; ta++)
+        for (int rep = 0; rep < 2; rep++) {
+            gemm_case c;
+            int batch = rep ? 8 : 3;
+            gemm_case_init(&c, &rng, ta, rep, 17, 7, 3, batch, 1.0f, 0.0f, 1);
+            char tag[64];
+            snprintf(tag, sizeof tag, "shared-A t%d%d b%d", ta, rep, batch);
+            check_gemm_forward(&c, tag);
+            check_gemm_backward(&c, &rng, tag);
+            gemm_case_free(&c);
+        }
+}
+
+/* ---- linear ---- */
+
+typedef struct {
+    int n, in_dim, out_dim;
+    float *x_, *dw, *db, *dout; /* device: in, W, bias (nullable), out */
+} lin_ctx;
+
+static void lin_fwd(void *p)
+{
+    lin_ctx *c = p;
+    assert_int_equal(g_run->ops->linear_forward(g_run, c->dout, c->x_, c->dw, c->db, c->n,
+                                               c->in_dim, c->out_dim),
+                     WS_OK);
+}
+
+static void test_linear_forward(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x1111};
+    static const int ns[] = {1, 3, 7, 17, 33, 70, 130};
+    for (int t = 0; t < 7; t++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            int n = ns[t], in_dim = pick_odd(&rng), out_dim = pick_odd(&rng);
+            size_t nin = (size_t)n * in_dim, nw = (size_t)out_dim * in_dim, nout = (size_t)n * out_dim;
+            float *x = xmalloc(nin * sizeof *x), *w = xmalloc(nw * sizeof *w);
+            float *bias = xmalloc(out_dim * sizeof *bias), *got = xmalloc(nout * sizeof *got);
+            ws_test_fill_normal(&rng, x, nin, 1.0f);
+            ws_test_fill_normal(&rng, w, nw, 1.0f);
+            ws_test_fill_normal(&rng, bias, out_dim, 1.0f);
+            lin_ctx c = {n, in_dim, out_dim, dev_from(x, nin), dev_from(w, nw),
+                         with_bias ? dev_from(bias, out_dim) : NULL, dev_alloc(nout)};
+            dev_set(c.dout, NAN, nout);
+            lin_fwd(&c);
+            get(got, c.dout, nout);
+            double *want = xmalloc(nout * sizeof *want);
+            for (int r = 0; r < n; r++)
+                for (int o = 0; o < out_dim; o++) {
+                    double s = with_bias ? bias[o] : 0.0;
+                    for (int i = 0; i < in_dim; i++)
+                        s += (double)x[(size_t)r * in_dim + i] * w[(size_t)o * in_dim + i];
+                    want[(size_t)r * out_dim + o] = s;
+                }
+            char what[64];
+            snprintf(what, sizeof what, "linear_forward n%d %dx%d b%d", n, in_dim, out_dim,
+                     with_bias);
+            check_close(what, got, want, nout, NULL, 1e-5, 1e-5);
+            dev_free(c.x_), dev_free(c.dw), dev_free(c.db), dev_free(c.dout);
+            free(x), free(w), free(bias), free(got), free(want);
+        }
+}
+
+static void test_linear_backward(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x2222};
+    /* (n, in, out): odd sizes, a row split (n >= 64) and a column-split bias (out >= 256) */
+    static const int shapes[][3] = {{1, 1, 1},  {3, 7, 1},  {7, 3, 17}, {17, 33, 7},
+                                    {33, 5, 3}, {67, 3, 5}, {5, 3, 257}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        int n = shapes[t][0], in_dim = shapes[t][1], out_dim = shapes[t][2];
+        size_t nin = (size_t)n * in_dim, nw = (size_t)out_dim * in_dim, nout = (size_t)n * out_dim;
+        float *x = xmalloc(nin * sizeof *x), *w = xmalloc(nw * sizeof *w);
+        float *bias = xmalloc(out_dim * sizeof *bias);
+        ws_test_fill_normal(&rng, x, nin, 1.0f);
+        ws_test_fill_normal(&rng, w, nw, 1.0f);
+        ws_test_fill_normal(&rng, bias, out_dim, 1.0f);
+        lin_ctx c = {n, in_dim, out_dim, dev_from(x, nin), dev_from(w, nw),
+                     dev_from(bias, out_dim), dev_alloc(nout)};
+        double *r = random_weights(&rng, NULL, nout);
+        float *hdy = xmalloc(nout * sizeof *hdy);
+        for (size_t i = 0; i < nout; i++) hdy[i] = (float)r[i];
+        float *ddy = dev_from(hdy, nout);
+
+        /* analytic from zero */
+        float *gx = dev_alloc(nin), *gw = dev_alloc(nw), *gb = dev_alloc(out_dim);
+        dev_set(gx, 0.0f, nin), dev_set(gw, 0.0f, nw), dev_set(gb, 0.0f, out_dim);
+        assert_int_equal(g_be->ops->linear_backward(g_be, gx, gw, gb, ddy, c.x_, c.dw, n,
+                                                    in_dim, out_dim),
+                         WS_OK);
+        float *an_x = xmalloc(nin * sizeof(float)), *an_w = xmalloc(nw * sizeof(float));
+        float *an_b = xmalloc(out_dim * sizeof(float));
+        get(an_x, gx, nin), get(an_w, gw, nw), get(an_b, gb, out_dim);
+
+        /* finite differences (L is linear in each input: h = 1) */
+        loss_fn l = {lin_fwd, &c, c.dout, nout, r, xmalloc(nout * sizeof(float))};
+        double *fd = xmalloc((nw > nin ? nw : nin) * sizeof(double));
+        char what[80];
+        fd_grad(&l, c.x_, nin, NULL, 1.0f, fd);
+        snprintf(what, sizeof what, "linear_backward din n%d %dx%d", n, in_dim, out_dim);
+        check_close(what, an_x, fd, nin, NULL, 1e-4, 1e-4);
+        fd_grad(&l, c.dw, nw, NULL, 1.0f, fd);
+        snprintf(what, sizeof what, "linear_backward dW n%d %dx%d", n, in_dim, out_dim);
+        check_close(what, an_w, fd, nw, NULL, 1e-4, 1e-4);
+        fd_grad(&l, c.db, out_dim, NULL, 1.0f, fd);
+        snprintf(what, sizeof what, "linear_backward dbias n%d %dx%d", n, in_dim, out_dim);
+        check_close(what, an_b, fd, out_dim, NULL, 1e-4, 1e-4);
+
+        /* += contract */
+        float *px = xmalloc(nin * sizeof(float)), *pw = xmalloc(nw * sizeof(float));
+        float *pb = xmalloc(out_dim * sizeof(float));
+        ws_test_fill_normal(&rng, px, nin, 3.0f);
+        ws_test_fill_normal(&rng, pw, nw, 3.0f);
+        ws_test_fill_normal(&rng, pb, out_dim, 3.0f);
+        put(gx, px, nin), put(gw, pw, nw), put(gb, pb, out_dim);
+        assert_int_equal(g_be->ops->linear_backward(g_be, gx, gw, gb, ddy, c.x_, c.dw, n,
+                                                    in_dim, out_dim),
+                         WS_OK);
+        float *got = xmalloc((nw > nin ? nw : nin) * sizeof(float) + out_dim * sizeof(float));
+        get(got, gx, nin);
+        check_accumulated("linear_backward din +=", got, px, an_x, nin, NULL);
+        get(got, gw, nw);
+        check_accumulated("linear_backward dW +=", got, pw, an_w, nw, NULL);
+        get(got, gb, out_dim);
+        check_accumulated("linear_backward dbias +=", got, pb, an_b, out_dim, NULL);
+
+        /* each gradient alone (the others NULL) */
+        float *zeros = calloc((nw > nin ? nw : nin) + out_dim, sizeof(float));
+        assert_non_null(zeros);
+        dev_set(gx, 0.0f, nin), dev_set(gw, 0.0f, nw), dev_set(gb, 0.0f, out_dim);
+        assert_int_equal(g_be->ops->linear_backward(g_be, gx, NULL, NULL, ddy, c.x_, c.dw, n,
+                                                    in_dim, out_dim),
+                         WS_OK);
+        assert_int_equal(g_be->ops->linear_backward(g_be, NULL, gw, NULL, ddy, c.x_, c.dw, n,
+                                                    in_dim, out_dim),
+                         WS_OK);
+        assert_int_equal(g_be->ops->linear_backward(g_be, NULL, NULL, gb, ddy, c.x_, c.dw, n,
+                                                    in_dim, out_dim),
+                         WS_OK);
+        get(got, gx, nin);
+        check_accumulated("linear_backward din only", got, zeros, an_x, nin, NULL);
+        get(got, gw, nw);
+        check_accumulated("linear_backward dW only", got, zeros, an_w, nw, NULL);
+        get(got, gb, out_dim);
+        check_accumulated("linear_backward dbias only", got, zeros, an_b, out_dim, NULL);
+
+        dev_free(c.x_), dev_free(c.dw), dev_free(c.db), dev_free(c.dout), dev_free(ddy);
+        dev_free(gx), dev_free(gw), dev_free(gb);
+        free(x), free(w), free(bias), free(r), free(hdy), free(an_x), free(an_w), free(an_b);
+        free(l.scratch), free(fd), free(px), free(pw), free(pb), free(got), free(zeros);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_forward),
+        cmocka_unit_test(test_gemm_forward_row_split),
+        cmocka_unit_test(test_gemm_backward),
+        cmocka_unit_test(test_gemm_shared_operand),
+        cmocka_unit_test(test_linear_forward),
+        cmocka_unit_test(test_linear_backward),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -714,10 +714,11 @@ static char *build_header(const ws_st_writer *w)
     uint64_t pos = 0;
     for (int i = 0; ok && i < w->n; i++) {
         const st_entry *e = &w->entries[i];
+        /* Keys in the order the reference writer uses: dtype, shape, data_offsets. */
         cJSON *t = cJSON_AddObjectToObject(root, e->name);
-        cJSON *shape = t ? cJSON_AddArrayToObject(t, "shape") : NULL;
-        cJSON *offs = NULL;
-        ok = t && cJSON_AddStringToObject(t, "dtype", dtype_name(e->dtype)) && shape;
+        cJSON *shape = NULL, *offs = NULL;
+        ok = t && cJSON_AddStringToObject(t, "dtype", dtype_name(e->dtype)) &&
+             (shape = cJSON_AddArrayToObject(t, "shape")) != NULL;
         for (int k = 0; ok && k < e->ndim; k++) {
             cJSON *v = json_int((uint64_t)e->shape[k]);
             ok = v && cJSON_AddItemToArray(shape, v);

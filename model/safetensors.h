@@ -29,7 +29,12 @@ typedef struct {
 
 typedef struct ws_st_file ws_st_file;
 
-/* Loads and validates a whole file. */
+/* Loads and validates a whole file (rules at the top of safetensors.c; they
+ * follow the reference reader, plus: F32/I32 only, unique names and keys,
+ * no unknown keys in a tensor entry). Tensors keep header order; their data is
+ * valid until ws_st_close. Errors: WS_ERR_IO (cannot open or read, not a
+ * regular file), WS_ERR_FORMAT (corrupt, truncated, unsupported), WS_ERR_NOMEM;
+ * *out is NULL on failure. */
 ws_status ws_st_read(const char *path, ws_st_file **out, ws_error *err);
 void ws_st_close(ws_st_file *f);
 int ws_st_count(const ws_st_file *f);
@@ -39,7 +44,13 @@ const ws_st_tensor *ws_st_find(const ws_st_file *f, const char *name);
 const char *ws_st_meta(const ws_st_file *f, const char *key);
 
 /* Writer: collect tensors (data is copied) and metadata, then write atomically
- * (temporary file in the same directory, fsync, rename, fsync directory). */
+ * (temporary file "<path>.tmp.<pid>.<seq>" in the same directory, fsync, rename,
+ * fsync directory). Tensors are written in the order added, the header padded
+ * with spaces to a multiple of 8. add/meta reject (WS_ERR_INVALID, writer
+ * unchanged) empty, reserved ("__metadata__"), non-UTF-8 or duplicate names and
+ * keys, and bad dtypes or shapes. write gives WS_ERR_IO with the errno text on
+ * any file-system failure and leaves no temporary file behind; the writer can
+ * be written again. */
 typedef struct ws_st_writer ws_st_writer;
 ws_status ws_st_writer_new(ws_st_writer **out);
 void ws_st_writer_free(ws_st_writer *w);

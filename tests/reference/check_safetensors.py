@@ -217,7 +217,7 @@ def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     flags = {a for a in argv[1:] if a.startswith("--")}
     if len(args) != 1 or flags - {"--ours", "--json"}:
-        print(__doc__.split("\n\n")[-2], file=sys.stderr)
+        print("usage: check_safetensors.py FILE [--ours] [--json]", file=sys.stderr)
         return 2
     try:
         with open(args[0], "rb") as f:

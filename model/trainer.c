@@ -1,0 +1,165 @@
+/* trainer.c — the truncated-gradient training loop over task trajectory slots. */
+#include "trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ws_trainer {
+    ws_model *m;
+    ws_task *task;
+    ws_train_config tc;
+    ws_batch *batch;
+    float *states;      /* device [batch, T, d] */
+    int *age, *lifetime;
+    uint64_t *episodes; /* per slot, to derive fresh world seeds */
+    uint64_t rng;
+    long iter;
+    double t0;
+};
+
+ws_train_config ws_train_config_default(void)
+{
+    return (ws_train_config){.batch = 32, .rollout = 8, .lifetime = WS_LIFETIME_FIXED,
+                             .max_age = 64, .update_every = 1, .lr = 1e-3f,
+                             .min_lr_ratio = 0.1f, .warmup = 100, .iters = 2000, .seconds = 0,
+                             .weight_decay = 0.01f, .clip_norm = 1.0f, .seed = 1};
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s)
+{
+    *s = mix(*s);
+    return (*s >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static double progress(const ws_trainer *t)
+{
+    double p = 0.0;
+    if (t->tc.iters > 0) p = (double)t->iter / (double)t->tc.iters;
+    if (t->tc.seconds > 0) p = fmax(p, (now_s() - t->t0) / t->tc.seconds);
+    return fmin(p, 1.0);
+}
+
+/* Fixed: the rollout length. Pool: log-uniform in [1, A], A growing with progress. */
+static int draw_lifetime(ws_trainer *t)
+{
+    if (t->tc.lifetime == WS_LIFETIME_FIXED) return t->tc.rollout;
+    double a = t->tc.rollout + (t->tc.max_age - t->tc.rollout) * progress(t);
+    int life = (int)floor(exp(uniform01(&t->rng) * log(a + 1.0)));
+    return life < 1 ? 1 : life;
+}
+
+ws_status ws_trainer_new(ws_trainer **out, ws_model *m, const ws_task_params *task,
+                         const ws_train_config *tc, ws_error *err)
+{
+    *out = NULL;
+    if (tc->batch < 1 || tc->rollout < 1 || tc->update_every < 1 ||
+        (tc->lifetime == WS_LIFETIME_POOL && tc->max_age < tc->rollout) ||
+        (tc->iters <= 0 && tc->seconds <= 0) || !(tc->lr > 0))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "trainer: need batch, rollout, update_every >= 1, lr > 0, a budget, "
+                            "and max_age >= rollout for the pool");
+    ws_trainer *t = calloc(1, sizeof *t);
+    if (!t) return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
+    t->m = m;
+    t->tc = *tc;
+    t->rng = mix(tc->seed ^ 0x5EEDULL);
+    t->t0 = now_s();
+    ws_status st = ws_task_new(&t->task, task, tc->batch, ws_model_vocab(m), err);
+    if (st != WS_OK) goto fail;
+    st = ws_batch_new(&t->batch, ws_model_config_of(m));
+    if (st == WS_OK) st = ws_model_state_alloc(m, tc->batch, &t->states, err);
+    t->age = calloc((size_t)tc->batch, sizeof *t->age);
+    t->lifetime = calloc((size_t)tc->batch, sizeof *t->lifetime);
+    t->episodes = calloc((size_t)tc->batch, sizeof *t->episodes);
+    if (st != WS_OK || !t->age || !t->lifetime || !t->episodes) {
+        st = ws_error_set(err, st == WS_OK ? WS_ERR_NOMEM : st, "trainer: out of memory");
+        goto fail;
+    }
+    /* Stagger first lifetimes so that every age is present in every batch. */
+    for (int i = 0; i < tc->batch; i++)
+        t->lifetime[i] = tc->lifetime == WS_LIFETIME_FIXED ? 1 + i % tc->rollout
+                                                            : draw_lifetime(t);
+    *out = t;
+    return WS_OK;
+fail:
+    ws_trainer_free(t);
+    return st;
+}
+
+void ws_trainer_free(ws_trainer *t)
+{
+    if (!t) return;
+    if (t->states) ws_backend_release(ws_model_backend(t->m), t->states);
+    ws_batch_free(t->batch);
+    ws_task_free(t->task);
+    free(t->age);
+    free(t->lifetime);
+    free(t->episodes);
+    free(t);
+}
+
+void ws_trainer_set_iter(ws_trainer *t, long iter) { t->iter = iter; }
+
+static float schedule_lr(const ws_trainer *t)
+{
+    const ws_train_config *c = &t->tc;
+    if (c->warmup > 0 && t->iter < c->warmup) return c->lr * (float)(t->iter + 1) / c->warmup;
+    double lo = c->lr * c->min_lr_ratio;
+    return (float)(lo + (c->lr - lo) * 0.5 * (1.0 + cos(M_PI * progress(t))));
+}
+
+ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err)
+{
+    if (progress(t) >= 1.0) return ws_error_set(err, WS_ERR_CONFLICT, "trainer: budget spent");
+    ws_batch_clear(t->batch);
+    for (int i = 0; i < t->tc.batch; i++) {
+        int fresh = t->age[i] == 0;
+        if (fresh) WS_TRY(ws_task_reset(t->task, i, mix(t->tc.seed * 1000003ULL + i) ^
+                                                        mix(++t->episodes[i])));
+        WS_TRY(ws_batch_begin_traj(t->batch, fresh));
+        WS_TRY(ws_task_step(t->task, i, t->batch, NULL, err));
+    }
+    ws_step_result res;
+    WS_TRY(ws_model_step(t->m, t->batch, t->states, t->states, WS_STEP_TRAIN,
+                         1.0f / (float)t->tc.update_every, NULL, &res, err));
+    for (int i = 0; i < t->tc.batch; i++) {
+        if (++t->age[i] >= t->lifetime[i]) {
+            t->age[i] = 0;
+            t->lifetime[i] = draw_lifetime(t);
+        }
+    }
+    stats->lr = schedule_lr(t);
+    t->iter++;
+    if (t->iter % t->tc.update_every == 0) {
+        ws_optim_config oc = ws_optim_config_default();
+        oc.lr = stats->lr;
+        oc.weight_decay = t->tc.weight_decay;
+        oc.clip_norm = t->tc.clip_norm;
+        WS_TRY(ws_model_adamw_step(t->m, &oc, &stats->grad_norm, err));
+    }
+    stats->iter = t->iter;
+    stats->optim_steps = ws_model_optim_steps(t->m);
+    stats->elapsed = now_s() - t->t0;
+    stats->progress = progress(t);
+    stats->loss = res.loss;
+    stats->accuracy = res.n_labelled ? (float)res.n_correct / res.n_labelled : 0.0f;
+    stats->steps_per_s = stats->elapsed > 0 ? t->iter * (double)t->tc.batch / stats->elapsed : 0;
+    return WS_OK;
+}

@@ -311,16 +311,10 @@ static void attn_case_init(attn_case *c, ws_test_rng *rng, int layout, int d, in
                        : spec[s].mask == MASK_ALL ? 0
                                                   : (uint8_t)(ws_test_uniform(rng) < 0.6f);
             if (spec[s].mask == MASK_PART && kl > 0) {
-                v[ws_test_int(rng, 0, kl - 1)] = 1;
-                if (kl > 1) { /* and at least one masked */
-                    int j = ws_test_int(rng, 0, kl - 1);
-                    int any_masked = 0;
-                    for (int t = 0; t < kl; t++) any_masked |= !v[t];
-                    if (!any_masked) {
-                        v[j] = 0;
-                        v[(j + 1) % kl] = 1;
-                    }
-                }
+                /* at least one valid key and, where there are two, one masked */
+                int j = ws_test_int(rng, 0, kl - 1);
+                v[j] = 1;
+                if (kl > 1) v[(j + 1) % kl] = 0;
             }
         }
         c->d_valid = dev_alloc_bytes((size_t)(nk ? nk : 1));
@@ -579,7 +573,7 @@ static void test_attention_self_fused(void **state)
         char tag[64];
         snprintf(tag, sizeof tag, "qkv d%d h%d", dims[t][0], dims[t][1]);
         check_attn_forward(&c, tag, 1e-5, 1e-5);
-        check_attn_backward(&c, &rng, tag, 1e-2f, 2e-4, 2e-3);
+        check_attn_backward(&c, &rng, tag, 1e-2f, 1e-4, 5e-4);
         attn_case_free(&c);
     }
 }
@@ -599,7 +593,7 @@ static void test_attention_cross(void **state)
         char tag[64];
         snprintf(tag, sizeof tag, "q|kv d%d h%d", dims[t][0], dims[t][1]);
         check_attn_forward(&c, tag, 1e-5, 1e-5);
-        check_attn_backward(&c, &rng, tag, 1e-2f, 2e-4, 2e-3);
+        check_attn_backward(&c, &rng, tag, 1e-2f, 1e-4, 5e-4);
         attn_case_free(&c);
     }
 }
@@ -617,7 +611,7 @@ static void test_attention_unmasked(void **state)
     attn_case c;
     attn_case_init(&c, &rng, LAYOUT_Q_K_V, 6, 2, segs, N_OF(segs), 0, 1.0f);
     check_attn_forward(&c, "q|k|v d6 h2", 1e-5, 1e-5);
-    check_attn_backward(&c, &rng, "q|k|v d6 h2", 1e-2f, 2e-4, 2e-3);
+    check_attn_backward(&c, &rng, "q|k|v d6 h2", 1e-2f, 1e-4, 5e-4);
     attn_case_free(&c);
 }
 

@@ -4,12 +4,20 @@
  * in a slot; each ws_task_step() advances that world by one step and appends the
  * step's instructions and labelled queries to the batch, as the trajectory the
  * caller has just begun with ws_batch_begin_traj(). Facts use symbols the task
- * registers in the model's vocabulary at creation.
+ * registers in the model's vocabulary at creation. A world is a pure function of
+ * its seed: the same seed gives the same batches, in any slot of any task object
+ * with the same params.
  *
  *   recall  — experiment 0: a bit told at step 1 must be recalled later
+ *             facts ("target") and ("input", "i0".."i7"); no baselines
  *   facts   — entities moving between places (the house assistant)
+ *             facts ("e<k>", "p<j>"); group = entity, chance 1/places
  *   life    — Conway's Game of Life on an 8×8 torus with interventions
+ *             facts ("r<row>", "c<col>"); baselines "all dead", "copy previous"
  *   numbers — World of Numbers on Fashion-MNIST images
+ *             facts ("m<image>", "y<row>", "x<col>"); baseline "class mean image"
+ * Each generator's file (recall.c, facts.c, life.c, numbers.c) says exactly what
+ * it tells and asks. Facts have at most 3 symbols (ws_task_max_fact_len).
  */
 #ifndef WS_TASK_H
 #define WS_TASK_H
@@ -20,24 +28,36 @@
 
 typedef struct {
     const char *name;   /* "recall" | "facts" | "life" | "numbers" */
+    /* Ranges are checked by ws_task_new (WS_ERR_INVALID); fields of other tasks
+     * are ignored. */
     /* recall */
     int thorough;       /* 1: recall queried every step; 0: only at step `horizon` */
     int horizon;        /* non-thorough recall: the step whose queries ask for the bit */
     /* facts */
     int entities, places;
     float move_rate;    /* Poisson mean of entities that move per step */
-    int query_sample;   /* queries per step; 0 = every (entity, place) pair */
+    int query_sample;   /* queries per step: distinct random (entity, place) pairs,
+                           <= entities*places; 0 = every pair (only then are
+                           queries grouped by entity) */
     /* life */
     float density;            /* initial alive probability */
     float intervention_rate;  /* Poisson mean of intervened cells per step (0 allowed) */
     /* numbers */
     int images;               /* images in the tuple */
-    int max_told, max_told_first, n_queries;
+    int max_told;             /* pixels told per step: uniform in [0, max_told] */
+    int max_told_first;       /* ... at step 1: uniform in [0, max_told_first] */
+    int n_queries;            /* distinct random pixels (of any image) queried per step */
     int test_split;           /* 1: draw images from the t10k files */
-    const char *data_dir;     /* directory of the Fashion-MNIST .gz IDX files */
+    const char *data_dir;     /* directory of the Fashion-MNIST .gz IDX files (NULL:
+                                 /usr/share/datasets/fashion-mnist); copied by ws_task_new */
 } ws_task_params;
 
-/* Defaults for a task name (NULL if unknown): sizes of the experiments. */
+/* Fills *out with a task's defaults (the issue's experiments): returns 1, or 0
+ * for an unknown name. out->name then points to static storage.
+ *   recall:  thorough 1, horizon 8
+ *   facts:   entities 4, places 4, move_rate 1.0, query_sample 0
+ *   life:    density 0.35, intervention_rate 2.0
+ *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0 */
 int ws_task_params_default(const char *name, ws_task_params *out);
 
 /* What a query is, for evaluation beyond plain accuracy. */
@@ -62,13 +82,25 @@ int ws_task_n_baselines(const ws_task *t);
 const char *ws_task_baseline_name(const ws_task *t, int i);
 /* Upper bounds per step, for sizing buffers. */
 int ws_task_max_queries(const ws_task *t);
+/* Symbols in the task's longest fact: a model needs max_fact_len >= this. */
+int ws_task_max_fact_len(const ws_task *t);
 
+/* ws_task_new: WS_ERR_INVALID for an unknown name, bad params or a vocabulary
+ * without room for the task's symbols; numbers also reports the dataset's
+ * WS_ERR_NOTFOUND / WS_ERR_IO / WS_ERR_FORMAT. */
+
+/* WS_ERR_INVALID for a slot out of range. */
 ws_status ws_task_reset(ws_task *t, int slot, uint64_t seed);
-/* Steps taken in the slot's world so far (0 right after reset). */
+/* Steps taken in the slot's world so far (0 right after reset; -1: bad slot). */
 int ws_task_steps(const ws_task *t, int slot);
 /* Advances the slot's world one step and appends its instructions and queries to
  * the batch's current trajectory; info (nullable, room for ws_task_max_queries)
- * receives one entry per query appended. */
+ * receives one entry per query appended (group -1 and unused baselines 0 where
+ * they do not apply).
+ * WS_ERR_INVALID (slot never reset, no trajectory begun, facts longer than the
+ * batch's max_fact_len, symbols beyond its vocabulary) changes nothing. After
+ * WS_ERR_NOMEM the batch holds part of the step: clear it and reset the slot.
+ * Different slots may be stepped from different threads at once. */
 ws_status ws_task_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info, ws_error *err);
 
 #endif

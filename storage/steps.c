@@ -1,0 +1,171 @@
+/* steps.c — applying steps (the group-commit path) and the step log: labels
+ * that arrive later, paged reads, and whole-log replay. */
+#include <string.h>
+
+#include "store_internal.h"
+
+ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_id,
+                              int64_t expect_prev_step, const float *state, int32_t rows,
+                              int32_t cols, const ws_store_log_entry *entry,
+                              int64_t *current_step, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    /* Argument checks first: bad input never opens a unit. */
+    WS_TRY(ws_store__check_state(state, rows, cols, 0, err));
+    if (!entry || !entry->instructions_json || !entry->queries_json || !entry->answers_json)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "step log entry needs instructions, queries and answers");
+    if (expect_prev_step < 0)
+        return ws_error_set(err, WS_ERR_INVALID, "expected step %lld is negative",
+                            (long long)expect_prev_step);
+
+    ws_store_op op;
+    WS_TRY(ws_store__op_begin(s, &op, err));
+    /* Under the write lock (ours, or the group's) the step read here cannot
+     * change before the update below: check-then-write is race-free. */
+    int64_t sid = 0, step = 0;
+    ws_status r = ws_store__session_find(s, tenant, session_id, &sid, &step, err);
+    if (r == WS_OK && step != expect_prev_step) {
+        if (current_step) *current_step = step;
+        r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", session_id,
+                         (long long)step, (long long)expect_prev_step);
+    }
+    int64_t next = expect_prev_step + 1, now = ws_store__now_ms();
+    if (r == WS_OK) {
+        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_SESSION_SET_STATE);
+        r = ws_store__bind_int64(s, st, 1, sid, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, next, err);
+        if (r == WS_OK)
+            r = ws_store__bind_blob(s, st, 3, state, (size_t)rows * (size_t)cols * sizeof(float),
+                                    err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 4, rows, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 5, cols, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 6, entry->model_version, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 7, now, err);
+        if (r == WS_OK) r = ws_store__exec(s, st, err, "storage: writing a session's state");
+        ws_store__done(st);
+    }
+    if (r == WS_OK) {
+        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_INSERT);
+        r = ws_store__bind_int64(s, st, 1, sid, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, next, err);
+        if (r == WS_OK) r = ws_store__bind_text(s, st, 3, entry->instructions_json, err);
+        if (r == WS_OK) r = ws_store__bind_text(s, st, 4, entry->queries_json, err);
+        if (r == WS_OK) r = ws_store__bind_text(s, st, 5, entry->labels_json, err); /* may be NULL */
+        if (r == WS_OK) r = ws_store__bind_text(s, st, 6, entry->answers_json, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 7, entry->model_version, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 8, now, err);
+        if (r == WS_OK) r = ws_store__exec(s, st, err, "storage: appending to the step log");
+        ws_store__done(st);
+    }
+    /* A conflict or failure undoes only this session's unit. */
+    r = ws_store__op_end(s, &op, r, err);
+    if (r == WS_OK && current_step) *current_step = next;
+    return r;
+}
+
+ws_status ws_store_log_set_labels(ws_store *s, int64_t tenant, const char *session_id,
+                                  int64_t step, const char *labels_json, int replace,
+                                  ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!labels_json) return ws_error_set(err, WS_ERR_INVALID, "labels are missing");
+    ws_store_op op;
+    WS_TRY(ws_store__op_begin(s, &op, err));
+    int64_t sid = 0;
+    ws_status r = ws_store__session_find(s, tenant, session_id, &sid, NULL, err);
+    int same = 0;
+    if (r == WS_OK) {
+        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_GET_LABELS);
+        r = ws_store__bind_int64(s, st, 1, sid, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, step, err);
+        if (r == WS_OK) {
+            int rc = sqlite3_step(st);
+            if (rc == SQLITE_DONE) {
+                r = ws_error_set(err, WS_ERR_NOTFOUND, "session %s has no step %lld", session_id,
+                                 (long long)step);
+            } else if (rc != SQLITE_ROW) {
+                r = ws_store__sqlfail(s, rc, err, "storage: reading a step's labels");
+            } else if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+                const char *old = (const char *)sqlite3_column_text(st, 0);
+                /* A retry with the same labels is fine; different ones would
+                 * silently rewrite training data unless asked for. */
+                same = old && strcmp(old, labels_json) == 0;
+                if (!same && !replace)
+                    r = ws_error_set(err, WS_ERR_CONFLICT,
+                                     "step %lld of session %s already has different labels",
+                                     (long long)step, session_id);
+            }
+        }
+        ws_store__done(st);
+    }
+    if (r == WS_OK && !same) {
+        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_SET_LABELS);
+        r = ws_store__bind_int64(s, st, 1, sid, err);
+        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, step, err);
+        if (r == WS_OK) r = ws_store__bind_text(s, st, 3, labels_json, err);
+        if (r == WS_OK) r = ws_store__exec(s, st, err, "storage: setting a step's labels");
+        ws_store__done(st);
+    }
+    return ws_store__op_end(s, &op, r, err);
+}
+
+/* Streams LOG_PAGE rows of one session to fn. */
+static ws_status read_log(ws_store *s, int64_t sid, int64_t after_step, int64_t limit,
+                          ws_store_log_fn fn, void *ctx, ws_error *err)
+{
+    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_PAGE);
+    ws_status r = ws_store__bind_int64(s, st, 1, sid, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, after_step, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 3, limit, err);
+    while (r == WS_OK) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) break;
+        if (rc != SQLITE_ROW) {
+            r = ws_store__sqlfail(s, rc, err, "storage: reading the step log");
+            break;
+        }
+        ws_store_log_entry e = {
+            .step = (int64_t)sqlite3_column_int64(st, 0),
+            .instructions_json = (const char *)sqlite3_column_text(st, 1),
+            .queries_json = (const char *)sqlite3_column_text(st, 2),
+            .labels_json = (const char *)sqlite3_column_text(st, 3), /* NULL: unlabelled */
+            .answers_json = (const char *)sqlite3_column_text(st, 4),
+            .model_version = (int64_t)sqlite3_column_int64(st, 5),
+            .time_ms = (int64_t)sqlite3_column_int64(st, 6),
+        };
+        if (!e.instructions_json || !e.queries_json || !e.answers_json ||
+            (!e.labels_json && sqlite3_column_type(st, 3) != SQLITE_NULL)) {
+            r = ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory reading the step log");
+            break;
+        }
+        s->in_callback = 1;
+        r = fn(ctx, &e);
+        s->in_callback = 0;
+    }
+    ws_store__done(st);
+    return r;
+}
+
+ws_status ws_store_log_page(ws_store *s, int64_t tenant, const char *session_id,
+                            int64_t after_step, int limit, ws_store_log_fn fn, void *ctx,
+                            ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (limit < 1 || limit > WS_STORE_PAGE_MAX)
+        return ws_error_set(err, WS_ERR_INVALID, "page limit must be 1..%d", WS_STORE_PAGE_MAX);
+    int64_t sid = 0;
+    WS_TRY(ws_store__session_find(s, tenant, session_id, &sid, NULL, err));
+    return read_log(s, sid, after_step, limit, fn, ctx, err);
+}
+
+ws_status ws_store_log_each(ws_store *s, int64_t tenant, const char *session_id,
+                            ws_store_log_fn fn, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    int64_t sid = 0;
+    WS_TRY(ws_store__session_find(s, tenant, session_id, &sid, NULL, err));
+    /* One statement = one read snapshot: concurrent steps appended meanwhile
+     * are not seen half-way. LIMIT -1 is SQLite's "no limit". */
+    return read_log(s, sid, 0, -1, fn, ctx, err);
+}

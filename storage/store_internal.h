@@ -1,0 +1,186 @@
+/* store_internal.h — what the storage/ files share: the connection struct, the
+ * table of prepared statements, and small helpers. Not for other modules. */
+#ifndef WS_STORE_INTERNAL_H
+#define WS_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "storage.h"
+
+/* Every statement the module runs more than once, prepared once at open.
+ * Column lists are spelled out (never *) so that a later migration adding a
+ * column cannot shift the indexes the readers use. */
+#define WS_STORE_SESSION_COLS \
+    "id, tenant, model, step, state_version, state_rows, state_cols, created_ms, updated_ms"
+#define WS_STORE_STATEMENTS(X)                                                              \
+    X(BEGIN, "BEGIN IMMEDIATE")                                                             \
+    X(COMMIT, "COMMIT")                                                                     \
+    X(ROLLBACK, "ROLLBACK")                                                                 \
+    X(SAVEPOINT, "SAVEPOINT ws_op")                                                         \
+    X(RELEASE, "RELEASE ws_op")                                                             \
+    X(ROLLBACK_TO, "ROLLBACK TO ws_op")                                                     \
+    /* tenants and keys */                                                                  \
+    X(TENANT_FIND, "SELECT id FROM tenants WHERE name = ?1")                                \
+    X(TENANT_INSERT, "INSERT INTO tenants(name, created_ms) VALUES(?1, ?2)")                \
+    X(TENANT_EXISTS, "SELECT 1 FROM tenants WHERE id = ?1")                                 \
+    X(KEY_INSERT, "INSERT INTO api_keys(tenant, hash, prefix, admin, note, created_ms) "    \
+                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6)")                                          \
+    X(KEY_VERIFY, "SELECT k.id, k.tenant, t.name, k.admin FROM api_keys k "                 \
+                  "JOIN tenants t ON t.id = k.tenant "                                      \
+                  "WHERE k.hash = ?1 AND k.revoked_ms IS NULL")                             \
+    X(KEY_LIST, "SELECT k.id, t.name, k.prefix, k.admin, k.note, k.created_ms, "            \
+                "k.revoked_ms FROM api_keys k JOIN tenants t ON t.id = k.tenant "           \
+                "ORDER BY k.id")                                                            \
+    X(KEY_REVOKE, "UPDATE api_keys SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1") \
+    X(KEY_COUNT_ACTIVE, "SELECT count(*) FROM api_keys WHERE revoked_ms IS NULL")           \
+    /* models and versions */                                                               \
+    X(MODEL_INSERT, "INSERT INTO models(name, config, training, created_ms) "              \
+                    "VALUES(?1, ?2, ?3, ?4)")                                                \
+    X(MODEL_GET, "SELECT id, name, config, training, current_version, created_ms "          \
+                 "FROM models WHERE id = ?1")                                               \
+    X(MODEL_FIND, "SELECT id, name, config, training, current_version, created_ms "         \
+                  "FROM models WHERE name = ?1")                                            \
+    X(MODEL_LIST, "SELECT id, name, config, training, current_version, created_ms "         \
+                  "FROM models ORDER BY id")                                                \
+    X(MODEL_EXISTS, "SELECT 1 FROM models WHERE id = ?1")                                   \
+    X(MODEL_SET_TRAINING, "UPDATE models SET training = ?2 WHERE id = ?1")                  \
+    X(MODEL_SET_CURRENT, "UPDATE models SET current_version = ?2 WHERE id = ?1")            \
+    X(MODEL_DELETE, "DELETE FROM models WHERE id = ?1")                                     \
+    X(MODEL_SESSIONS, "SELECT count(*) FROM sessions WHERE model = ?1")                     \
+    X(VERSION_MAX, "SELECT coalesce(max(version), 0) FROM model_versions WHERE model = ?1") \
+    X(VERSION_INSERT, "INSERT INTO model_versions(model, version, path, note, created_ms) " \
+                      "VALUES(?1, ?2, ?3, ?4, ?5)")                                          \
+    X(VERSION_GET, "SELECT model, version, path, note, created_ms FROM model_versions "     \
+                   "WHERE model = ?1 AND version = ?2")                                     \
+    X(VERSION_LIST, "SELECT model, version, path, note, created_ms FROM model_versions "    \
+                    "WHERE model = ?1 ORDER BY version")                                    \
+    /* vocabulary: ids are dense, so max(id)+1 is the count in one index probe */          \
+    X(VOCAB_NEXT, "SELECT coalesce(max(id) + 1, 0) FROM vocab WHERE model = ?1")            \
+    X(VOCAB_INSERT, "INSERT INTO vocab(model, id, symbol) VALUES(?1, ?2, ?3)")              \
+    X(VOCAB_LOAD, "SELECT id, symbol FROM vocab WHERE model = ?1 ORDER BY id")              \
+    /* sessions */                                                                          \
+    X(SESSION_FIND, "SELECT sid, step FROM sessions WHERE id = ?1 AND tenant = ?2")         \
+    X(SESSION_INSERT, "INSERT INTO sessions(id, tenant, model, step, state, state_rows, "   \
+                      "state_cols, state_version, created_ms, updated_ms) "                 \
+                      "VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?8)")                       \
+    X(SESSION_GET, "SELECT " WS_STORE_SESSION_COLS ", state FROM sessions "                 \
+                   "WHERE id = ?1 AND tenant = ?2")                                         \
+    X(SESSION_DELETE, "DELETE FROM sessions WHERE id = ?1 AND tenant = ?2")                 \
+    X(SESSION_COUNT, "SELECT count(*) FROM sessions WHERE tenant = ?1")                     \
+    X(SESSION_LIST, "SELECT " WS_STORE_SESSION_COLS " FROM sessions "                       \
+                    "WHERE tenant = ?1 AND id > ?2 ORDER BY id LIMIT ?3")                   \
+    X(SESSION_OF_MODEL, "SELECT " WS_STORE_SESSION_COLS " FROM sessions "                   \
+                        "WHERE model = ?1 ORDER BY sid")                                    \
+    X(SESSION_SET_STATE, "UPDATE sessions SET step = ?2, state = ?3, state_rows = ?4, "     \
+                         "state_cols = ?5, state_version = ?6, updated_ms = ?7 "            \
+                         "WHERE sid = ?1")                                                  \
+    /* step log */                                                                          \
+    X(LOG_INSERT, "INSERT INTO step_log(session, step, instructions, queries, labels, "     \
+                  "answers, model_version, time_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)") \
+    X(LOG_GET_LABELS, "SELECT labels FROM step_log WHERE session = ?1 AND step = ?2")       \
+    X(LOG_SET_LABELS, "UPDATE step_log SET labels = ?3 WHERE session = ?1 AND step = ?2")   \
+    X(LOG_PAGE, "SELECT step, instructions, queries, labels, answers, model_version, "      \
+                "time_ms FROM step_log WHERE session = ?1 AND step > ?2 "                   \
+                "ORDER BY step LIMIT ?3")                                                   \
+    /* admin */                                                                             \
+    X(INTEGRITY, "PRAGMA integrity_check")                                                  \
+    X(FK_CHECK, "PRAGMA foreign_key_check")                                                 \
+    X(CHECKPOINT, "PRAGMA wal_checkpoint(TRUNCATE)")
+
+typedef enum {
+#define WS_STORE_X_ENUM(name, sql) WS_ST_##name,
+    WS_STORE_STATEMENTS(WS_STORE_X_ENUM)
+#undef WS_STORE_X_ENUM
+    WS_ST_COUNT
+} ws_store_stmt_id;
+
+struct ws_store {
+    sqlite3 *db;
+    sqlite3_stmt *st[WS_ST_COUNT];
+    ws_store_durability durability;
+    int in_txn;       /* between ws_store_begin and commit/rollback */
+    int txn_poisoned; /* a unit inside it could not be undone: commit must refuse */
+    int in_callback; /* a listing is calling back: the store must not be re-entered */
+};
+
+/* A unit of writes: BEGIN IMMEDIATE ... COMMIT when no transaction is open, or
+ * SAVEPOINT ... RELEASE inside the caller's group transaction, so that a
+ * failing unit undoes only itself. */
+typedef struct {
+    int own; /* 1: this unit began (and will end) the transaction */
+} ws_store_op;
+
+/* ---- statements.c ---- */
+ws_status ws_store__prepare_all(ws_store *s, ws_error *err);
+void ws_store__finalize_all(ws_store *s);
+/* The prepared statement id, ready to bind (reset, no bindings). */
+sqlite3_stmt *ws_store__stmt(ws_store *s, ws_store_stmt_id id);
+/* Resets st and clears its bindings so that it holds no read snapshot and no
+ * pointer into the caller's memory. */
+void ws_store__done(sqlite3_stmt *st);
+
+/* ---- schema.c ---- */
+/* Creates or migrates the schema to WS_STORE_SCHEMA_VERSION; create == 0
+ * refuses an empty (uninitialised) database. */
+ws_status ws_store__migrate(ws_store *s, int create, ws_error *err);
+
+/* ---- util.c ---- */
+/* Maps a SQLite result code to a ws_status and fills err with "<what>: <sqlite
+ * message> (sqlite <code>)". */
+ws_status ws_store__sqlfail(ws_store *s, int rc, ws_error *err, const char *what);
+/* Entry check of every public call: a store, and not re-entered from one of its
+ * own callbacks. */
+ws_status ws_store__enter(ws_store *s, ws_error *err);
+#define WS_STORE_ENTER(s, err) WS_TRY(ws_store__enter((s), (err)))
+
+ws_status ws_store__bind_int64(ws_store *s, sqlite3_stmt *st, int i, int64_t v, ws_error *err);
+/* NULL text binds SQL NULL. The text is not copied: step before the caller's
+ * memory goes away (every caller here does). */
+ws_status ws_store__bind_text(ws_store *s, sqlite3_stmt *st, int i, const char *t, ws_error *err);
+ws_status ws_store__bind_text_n(ws_store *s, sqlite3_stmt *st, int i, const char *t, size_t n,
+                                ws_error *err);
+/* NULL p binds SQL NULL. */
+ws_status ws_store__bind_blob(ws_store *s, sqlite3_stmt *st, int i, const void *p, size_t n,
+                              ws_error *err);
+
+/* Steps a statement that returns one integer in column 0 (count, max, ...). */
+ws_status ws_store__query_int64(ws_store *s, sqlite3_stmt *st, int64_t *out, ws_error *err,
+                                const char *what);
+/* Steps a write statement to completion (SQLITE_DONE). */
+ws_status ws_store__exec(ws_store *s, sqlite3_stmt *st, ws_error *err, const char *what);
+
+int64_t ws_store__now_ms(void);
+/* n random bytes from /dev/urandom. */
+ws_status ws_store__random(void *buf, size_t n, ws_error *err);
+/* 2n lowercase hex digits + NUL. */
+void ws_store__hex(const unsigned char *in, size_t n, char *out);
+/* Tenant/model names: [A-Za-z0-9._-]{1,WS_STORE_NAME_MAX}. */
+ws_status ws_store__check_name(const char *what, const char *name, ws_error *err);
+/* Copies a column's text into a fresh allocation ("" for NULL). */
+ws_status ws_store__dup_column(sqlite3_stmt *st, int col, char **out, ws_error *err);
+
+/* ---- txn.c ---- */
+ws_status ws_store__op_begin(ws_store *s, ws_store_op *op, ws_error *err);
+/* Ends the unit: commit/release when status is WS_OK, otherwise roll it back.
+ * Returns status, or the commit failure. */
+ws_status ws_store__op_end(ws_store *s, ws_store_op *op, ws_status status, ws_error *err);
+
+/* ---- tenants.c ---- */
+/* The tenant's id, created if new, inside the caller's write unit. */
+ws_status ws_store__tenant_ensure_in(ws_store *s, const char *name, int64_t *id, ws_error *err);
+
+/* ---- models.c ---- */
+/* WS_OK if the model exists, WS_ERR_NOTFOUND otherwise. */
+ws_status ws_store__model_exists(ws_store *s, int64_t id, ws_error *err);
+
+/* ---- sessions.c ---- */
+/* The internal row id and step of the tenant's session; WS_ERR_NOTFOUND (also
+ * for a malformed id or another tenant's session). */
+ws_status ws_store__session_find(ws_store *s, int64_t tenant, const char *id, int64_t *sid,
+                                 int64_t *step, ws_error *err);
+/* A state argument: NULL with shape 0x0 (when allow_null), or a positive shape
+ * within WS_STORE_STATE_MAX_BYTES. */
+ws_status ws_store__check_state(const float *state, int32_t rows, int32_t cols, int allow_null,
+                                ws_error *err);
+
+#endif

@@ -1,0 +1,380 @@
+"""PyTorch reference of the worldstate Updater-Extractor model (DESIGN §2-§3).
+
+The parameters carry exactly the names and shapes of the C table (model/params.c),
+so golden files and checkpoints map one to one. The model computes on ragged
+batches given in the same flat layout as the golden files (tests/golden/*):
+
+  from_w0  [B]  int   1: the trajectory starts from the learned state.w0
+  n_instr  [B]  int   instructions per trajectory (rows in trajectory order)
+  n_query  [B]  int   queries per trajectory
+  instr_ids [N_i,S] int  symbol ids, -1 padded (raw facts are all -1)
+  instr_raw_row [N_i] int  -1 symbolic, else the row of instr_raw
+  instr_raw [n_raw,d_raw] float,  instr_val [N_i] int (0/1)
+  query_ids, query_raw_row, query_raw as above, query_label [N_q] (0/1, -1 unlabelled)
+  w_prev [B,T,d] float  previous states (rows of from_w0 trajectories ignored)
+
+Internally the ragged lists are scattered into padded [B, L, d] tensors with a key
+mask (only the context C_b = [ctx.null; instructions of b] is ever ragged on the
+key side; the state keys are always T), so each trajectory sees only its own data;
+self_check() verifies that against one-trajectory-at-a-time runs.
+
+Works in float64 (golden files) and float32 (benchmark peer). Run this file to
+execute the self-checks.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CONFIG_KEYS = ("d", "n_heads", "n_state", "n_upd_layers", "n_ext_layers", "max_fact_len",
+               "vocab_cap", "n_overflow", "d_raw", "state_norm")
+
+LN_EPS = 1e-5
+
+
+def param_layout(cfg):
+    """[(name, shape, decay)] in the order of model/params.c."""
+    d, T, S = cfg["d"], cfg["n_state"], cfg["max_fact_len"]
+    V = cfg["vocab_cap"] + cfg["n_overflow"]
+    out = []
+
+    def add(name, shape, decay=False):
+        out.append((name, tuple(shape), decay))
+
+    def ln(prefix):
+        add(prefix + ".g", (d,))
+        add(prefix + ".b", (d,))
+
+    def linear(prefix, n_out, n_in):
+        add(prefix + ".w", (n_out, n_in), True)
+        add(prefix + ".b", (n_out,))
+
+    def cross(prefix):
+        linear(prefix + ".cross.q", d, d)
+        linear(prefix + ".cross.kv", 2 * d, d)
+        linear(prefix + ".cross.out", d, d)
+
+    def mlp(prefix):
+        linear(prefix + ".mlp.fc", 4 * d, d)
+        linear(prefix + ".mlp.proj", d, 4 * d)
+
+    add("embed.sym", (V, d))
+    add("embed.slot", (S, d))
+    add("embed.val", (2, d))
+    if cfg["d_raw"] > 0:
+        add("embed.raw", (d, cfg["d_raw"]), True)
+    ln("embed.ln")
+    add("state.w0", (T, d))
+    add("state.pos", (T, d))
+    add("ctx.null", (1, d))
+    for l in range(cfg["n_upd_layers"]):
+        p = f"upd.{l}"
+        ln(p + ".ln1")
+        linear(p + ".self.qkv", 3 * d, d)
+        linear(p + ".self.out", d, d)
+        ln(p + ".ln2")
+        cross(p)
+        ln(p + ".ln3")
+        mlp(p)
+    if cfg["state_norm"]:
+        ln("upd.ln")
+    for l in range(cfg["n_ext_layers"]):
+        p = f"ext.{l}"
+        ln(p + ".ln1")
+        cross(p)
+        ln(p + ".ln2")
+        mlp(p)
+    ln("ext.ln")
+    linear("ext.head", 1, d)
+    return out
+
+
+def _key(name):
+    # nn.Module names cannot contain '.'; the C names never contain "__".
+    return name.replace(".", "__")
+
+
+def pad_ragged(rows, counts):
+    """rows [N, d] in trajectory order, counts [B] -> (padded [B, L, d], mask [B, L]
+    bool or None when every trajectory is full, (traj, pos) index of each row)."""
+    B = counts.numel()
+    L = int(counts.max()) if B else 0
+    traj = torch.repeat_interleave(torch.arange(B, device=rows.device), counts)
+    start = torch.cumsum(counts, 0) - counts
+    pos = torch.arange(rows.shape[0], device=rows.device) - start[traj]
+    if rows.shape[0] == B * L:  # every trajectory full: a plain reshape
+        return rows.reshape(B, L, rows.shape[1]), None, (traj, pos)
+    padded = rows.new_zeros(B, L, rows.shape[1]).index_put((traj, pos), rows)
+    mask = torch.arange(L, device=rows.device)[None, :] < counts[:, None]
+    return padded, mask, (traj, pos)
+
+
+class WSRef(nn.Module):
+    def __init__(self, cfg, dtype=torch.float64):
+        super().__init__()
+        self.cfg = {k: int(cfg[k]) for k in CONFIG_KEYS}
+        c = self.cfg
+        assert c["d"] % c["n_heads"] == 0
+        self.layout = param_layout(c)
+        self.store = nn.ParameterDict(
+            {_key(n): nn.Parameter(torch.zeros(s, dtype=dtype)) for n, s, _ in self.layout})
+
+    # ---- parameters under their C names -----------------------------------
+    def p(self, name):
+        return self.store[_key(name)]
+
+    def c_names(self):
+        return [n for n, _, _ in self.layout]
+
+    def named_c_parameters(self):
+        for n, _, _ in self.layout:
+            yield n, self.p(n)
+
+    def load_c(self, tensors, prefix=""):
+        """Copies tensors[prefix + name] (arrays) into every parameter."""
+        with torch.no_grad():
+            for n, s, _ in self.layout:
+                t = torch.as_tensor(tensors[prefix + n])
+                if tuple(t.shape) != s:
+                    raise ValueError(f"{n}: shape {tuple(t.shape)}, expected {s}")
+                self.p(n).copy_(t)
+
+    def init_random(self, gen, std=0.3, bias_std=0.1, ln_std=0.1):
+        """Large-ish random init (golden files want gradients that are not tiny):
+        N(0, std) matrices and embeddings, N(0, bias_std) biases, LN gains
+        1 + ln_std·N(0,1) and biases ln_std·N(0,1)."""
+        with torch.no_grad():
+            for n, s, _ in self.layout:
+                z = torch.randn(s, generator=gen, dtype=torch.float64)
+                is_ln = ".ln" in n or n.startswith("ext.ln") or n.startswith("upd.ln")
+                if is_ln and n.endswith(".g"):
+                    v = 1.0 + ln_std * z
+                elif is_ln:
+                    v = ln_std * z
+                elif n.endswith(".b"):
+                    v = bias_std * z
+                else:
+                    v = std * z
+                self.p(n).copy_(v)
+
+    def param_groups(self, weight_decay):
+        decay = [self.p(n) for n, _, dec in self.layout if dec]
+        rest = [self.p(n) for n, _, dec in self.layout if not dec]
+        return [{"params": decay, "weight_decay": weight_decay},
+                {"params": rest, "weight_decay": 0.0}]
+
+    # ---- building blocks ---------------------------------------------------
+    def ln(self, x, prefix):
+        return F.layer_norm(x, (x.shape[-1],), self.p(prefix + ".g"), self.p(prefix + ".b"),
+                            LN_EPS)
+
+    def lin(self, x, prefix):
+        return F.linear(x, self.p(prefix + ".w"), self.p(prefix + ".b"))
+
+    def mha(self, q, k, v, key_mask):
+        """q [B,Lq,d], k/v [B,Lk,d], key_mask [B,Lk] bool (True = visible) or None."""
+        B, Lq, d = q.shape
+        Lk = k.shape[1]
+        h = self.cfg["n_heads"]
+        dh = d // h
+        q = q.reshape(B, Lq, h, dh).transpose(1, 2)
+        k = k.reshape(B, Lk, h, dh).transpose(1, 2)
+        v = v.reshape(B, Lk, h, dh).transpose(1, 2)
+        s = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(dh))
+        if key_mask is not None:
+            s = s.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        o = torch.matmul(torch.softmax(s, dim=-1), v)
+        return o.transpose(1, 2).reshape(B, Lq, d)
+
+    def cross_block(self, x, keys, key_mask, prefix, ln_name):
+        d = self.cfg["d"]
+        h = self.ln(x, prefix + "." + ln_name)
+        q = self.lin(h, prefix + ".cross.q")
+        kv = self.lin(keys, prefix + ".cross.kv")
+        a = self.mha(q, kv[..., :d], kv[..., d:], key_mask)
+        return x + self.lin(a, prefix + ".cross.out")
+
+    def mlp_block(self, x, prefix, ln_name):
+        h = self.ln(x, prefix + "." + ln_name)
+        h = F.gelu(self.lin(h, prefix + ".mlp.fc"), approximate="tanh")
+        return x + self.lin(h, prefix + ".mlp.proj")
+
+    # ---- the model ---------------------------------------------------------
+    def embed_facts(self, ids, raw_row, raw):
+        """ids [N,S] (-1 padded), raw_row [N] (-1 symbolic), raw [n_raw,d_raw] -> f [N,d]."""
+        ids = ids.long()
+        mask = (ids >= 0).to(self.p("embed.sym").dtype)  # [N,S]: 1 where a symbol is
+        # Σ_i mask_i·E_sym[id_i] in one kernel, plus Σ_i mask_i·E_slot[i]
+        u = (F.embedding_bag(ids.clamp(min=0), self.p("embed.sym"), mode="sum",
+                             per_sample_weights=mask)
+             + mask @ self.p("embed.slot")[:ids.shape[1]])
+        if raw is not None and raw.shape[0] > 0:
+            raw_row = raw_row.long()
+            ur = F.linear(raw.to(u.dtype), self.p("embed.raw"))
+            u = torch.where((raw_row >= 0)[:, None], ur[raw_row.clamp(min=0)], u)
+        return self.ln(u, "embed.ln")
+
+    def context(self, batch):
+        """Padded contexts C [B, 1+max_instr, d] and their key mask."""
+        B = batch["n_instr"].numel()
+        d = self.cfg["d"]
+        null = self.p("ctx.null").reshape(1, 1, d).expand(B, 1, d)
+        if batch["instr_ids"].shape[0] == 0:
+            return null, None
+        f = self.embed_facts(batch["instr_ids"], batch["instr_raw_row"], batch.get("instr_raw"))
+        tok = f + F.embedding(batch["instr_val"].long(), self.p("embed.val"))
+        padded, mask, _ = pad_ragged(tok, batch["n_instr"].long())
+        C = torch.cat([null, padded], 1)
+        if mask is not None:
+            mask = torch.cat([mask.new_ones(B, 1), mask], 1)
+        return C, mask
+
+    def updater(self, batch):
+        """W_t [B, T, d]. w_prev is a constant; from_w0 rows use (and train) state.w0."""
+        c = self.cfg
+        B, T, d = batch["n_instr"].numel(), c["n_state"], c["d"]
+        w0 = self.p("state.w0")[None].expand(B, T, d)
+        w_prev = batch.get("w_prev")
+        if w_prev is None:
+            X = w0
+        else:
+            from_w0 = batch["from_w0"].bool()[:, None, None]
+            X = torch.where(from_w0, w0, w_prev.detach().to(w0.dtype))
+        X = X + self.p("state.pos")
+        C, cmask = self.context(batch)
+        for l in range(c["n_upd_layers"]):
+            p = f"upd.{l}"
+            h = self.ln(X, p + ".ln1")
+            qkv = self.lin(h, p + ".self.qkv")
+            X = X + self.lin(self.mha(qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:], None),
+                             p + ".self.out")
+            X = self.cross_block(X, C, cmask, p, "ln2")
+            X = self.mlp_block(X, p, "ln3")
+        return self.ln(X, "upd.ln") if c["state_norm"] else X
+
+    def extractor(self, batch, w):
+        """Logits [N_q] of the batch's queries on states w [B, T, d]."""
+        if batch["query_ids"].shape[0] == 0:
+            return w.new_zeros(0)
+        f = self.embed_facts(batch["query_ids"], batch["query_raw_row"], batch.get("query_raw"))
+        Q, qmask, (traj, pos) = pad_ragged(f, batch["n_query"].long())
+        for l in range(self.cfg["n_ext_layers"]):
+            p = f"ext.{l}"
+            Q = self.cross_block(Q, w, None, p, "ln1")  # keys: the T state tokens, all valid
+            Q = self.mlp_block(Q, p, "ln2")
+        # back to one row per query, in batch order
+        q = Q.reshape(-1, Q.shape[-1]) if qmask is None else Q[traj, pos]
+        q = self.ln(q, "ext.ln")
+        return F.linear(q, self.p("ext.head.w"), self.p("ext.head.b"))[:, 0]
+
+    @staticmethod
+    def loss(logits, labels):
+        lab = labels >= 0
+        if not bool(lab.any()):
+            return logits.sum() * 0.0
+        return F.binary_cross_entropy_with_logits(logits[lab], labels[lab].to(logits.dtype))
+
+    def forward(self, batch):
+        w_t = self.updater(batch)
+        logits = self.extractor(batch, w_t)
+        return w_t, logits, self.loss(logits, batch["query_label"])
+
+
+# ---- batches ----------------------------------------------------------------
+
+def make_batch(cfg, trajs, w_prev=None, dtype=torch.float64):
+    """trajs: [{"from_w0": bool, "instr": [(fact, value)], "query": [(fact, label)]}]
+    where a fact is a list of ids or a raw vector given as ("raw", [floats]).
+    Returns the flat batch dict (torch tensors) described at the top."""
+    S, d_raw = cfg["max_fact_len"], cfg["d_raw"]
+
+    def facts(kind):
+        ids, raw_row, raw, vals = [], [], [], []
+        for t in trajs:
+            for fact, v in t[kind]:
+                if isinstance(fact, tuple) and fact[0] == "raw":
+                    assert len(fact[1]) == d_raw
+                    ids.append([-1] * S)
+                    raw_row.append(len(raw))
+                    raw.append(list(fact[1]))
+                else:
+                    assert 1 <= len(fact) <= S
+                    ids.append(list(fact) + [-1] * (S - len(fact)))
+                    raw_row.append(-1)
+                vals.append(v)
+        return (torch.tensor(ids, dtype=torch.int32).reshape(-1, S),
+                torch.tensor(raw_row, dtype=torch.int32),
+                torch.tensor(raw, dtype=dtype).reshape(-1, max(d_raw, 0)),
+                torch.tensor(vals, dtype=torch.int32))
+
+    b = {
+        "from_w0": torch.tensor([1 if t["from_w0"] else 0 for t in trajs], dtype=torch.int32),
+        "n_instr": torch.tensor([len(t["instr"]) for t in trajs], dtype=torch.int32),
+        "n_query": torch.tensor([len(t["query"]) for t in trajs], dtype=torch.int32),
+    }
+    b["instr_ids"], b["instr_raw_row"], b["instr_raw"], b["instr_val"] = facts("instr")
+    b["query_ids"], b["query_raw_row"], b["query_raw"], b["query_label"] = facts("query")
+    if w_prev is not None:
+        b["w_prev"] = torch.as_tensor(w_prev, dtype=dtype)
+    return b
+
+
+def split_batch(batch, i):
+    """The one-trajectory batch of trajectory i (for the isolation check)."""
+    ni, nq = batch["n_instr"].long(), batch["n_query"].long()
+    i0, q0 = int(ni[:i].sum()), int(nq[:i].sum())
+    i1, q1 = i0 + int(ni[i]), q0 + int(nq[i])
+
+    def sub(prefix, a, b_):
+        rows = batch[prefix + "_raw_row"][a:b_].long()
+        used = rows[rows >= 0]
+        raw = batch[prefix + "_raw"][used] if used.numel() else batch[prefix + "_raw"][:0]
+        remap = torch.full_like(rows, -1)
+        remap[rows >= 0] = torch.arange(used.numel())
+        return batch[prefix + "_ids"][a:b_], remap.to(torch.int32), raw
+
+    out = {"from_w0": batch["from_w0"][i:i + 1], "n_instr": batch["n_instr"][i:i + 1],
+           "n_query": batch["n_query"][i:i + 1]}
+    out["instr_ids"], out["instr_raw_row"], out["instr_raw"] = sub("instr", i0, i1)
+    out["instr_val"] = batch["instr_val"][i0:i1]
+    out["query_ids"], out["query_raw_row"], out["query_raw"] = sub("query", q0, q1)
+    out["query_label"] = batch["query_label"][q0:q1]
+    if "w_prev" in batch:
+        out["w_prev"] = batch["w_prev"][i:i + 1]
+    return out
+
+
+def self_check(model, batch, tol=1e-10):
+    """Each trajectory run alone gives the same W_t and logits as inside the batch
+    (no trajectory sees another's data). Raises AssertionError otherwise; returns the worst difference."""
+    worst = 0.0
+    with torch.no_grad():
+        w_all, lg_all, _ = model(batch)
+        q0 = 0
+        for i in range(batch["n_instr"].numel()):
+            w_i, lg_i, _ = model(split_batch(batch, i))
+            nq = int(batch["n_query"][i])
+            worst = max(worst, float((w_i[0] - w_all[i]).abs().max()))
+            if nq:
+                worst = max(worst, float((lg_i - lg_all[q0:q0 + nq]).abs().max()))
+            q0 += nq
+    assert worst <= tol, f"ragged-batch isolation check failed: max diff {worst}"
+    return worst
+
+
+if __name__ == "__main__":
+    cfg = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 1,
+           "max_fact_len": 3, "vocab_cap": 10, "n_overflow": 2, "d_raw": 3, "state_norm": 1}
+    g = torch.Generator().manual_seed(0)
+    m = WSRef(cfg)
+    m.init_random(g)
+    trajs = [
+        {"from_w0": True, "instr": [([1, 2], 1), (("raw", [0.5, -1.0, 2.0]), 0)],
+         "query": [([3], 1), (("raw", [1.0, 1.0, 1.0]), -1)]},
+        {"from_w0": False, "instr": [], "query": [([4, 5, 11], 0)]},
+        {"from_w0": False, "instr": [([7], 0), ([8, 8], 1), ([9], 1)], "query": []},
+    ]
+    b = make_batch(cfg, trajs, torch.randn(3, 4, 16, generator=g, dtype=torch.float64))
+    print("isolation check: max diff", self_check(m, b))

@@ -9,6 +9,9 @@ torch.set_num_threads(1) and (2):
   train steps/s        forward + backward + clip_grad_norm_ + AdamW per step
   updater steps/s      no-grad updater pass (instructions embedded, no queries)
   extractor queries/s  no-grad extractor pass (queries embedded) x 64·64 queries
+Threads: torch.set_num_threads(n) and the same n for the system OpenBLAS that
+Debian's torch multiplies with (its pool is separate from torch's), and
+OMP_WAIT_POLICY=PASSIVE unless set (spinning waiters hurt on 2 shared cores).
 Batches are dense padded tensors (every trajectory has the same counts, so the
 ragged layout reduces to reshapes); no Python loop over trajectories.
 The new state feeds the next step, as the C benchmark updates its states in place.
@@ -26,7 +29,13 @@ import os
 import sys
 import time
 
-import torch
+# Threads wait passively between parallel regions (unless the caller chose): with
+# 2 threads on a 2-core machine, libgomp's spinning waiters steal the core the
+# other thread needs, and torch at 2 threads ran 2-4x slower than at 1 (measured).
+# Must be set before torch loads libgomp.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reference"))
@@ -180,6 +189,7 @@ def main():
     out = {"bench": "model_torch", "torch_version": torch.__version__, "torch_threads": best}
     out.update({k: round(v, 3) for k, v in results[best].items() if k != "blas_threads"})
     out["blas"] = "openblas (threads set with torch's)" if OPENBLAS else "unknown (not set)"
+    out["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY", "")
     for t, r in results.items():
         out[f"threads_{t}"] = {"train": round(r["train_steps_per_s"], 3),
                                "updater": round(r["updater_steps_per_s"], 3),

@@ -2,7 +2,7 @@
 #include "backend.h"
 
 #ifdef WS_HAVE_CUDA
-ws_status ws_backend_cuda_new(ws_backend **out, int device, ws_error *err);
+#include "cuda/cuda_backend.h"
 #endif
 
 void ws_backend_free(ws_backend *be)

@@ -95,7 +95,10 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* GPT-2 style: N(0, 0.02) weights and embeddings, zero biases, unit LN gains. */
+/* Linear weights N(0, 1/fan_in) so that products keep their input's scale and
+ * attention logits are not all ~0 at the start (which stalls learning for
+ * small d); embeddings, W_0, positions and c_null N(0, 1), the scale of the
+ * LayerNorm'd tokens they sit beside; zero biases, unit LN gains. */
 static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
 {
     float *host = malloc(m->n_params * sizeof *host);
@@ -105,13 +108,14 @@ static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
         const ws_tensor_info *t = &m->tensors[i];
         float *p = host + t->offset;
         int is_ln = strstr(t->name, "ln") != NULL;
+        float std = t->decay ? 1.0f / sqrtf((float)t->shape[1]) : 1.0f;
         for (size_t j = 0; j < t->numel; j++) {
             if (is_ln)
                 p[j] = ends_with(t->name, ".g") ? 1.0f : 0.0f;
             else if (ends_with(t->name, ".b"))
                 p[j] = 0.0f;
             else
-                p[j] = 0.02f * normal(&s);
+                p[j] = std * normal(&s);
         }
     }
     ws_status st = ws_backend_upload(m->be, m->params, host, m->n_params * sizeof *host);

@@ -43,11 +43,11 @@ static void train(rig *r, const ws_task_params *tp, ws_train_config tc)
     ws_trainer_free(t);
 }
 
-static void evaluate(rig *r, const ws_task_params *tp, const int *horizons, int n,
+static void evaluate(rig *r, const ws_task_params *tp, int n_traj, const int *horizons, int n,
                      ws_eval_point *pts, const char *label)
 {
     ws_error err = {0};
-    ws_eval_config ec = {.n_traj = 64, .window = 4, .seed = 424242, .n_horizons = n};
+    ws_eval_config ec = {.n_traj = n_traj, .window = 4, .seed = 424242, .n_horizons = n};
     for (int i = 0; i < n; i++) ec.horizons[i] = horizons[i];
     assert_int_equal(ws_evaluate(r->m, tp, &ec, pts, &err), WS_OK);
     ws_eval_print(stdout, tp, pts, n, label);
@@ -69,10 +69,10 @@ static void test_recall_thorough(void **s)
     ws_task_params tp;
     assert_true(ws_task_params_default("recall", &tp));
     tp.thorough = 1;
-    train(&r, &tp, small_train(600));
+    train(&r, &tp, small_train(2000));
     int h[] = {8, 32};
     ws_eval_point pts[2];
-    evaluate(&r, &tp, h, 2, pts, "recall thorough");
+    evaluate(&r, &tp, 256, h, 2, pts, "recall thorough");
     assert_true(pts[0].recall_acc >= 0.99);
     assert_true(pts[1].recall_acc >= 0.99);
     rig_down(&r);
@@ -87,12 +87,15 @@ static void test_recall_non_thorough(void **s)
     assert_true(ws_task_params_default("recall", &tp));
     tp.thorough = 0;
     tp.horizon = 8; /* recall asked only at the end of each 8-step rollout */
-    train(&r, &tp, small_train(600));
+    train(&r, &tp, small_train(2000));
     int h[] = {8};
     ws_eval_point pts[1];
-    evaluate(&r, &tp, h, 1, pts, "recall non-thorough");
-    /* Chance is 50%: with gradients cut, nothing teaches the updater to keep the bit. */
-    assert_true(pts[0].recall_acc >= 0.35 && pts[0].recall_acc <= 0.65);
+    evaluate(&r, &tp, 1024, h, 1, pts, "recall non-thorough");
+    /* Chance is 50% (1024 recall queries: ±1.6% standard error). With gradients
+     * cut, nothing teaches the updater to keep the bit... */
+    assert_true(pts[0].recall_acc >= 0.42 && pts[0].recall_acc <= 0.58);
+    /* ...while the same model answers the queries about each step's own inputs. */
+    assert_true(pts[0].acc >= 0.85);
     rig_down(&r);
 }
 
@@ -100,13 +103,13 @@ static void test_facts_holds_to_1000(void **s)
 {
     (void)s;
     rig r;
-    rig_up(&r, 32, 4, 2);
+    rig_up(&r, 48, 8, 2);
     ws_task_params tp;
     assert_true(ws_task_params_default("facts", &tp));
-    train(&r, &tp, small_train(1500));
+    train(&r, &tp, small_train(4000));
     int h[] = {8, 100, 1000};
     ws_eval_point pts[3];
-    evaluate(&r, &tp, h, 3, pts, "facts 4x4");
+    evaluate(&r, &tp, 64, h, 3, pts, "facts 4x4");
     for (int i = 0; i < 3; i++) {
         assert_true(pts[i].group_acc >= 0.95);
         assert_true(pts[i].acc >= 0.95);

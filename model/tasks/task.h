@@ -73,9 +73,14 @@ typedef struct {
 
 typedef struct ws_task ws_task;
 
+/* n_slots >= 1 worlds, none started until ws_task_reset. WS_ERR_INVALID for an
+ * unknown name, bad params or a vocabulary without room for the task's symbols;
+ * numbers also passes on the dataset's WS_ERR_NOTFOUND / WS_ERR_IO /
+ * WS_ERR_FORMAT. *out is NULL on failure. */
 ws_status ws_task_new(ws_task **out, const ws_task_params *p, int n_slots, ws_vocab *vocab,
                       ws_error *err);
 void ws_task_free(ws_task *t);
+/* The params in use; their strings belong to the task. */
 const ws_task_params *ws_task_params_of(const ws_task *t);
 /* Number of baselines this task reports and their names ("all dead", ...). */
 int ws_task_n_baselines(const ws_task *t);
@@ -84,10 +89,6 @@ const char *ws_task_baseline_name(const ws_task *t, int i);
 int ws_task_max_queries(const ws_task *t);
 /* Symbols in the task's longest fact: a model needs max_fact_len >= this. */
 int ws_task_max_fact_len(const ws_task *t);
-
-/* ws_task_new: WS_ERR_INVALID for an unknown name, bad params or a vocabulary
- * without room for the task's symbols; numbers also reports the dataset's
- * WS_ERR_NOTFOUND / WS_ERR_IO / WS_ERR_FORMAT. */
 
 /* WS_ERR_INVALID for a slot out of range. */
 ws_status ws_task_reset(ws_task *t, int slot, uint64_t seed);

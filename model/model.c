@@ -10,12 +10,13 @@
 
 /* ---- parameter offsets ---------------------------------------------------- */
 
-static size_t off(const ws_model *m, const char *fmt, int layer, const char *suffix)
+/* Offset of a named tensor. The names come from params.c, so a miss is a
+ * programming error, not an input error. */
+static size_t off(const ws_model *m, const char *prefix, const char *suffix)
 {
     char name[64];
-    snprintf(name, sizeof name, fmt, layer, suffix);
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
     const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
-    /* The table and these names come from params.c: a miss is a programming error. */
     if (!t) {
         fprintf(stderr, "model: missing parameter %s\n", name);
         abort();
@@ -23,53 +24,63 @@ static size_t off(const ws_model *m, const char *fmt, int layer, const char *suf
     return t->offset;
 }
 
-static ws_ln_off ln_off(const ws_model *m, const char *fmt, int layer)
+static ws_ln_off ln_off(const ws_model *m, const char *prefix)
 {
-    return (ws_ln_off){off(m, fmt, layer, "g"), off(m, fmt, layer, "b")};
+    return (ws_ln_off){off(m, prefix, ".g"), off(m, prefix, ".b")};
 }
 
-static ws_lin_off lin_off(const ws_model *m, const char *fmt, int layer)
+static ws_lin_off lin_off(const ws_model *m, const char *prefix)
 {
-    return (ws_lin_off){off(m, fmt, layer, "w"), off(m, fmt, layer, "b")};
+    return (ws_lin_off){off(m, prefix, ".w"), off(m, prefix, ".b")};
+}
+
+/* "upd.3" + ".ln1" style prefixes for layer tensors. */
+static const char *at(char *buf, size_t n, const char *layer, const char *what)
+{
+    snprintf(buf, n, "%s.%s", layer, what);
+    return buf;
 }
 
 static void resolve_offsets(ws_model *m)
 {
     ws_param_offsets *o = &m->off;
-    o->sym = off(m, "embed.sym%.0d%s", 0, "");
-    o->slot = off(m, "embed.slot%.0d%s", 0, "");
-    o->val = off(m, "embed.val%.0d%s", 0, "");
-    if (m->cfg.d_raw > 0) o->raw = off(m, "embed.raw%.0d%s", 0, "");
-    o->fact_ln = ln_off(m, "embed.ln%.0d.%s", 0);
-    o->w0 = off(m, "state.w0%.0d%s", 0, "");
-    o->pos = off(m, "state.pos%.0d%s", 0, "");
-    o->null = off(m, "ctx.null%.0d%s", 0, "");
-    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
-        ws_upd_layer_off *u = &o->upd[l];
-        u->self.ln = ln_off(m, "upd.%d.ln1.%s", l);
-        u->self.qkv = lin_off(m, "upd.%d.self.qkv.%s", l);
-        u->self.out = lin_off(m, "upd.%d.self.out.%s", l);
-        u->cross.ln = ln_off(m, "upd.%d.ln2.%s", l);
-        u->cross.q = lin_off(m, "upd.%d.cross.q.%s", l);
-        u->cross.kv = lin_off(m, "upd.%d.cross.kv.%s", l);
-        u->cross.out = lin_off(m, "upd.%d.cross.out.%s", l);
-        u->mlp.ln = ln_off(m, "upd.%d.ln3.%s", l);
-        u->mlp.fc = lin_off(m, "upd.%d.mlp.fc.%s", l);
-        u->mlp.proj = lin_off(m, "upd.%d.mlp.proj.%s", l);
+    char l[16], b[48];
+    o->sym = off(m, "embed.sym", "");
+    o->slot = off(m, "embed.slot", "");
+    o->val = off(m, "embed.val", "");
+    if (m->cfg.d_raw > 0) o->raw = off(m, "embed.raw", "");
+    o->fact_ln = ln_off(m, "embed.ln");
+    o->w0 = off(m, "state.w0", "");
+    o->pos = off(m, "state.pos", "");
+    o->null = off(m, "ctx.null", "");
+    for (int i = 0; i < m->cfg.n_upd_layers; i++) {
+        ws_upd_layer_off *u = &o->upd[i];
+        snprintf(l, sizeof l, "upd.%d", i);
+        u->self.ln = ln_off(m, at(b, sizeof b, l, "ln1"));
+        u->self.qkv = lin_off(m, at(b, sizeof b, l, "self.qkv"));
+        u->self.out = lin_off(m, at(b, sizeof b, l, "self.out"));
+        u->cross.ln = ln_off(m, at(b, sizeof b, l, "ln2"));
+        u->cross.q = lin_off(m, at(b, sizeof b, l, "cross.q"));
+        u->cross.kv = lin_off(m, at(b, sizeof b, l, "cross.kv"));
+        u->cross.out = lin_off(m, at(b, sizeof b, l, "cross.out"));
+        u->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln3"));
+        u->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
+        u->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
     }
-    if (m->cfg.state_norm) o->state_ln = ln_off(m, "upd.ln%.0d.%s", 0);
-    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
-        ws_ext_layer_off *e = &o->ext[l];
-        e->cross.ln = ln_off(m, "ext.%d.ln1.%s", l);
-        e->cross.q = lin_off(m, "ext.%d.cross.q.%s", l);
-        e->cross.kv = lin_off(m, "ext.%d.cross.kv.%s", l);
-        e->cross.out = lin_off(m, "ext.%d.cross.out.%s", l);
-        e->mlp.ln = ln_off(m, "ext.%d.ln2.%s", l);
-        e->mlp.fc = lin_off(m, "ext.%d.mlp.fc.%s", l);
-        e->mlp.proj = lin_off(m, "ext.%d.mlp.proj.%s", l);
+    if (m->cfg.state_norm) o->state_ln = ln_off(m, "upd.ln");
+    for (int i = 0; i < m->cfg.n_ext_layers; i++) {
+        ws_ext_layer_off *e = &o->ext[i];
+        snprintf(l, sizeof l, "ext.%d", i);
+        e->cross.ln = ln_off(m, at(b, sizeof b, l, "ln1"));
+        e->cross.q = lin_off(m, at(b, sizeof b, l, "cross.q"));
+        e->cross.kv = lin_off(m, at(b, sizeof b, l, "cross.kv"));
+        e->cross.out = lin_off(m, at(b, sizeof b, l, "cross.out"));
+        e->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln2"));
+        e->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
+        e->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
     }
-    o->out_ln = ln_off(m, "ext.ln%.0d.%s", 0);
-    o->head = lin_off(m, "ext.head%.0d.%s", 0);
+    o->out_ln = ln_off(m, "ext.ln");
+    o->head = lin_off(m, "ext.head");
 }
 
 /* ---- initialisation ------------------------------------------------------- */

@@ -903,6 +903,18 @@ static unsigned char *db_bytes(const char *name, size_t *n)
     return all;
 }
 
+/* The database bytes hold the key's hash and neither the key nor its secret part
+ * (everything after the listed prefix). */
+static void assert_key_hashed_only(const unsigned char *bytes, size_t nb, const char *k)
+{
+    char hash[65];
+    ws_store_sha256_hex(k, WS_STORE_KEY_LEN, hash);
+    assert_non_null(memmem(bytes, nb, hash, 64));
+    assert_null(memmem(bytes, nb, k, WS_STORE_KEY_LEN));
+    assert_null(memmem(bytes, nb, k + WS_STORE_KEY_PREFIX_LEN,
+                       WS_STORE_KEY_LEN - WS_STORE_KEY_PREFIX_LEN));
+}
+
 static void test_api_keys(void **state)
 {
     (void)state;
@@ -961,20 +973,11 @@ static void test_api_keys(void **state)
     check_integrity(s);
     ws_store_close(s);
 
-    /* The file holds the hash and never the key: neither whole nor its secret
-     * part (everything after the listed prefix). */
     size_t nb;
     unsigned char *bytes = db_bytes("keys.db", &nb);
     assert_non_null(bytes);
-    const char *keys[] = {key, admin_key};
-    for (int i = 0; i < 2; i++) {
-        char hash[65];
-        ws_store_sha256_hex(keys[i], WS_STORE_KEY_LEN, hash);
-        assert_non_null(memmem(bytes, nb, hash, 64));
-        assert_null(memmem(bytes, nb, keys[i], WS_STORE_KEY_LEN));
-        assert_null(memmem(bytes, nb, keys[i] + WS_STORE_KEY_PREFIX_LEN,
-                           WS_STORE_KEY_LEN - WS_STORE_KEY_PREFIX_LEN));
-    }
+    assert_key_hashed_only(bytes, nb, key);
+    assert_key_hashed_only(bytes, nb, admin_key);
     free(bytes);
 }
 

@@ -6,7 +6,6 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
@@ -73,7 +72,7 @@ ws_status ws_cpu_attention_backward(ws_backend *be, const ws_attn_args *a,
     int threads = ws_cpu_threads(be);
     size_t per_thread = (size_t)(a->max_q_len > 0 ? a->max_q_len : 1) *
                         (size_t)(a->max_k_len > 0 ? a->max_k_len : 1);
-    float *scratch = malloc((size_t)threads * per_thread * sizeof *scratch);
+    float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
     if (!scratch) return WS_ERR_NOMEM;
     int pairs = a->n_segs * a->n_heads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -109,6 +108,5 @@ ws_status ws_cpu_attention_backward(ws_backend *be, const ws_attn_args *a,
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s->k_len, dh, s->q_len, 1.0f, dp,
                     s->k_len, q, a->ldq, 1.0f, dk, a->ldk);
     }
-    free(scratch);
     return WS_OK;
 }

@@ -8,8 +8,22 @@
 
 static void cpu_destroy(ws_backend *be)
 {
-    free(be->impl);
+    ws_cpu *cpu = be->impl;
+    free(cpu->scratch);
+    free(cpu);
     free(be);
+}
+
+float *ws_cpu_scratch(ws_backend *be, size_t n)
+{
+    ws_cpu *cpu = be->impl;
+    if (n > cpu->scratch_floats) {
+        float *p = realloc(cpu->scratch, n * sizeof *p);
+        if (!p) return NULL;
+        cpu->scratch = p;
+        cpu->scratch_floats = n;
+    }
+    return cpu->scratch;
 }
 
 static ws_status cpu_alloc(ws_backend *be, size_t bytes, void **out)

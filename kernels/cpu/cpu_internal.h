@@ -11,7 +11,15 @@
 
 typedef struct {
     int n_threads;
+    /* Grow-only scratch for ops that need temporaries (attention backward):
+     * allocating per call cost page faults on every step. A backend is used by
+     * one thread at a time, so one buffer suffices. */
+    float *scratch;
+    size_t scratch_floats;
 } ws_cpu;
+
+/* Returns scratch of at least n floats, or NULL when out of memory. */
+float *ws_cpu_scratch(ws_backend *be, size_t n);
 
 static inline int ws_cpu_threads(const ws_backend *be)
 {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue #3's long-horizon benchmarks: train each task with truncated gradients on
+# short rollouts, then roll fresh worlds out to 10,000 steps and print accuracy
+# against horizon (tables + JSON lines). Same iteration budget within a group of
+# rows, so the schemes and the state-LayerNorm ablation are compared fairly.
+#   bench/train_horizons.sh [facts4|facts8|life|numbers|all] [OUTDIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${WS_TRAIN:-$here/build/server/worldstate-train}
+what=${1:-all}
+out=${2:-$here/build/horizons}
+mkdir -p "$out"
+# Idle OpenMP threads sleep instead of spinning: on a shared 2-core machine a
+# spinning waiter steals the core its partner needs (30x slowdowns seen).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+
+run() { # name, then worldstate-train arguments
+  local name=$1; shift
+  echo "=== $name: worldstate-train train $*"
+  "$bin" train "$@" --checkpoint "$out/$name.safetensors" --log "$out/$name.log" \
+    | tee "$out/$name.txt" | grep -v '^{"eval"' || true
+  grep '^{"eval"' "$out/$name.txt" | sed "s/\"eval\":\"final\"/\"eval\":\"$name\"/"
+}
+
+small="--d 48 --heads 2 --state-tokens 8 --upd-layers 1 --ext-layers 1 --batch 32 --lr 3e-3
+       --warmup 50 --wd 0 --horizons 8,100,1000,10000"
+mid="--d 64 --heads 4 --state-tokens 16 --upd-layers 2 --ext-layers 1 --batch 32 --lr 2e-3
+     --warmup 100 --wd 0.01 --horizons 8,100,1000,10000"
+
+if [[ $what == facts4 || $what == all ]]; then
+  [[ ${SKIP_DONE:-} == 1 && -s $out/facts4-norm.txt ]] ||
+    run facts4-norm --task facts $small --rollout 8 --iters 4000
+  run facts4-nonorm --task facts $small --rollout 8 --iters 4000 --no-state-norm
+fi
+if [[ $what == facts8 || $what == all ]]; then
+  f8="--task facts --entities 8 --places 8 $mid --iters 8000"
+  run facts8-fixed8 $f8 --rollout 8
+  run facts8-fixed32 $f8 --rollout 32
+  run facts8-pool256 $f8 --rollout 8 --lifetime pool --max-age 256
+  run facts8-fixed8-nonorm $f8 --rollout 8 --no-state-norm
+fi
+if [[ $what == life || $what == all ]]; then
+  run life-fixed8 --task life $mid --rollout 8 --iters 12000
+fi
+if [[ $what == numbers || $what == all ]]; then
+  run numbers-fixed8 --task numbers $mid --rollout 8 --iters 8000 --horizons 8,100,1000
+fi

@@ -1,0 +1,52 @@
+/* engine.h — engine internals shared by engine*.c (see srv.h for the API). */
+#ifndef WS_SRV_ENGINE_H
+#define WS_SRV_ENGINE_H
+
+#include "srv.h"
+#include "training.h"
+
+typedef struct {
+    int64_t id;
+    char name[WS_STORE_NAME_MAX + 1];
+    ws_model *m;
+    ws_model_config cfg;
+    int64_t version;
+    int vocab_stored;     /* symbols already in SQLite; the rest go with the next commit */
+    ws_srv_training tr;
+    ws_trainer *trainer;
+    ws_batch *batch;
+    float *w_dev;         /* max_batch states on the backend */
+    float *w_host;        /* max_batch states on the host */
+} ws_eng_model;
+
+struct ws_engine {
+    ws_srv *srv;
+    ws_store *st;         /* the engine thread's own connection */
+    ws_backend *be;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;   /* guards the queue and the model table */
+    pthread_cond_t cv;
+    ws_job *head, *tail;
+    int depth, stop;
+    ws_eng_model *models;
+    int n_models, cap_models;
+};
+
+/* engine_models.c */
+ws_status ws_eng_models_load(ws_engine *e, ws_error *err);
+ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err);
+ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
+ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
+/* Checkpoints the model's current parameters as version+1 and records it. */
+ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err);
+void ws_eng_models_free(ws_engine *e);
+
+/* engine_run.c: steps and queries of one batch (all kinds mixed). */
+void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
+/* Finishes a job: status + reply (owned), then resumes its connection. */
+void ws_eng_finish(ws_job *j, int status, cJSON *reply);
+void ws_eng_fail(ws_job *j, ws_status s, const ws_error *err);
+
+#endif

@@ -1,0 +1,231 @@
+/* engine_models.c — the engine's table of loaded models: loading every model's
+ * current checkpoint and vocabulary at start, creating models (the default one
+ * on first start), and recording new versions made by online training.
+ *
+ * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
+ * version is a new file written atomically (ws_checkpoint_save: temp file,
+ * fsync, rename) and only then recorded in SQLite, so a crash between the two
+ * leaves an unreferenced file, never a referenced missing one. SQLite is the
+ * authority on the vocabulary: a checkpoint's vocabulary is a prefix of it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../model/checkpoint.h"
+#include "engine.h"
+
+static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    em->cfg = *ws_model_config_of(em->m);
+    int n = e->srv->cfg.max_batch;
+    WS_TRY(ws_batch_new(&em->batch, &em->cfg));
+    WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
+    em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
+    if (!em->w_host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    return ws_trainer_new(&em->trainer, em->m, err);
+}
+
+static void model_release(ws_eng_model *em)
+{
+    if (!em->m) return;
+    ws_trainer_free(em->trainer, em->m);
+    ws_batch_free(em->batch);
+    ws_backend_release(ws_model_backend(em->m), em->w_dev);
+    free(em->w_host);
+    ws_model_free(em->m);
+    memset(em, 0, sizeof *em);
+}
+
+static ws_eng_model *table_add(ws_engine *e, ws_error *err)
+{
+    if (e->n_models == e->cap_models) {
+        int cap = e->cap_models ? 2 * e->cap_models : 4;
+        ws_eng_model *t = realloc(e->models, sizeof *t * (size_t)cap);
+        if (!t) {
+            ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        e->models = t;
+        e->cap_models = cap;
+    }
+    ws_eng_model *em = &e->models[e->n_models];
+    memset(em, 0, sizeof *em);
+    return em;
+}
+
+ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id)
+{
+    for (int i = 0; i < e->n_models; i++)
+        if (e->models[i].id == id) return &e->models[i];
+    return NULL;
+}
+
+ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name)
+{
+    for (int i = 0; i < e->n_models; i++)
+        if (!strcmp(e->models[i].name, name)) return &e->models[i];
+    return NULL;
+}
+
+static void ckpt_path(ws_engine *e, const char *name, int64_t version, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/models/%s-v%lld.safetensors", e->srv->cfg.data_dir, name, (long long)version);
+}
+
+typedef struct {
+    ws_vocab *v;
+    ws_error *err;
+} vocab_ctx;
+
+static ws_status vocab_one(void *ctx, int64_t id, const char *sym, size_t len)
+{
+    vocab_ctx *c = ctx;
+    if (ws_vocab_id(c->v, sym, len, 1) != id)
+        return ws_error_set(c->err, WS_ERR_FORMAT, "vocabulary of the checkpoint disagrees with the database at id %lld",
+                            (long long)id);
+    return WS_OK;
+}
+
+typedef struct {
+    int64_t id, version;
+    char name[WS_STORE_NAME_MAX + 1];
+    char *training;
+} model_row;
+
+typedef struct {
+    model_row *rows;
+    int n, cap;
+} model_rows;
+
+static ws_status collect(void *ctx, const ws_store_model *m)
+{
+    model_rows *r = ctx;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        model_row *t = realloc(r->rows, sizeof *t * (size_t)cap);
+        if (!t) return WS_ERR_NOMEM;
+        r->rows = t, r->cap = cap;
+    }
+    model_row *row = &r->rows[r->n];
+    row->id = m->id, row->version = m->current_version;
+    strcpy(row->name, m->name);
+    row->training = strdup(m->training_json ? m->training_json : "{}");
+    if (!row->training) return WS_ERR_NOMEM;
+    r->n++;
+    return WS_OK;
+}
+
+static ws_status load_one(ws_engine *e, const model_row *row, ws_error *err)
+{
+    ws_store_version v = {0};
+    WS_TRY(ws_store_version_get(e->st, row->id, row->version, &v, err));
+    ws_eng_model *em = table_add(e, err);
+    ws_status s = em ? ws_checkpoint_load(&em->m, v.path, e->be, err) : WS_ERR_NOMEM;
+    ws_store_version_clear(&v);
+    if (s != WS_OK) return s;
+    e->n_models++;
+    em->id = row->id, em->version = row->version;
+    strcpy(em->name, row->name);
+    em->tr = ws_srv_training_default();
+    cJSON *tj = cJSON_Parse(row->training);
+    if (tj) s = ws_srv_training_parse(tj, &em->tr, err);
+    cJSON_Delete(tj);
+    if (s == WS_OK) s = model_attach(e, em, err);
+    vocab_ctx vc = {ws_model_vocab(em->m), err};
+    if (s == WS_OK) s = ws_store_vocab_load(e->st, em->id, vocab_one, &vc, err);
+    em->vocab_stored = ws_vocab_size(vc.v);
+    return s;
+}
+
+ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
+{
+    char dir[WS_SRV_PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+    model_rows rows = {0};
+    ws_status s = ws_store_model_list(e->st, collect, &rows, err);
+    for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
+    for (int i = 0; i < rows.n; i++) free(rows.rows[i].training);
+    free(rows.rows);
+    if (s == WS_OK && e->n_models == 0) { /* first start: the default model */
+        ws_model_config cfg = ws_model_config_default();
+        cfg.vocab_cap = 4096;
+        ws_srv_training tr = ws_srv_training_default();
+        ws_eng_model *em;
+        s = ws_eng_model_create(e, "default", &cfg, &tr, 1, &em, err);
+    }
+    return s;
+}
+
+static ws_status record_model(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, const char *path, int64_t *id, ws_error *err)
+{
+    cJSON *cj = ws_srv_model_config_json(cfg), *tj = ws_srv_training_json(tr);
+    char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL, *ttext = tj ? cJSON_PrintUnformatted(tj) : NULL;
+    cJSON_Delete(cj);
+    cJSON_Delete(tj);
+    ws_status s = ctext && ttext ? ws_store_begin(e->st, err) : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
+    if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, "created", err);
+    if (s == WS_OK) s = ws_store_commit(e->st, err);
+    else if (ctext && ttext) ws_store_rollback(e->st, NULL);
+    free(ctext);
+    free(ttext);
+    return s;
+}
+
+ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err)
+{
+    if (ws_eng_model_by_name(e, name)) return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
+    ws_eng_model tmp = {0};
+    WS_TRY(ws_model_new(&tmp.m, cfg, e->be, seed, err));
+    char path[WS_SRV_PATH_MAX + 128];
+    ckpt_path(e, name, 1, path, sizeof path);
+    ws_status s = ws_checkpoint_save(tmp.m, path, 1, err);
+    if (s == WS_OK) s = record_model(e, name, cfg, tr, path, &tmp.id, err);
+    if (s == WS_OK) s = model_attach(e, &tmp, err);
+    if (s != WS_OK) {
+        model_release(&tmp);
+        return s;
+    }
+    tmp.version = 1;
+    tmp.tr = *tr;
+    strcpy(tmp.name, name);
+    pthread_mutex_lock(&e->mu); /* readers of the table (status, metrics) hold mu */
+    ws_eng_model *em = table_add(e, err);
+    if (em) {
+        *em = tmp;
+        e->n_models++;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!em) {
+        model_release(&tmp);
+        return WS_ERR_NOMEM;
+    }
+    *out = em;
+    return WS_OK;
+}
+
+ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    char path[WS_SRV_PATH_MAX + 128];
+    ckpt_path(e, em->name, em->version + 1, path, sizeof path);
+    WS_TRY(ws_checkpoint_save(em->m, path, 1, err));
+    WS_TRY(ws_store_version_add(e->st, em->id, em->version + 1, path, "online training", err));
+    pthread_mutex_lock(&e->mu);
+    em->version++;
+    pthread_mutex_unlock(&e->mu);
+    return WS_OK;
+}
+
+void ws_eng_models_free(ws_engine *e)
+{
+    for (int i = 0; i < e->n_models; i++) model_release(&e->models[i]);
+    free(e->models);
+    e->models = NULL;
+    e->n_models = e->cap_models = 0;
+}

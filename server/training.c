@@ -1,0 +1,322 @@
+/* training.c — online training of one model inside the engine (DESIGN §3, §4).
+ *
+ * Every committed step of a session is observed: its instructions update the
+ * session's recent-facts cache (the last value told for each fact, newest 64
+ * facts per session, for the newest 512 sessions; kept in memory only, so it
+ * refills from new steps after a restart rather than re-reading the log), and
+ * the step becomes a record (W_{t-1}, I_t, Q_t, recall queries). The recall
+ * queries are drawn from the cache *after* I_t was applied, labelled with the
+ * last value told — exactly "told earlier and not overridden since" — which
+ * keeps the truncated-gradient training thorough without the client's help.
+ * A step posted with labels becomes a ready example at once; an unlabelled one
+ * waits in a ring of the newest 256 for labels to arrive by PUT (older ones
+ * only get their labels stored, for offline retraining). Steps with raw vector
+ * facts are not trained on online (their vectors are not kept).
+ * The engine calls ws_trainer_run when it has no serving work: one TRAIN pass
+ * over up to 8 ready examples; every update_every examples one AdamW step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "training.h"
+
+#define RING 256
+#define CACHE_SESSIONS 512
+#define CACHE_FACTS 64
+#define TRAIN_CHUNK 8
+
+typedef struct {
+    char session[WS_STORE_ID_LEN + 1];
+    int64_t step;
+    float *w_prev; /* NULL: the trajectory starts from W_0 */
+    int n_instr, n_query, n_recall;
+    int32_t *ids;  /* (n_instr + n_query + n_recall) rows of S ids */
+    int8_t *vals;  /* instruction values, query labels (-1 unknown), recall labels */
+} example;
+
+typedef struct {
+    char session[WS_STORE_ID_LEN + 1];
+    uint64_t last_use;
+    int n;
+    int32_t ids[CACHE_FACTS][WS_MAX_FACT_LEN];
+    int8_t val[CACHE_FACTS];
+} fact_cache;
+
+struct ws_trainer {
+    int S;
+    size_t state_floats;
+    example *pending[RING], *ready[RING];
+    int n_pending, pending_head, n_ready;
+    fact_cache *cache; /* [CACHE_SESSIONS] */
+    uint64_t tick, rng;
+    ws_batch *batch;
+    float *w_in, *w_out; /* device, TRAIN_CHUNK states each */
+    int since_update, calls;
+    float loss_sum;
+    int loss_n;
+    ws_trainer_stats stats;
+};
+
+ws_srv_training ws_srv_training_default(void)
+{
+    return (ws_srv_training){.enabled = 1, .lr = 1e-3f, .update_every = 32, .recall_queries = 4};
+}
+
+ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err)
+{
+    static const char *const fields[] = {"enabled", "lr", "update_every", "recall_queries", NULL};
+    if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
+    WS_TRY(ws_json_only(obj, fields, err));
+    ws_srv_training n = *t;
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "enabled"))) {
+        if (!cJSON_IsBool(v)) return ws_error_set(err, WS_ERR_INVALID, "enabled must be a boolean");
+        n.enabled = cJSON_IsTrue(v);
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "lr"))) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))
+            return ws_error_set(err, WS_ERR_INVALID, "lr must be a number in (0, 1]");
+        n.lr = (float)v->valuedouble;
+    }
+    int64_t x;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "update_every"))) {
+        WS_TRY(ws_json_int(v, 1, 100000, &x, "update_every", err));
+        n.update_every = (int)x;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "recall_queries"))) {
+        WS_TRY(ws_json_int(v, 0, 64, &x, "recall_queries", err));
+        n.recall_queries = (int)x;
+    }
+    *t = n;
+    return WS_OK;
+}
+
+cJSON *ws_srv_training_json(const ws_srv_training *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddBoolToObject(o, "enabled", t->enabled);
+    char lr[32]; /* the float's shortest decimal form, not its double expansion */
+    snprintf(lr, sizeof lr, "%.7g", (double)t->lr);
+    cJSON_AddNumberToObject(o, "lr", strtod(lr, NULL));
+    cJSON_AddNumberToObject(o, "update_every", t->update_every);
+    cJSON_AddNumberToObject(o, "recall_queries", t->recall_queries);
+    return o;
+}
+
+static void example_free(example *e)
+{
+    if (!e) return;
+    free(e->w_prev);
+    free(e->ids);
+    free(e->vals);
+    free(e);
+}
+
+ws_status ws_trainer_new(ws_trainer **out, ws_model *m, ws_error *err)
+{
+    *out = NULL;
+    ws_trainer *t = calloc(1, sizeof *t);
+    if (!t) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    t->S = ws_model_config_of(m)->max_fact_len;
+    t->state_floats = ws_model_state_floats(m);
+    t->rng = 0x9E3779B97F4A7C15ull;
+    t->cache = calloc(CACHE_SESSIONS, sizeof *t->cache);
+    ws_status s = t->cache ? ws_batch_new(&t->batch, ws_model_config_of(m))
+                           : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    if (s == WS_OK) s = ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_in, err);
+    if (s == WS_OK) s = ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_out, err);
+    if (s != WS_OK) {
+        ws_trainer_free(t, m);
+        return s == WS_ERR_NOMEM ? ws_error_set(err, s, "out of memory") : s;
+    }
+    *out = t;
+    return WS_OK;
+}
+
+void ws_trainer_free(ws_trainer *t, ws_model *m)
+{
+    if (!t) return;
+    for (int i = 0; i < RING; i++) example_free(t->pending[i]);
+    for (int i = 0; i < t->n_ready; i++) example_free(t->ready[i]); /* the tail holds stale pointers */
+    free(t->cache);
+    ws_batch_free(t->batch);
+    ws_backend_release(ws_model_backend(m), t->w_in);
+    ws_backend_release(ws_model_backend(m), t->w_out);
+    free(t);
+}
+
+/* Symbols in a -1 padded id row. */
+static int row_len(const int32_t *ids, int S)
+{
+    int n = 0;
+    while (n < S && ids[n] >= 0) n++;
+    return n;
+}
+
+static uint64_t next_rand(ws_trainer *t)
+{
+    t->rng ^= t->rng << 13, t->rng ^= t->rng >> 7, t->rng ^= t->rng << 17;
+    return t->rng;
+}
+
+static fact_cache *cache_of(ws_trainer *t, const char *session)
+{
+    fact_cache *oldest = &t->cache[0];
+    for (int i = 0; i < CACHE_SESSIONS; i++) {
+        fact_cache *c = &t->cache[i];
+        if (!strcmp(c->session, session)) return c;
+        if (c->last_use < oldest->last_use) oldest = c;
+    }
+    memset(oldest, 0, sizeof *oldest); /* evict the least recently stepped session */
+    strcpy(oldest->session, session);
+    return oldest;
+}
+
+static void cache_tell(ws_trainer *t, fact_cache *c, const int32_t *ids, int val)
+{
+    size_t row = sizeof(int32_t) * (size_t)t->S;
+    for (int i = 0; i < c->n; i++) {
+        if (!memcmp(c->ids[i], ids, row)) { /* overridden: move to the newest slot */
+            memmove(&c->ids[i], &c->ids[i + 1], sizeof c->ids[0] * (size_t)(c->n - i - 1));
+            memmove(&c->val[i], &c->val[i + 1], (size_t)(c->n - i - 1));
+            c->n--;
+            break;
+        }
+    }
+    if (c->n == CACHE_FACTS) { /* forget the oldest fact */
+        memmove(&c->ids[0], &c->ids[1], sizeof c->ids[0] * (CACHE_FACTS - 1));
+        memmove(&c->val[0], &c->val[1], CACHE_FACTS - 1);
+        c->n--;
+    }
+    memcpy(c->ids[c->n], ids, row);
+    c->val[c->n++] = (int8_t)val;
+}
+
+void ws_trainer_observe(ws_trainer *t, const ws_srv_training *tr, const ws_trainer_step *st)
+{
+    fact_cache *c = cache_of(t, st->session);
+    c->last_use = ++t->tick;
+    int S = t->S;
+    for (int i = 0; i < st->n_instr; i++) cache_tell(t, c, st->instr_ids + (size_t)i * S, st->instr_val[i]);
+    if (!tr->enabled || st->has_vectors) return;
+    int n_recall = c->n < tr->recall_queries ? c->n : tr->recall_queries;
+    example *e = calloc(1, sizeof *e);
+    int rows = st->n_instr + st->n_query + n_recall;
+    if (!e) return; /* training is best effort: serving never fails for it */
+    e->ids = malloc(sizeof(int32_t) * (size_t)(rows ? rows : 1) * S);
+    e->vals = malloc((size_t)(rows ? rows : 1));
+    e->w_prev = st->w_prev ? malloc(sizeof(float) * t->state_floats) : NULL;
+    if (!e->ids || !e->vals || (st->w_prev && !e->w_prev)) return example_free(e);
+    strcpy(e->session, st->session);
+    e->step = st->step;
+    e->n_instr = st->n_instr, e->n_query = st->n_query, e->n_recall = n_recall;
+    if (st->w_prev) memcpy(e->w_prev, st->w_prev, sizeof(float) * t->state_floats);
+    size_t row = (size_t)S;
+    memcpy(e->ids, st->instr_ids, sizeof(int32_t) * row * (size_t)st->n_instr);
+    memcpy(e->ids + row * (size_t)st->n_instr, st->query_ids, sizeof(int32_t) * row * (size_t)st->n_query);
+    for (int i = 0; i < st->n_instr; i++) e->vals[i] = (int8_t)st->instr_val[i];
+    for (int i = 0; i < st->n_query; i++) e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
+    for (int i = 0; i < n_recall; i++) {
+        int k = (int)(next_rand(t) % (uint64_t)c->n);
+        int r = st->n_instr + st->n_query + i;
+        memcpy(e->ids + row * (size_t)r, c->ids[k], sizeof(int32_t) * row);
+        e->vals[r] = c->val[k];
+    }
+    if (st->labels) {
+        t->stats.examples_labelled++;
+        if (t->n_ready == RING) { /* bounded: drop the oldest waiting example */
+            example_free(t->ready[0]);
+            memmove(&t->ready[0], &t->ready[1], sizeof(example *) * (RING - 1));
+            t->n_ready--;
+            t->stats.examples_dropped++;
+        }
+        t->ready[t->n_ready++] = e;
+        return;
+    }
+    /* Unlabelled: wait for labels; the ring overwrites the oldest. */
+    int slot = (t->pending_head + t->n_pending) % RING;
+    if (t->n_pending == RING) {
+        slot = t->pending_head;
+        t->pending_head = (t->pending_head + 1) % RING;
+        t->n_pending--;
+    }
+    example_free(t->pending[slot]);
+    t->pending[slot] = e;
+    t->n_pending++;
+}
+
+int ws_trainer_label(ws_trainer *t, const char *session, int64_t step, const int *labels, int n)
+{
+    for (int i = 0; i < t->n_pending; i++) {
+        int slot = (t->pending_head + i) % RING;
+        example *e = t->pending[slot];
+        if (!e || e->step != step || strcmp(e->session, session) != 0) continue;
+        if (n != e->n_query || t->n_ready == RING) return 0;
+        for (int q = 0; q < n; q++) e->vals[e->n_instr + q] = (int8_t)labels[q];
+        t->pending[slot] = NULL; /* its slot stays in the ring as an empty record */
+        t->ready[t->n_ready++] = e;
+        t->stats.examples_labelled++;
+        return 1;
+    }
+    return 0;
+}
+
+int ws_trainer_ready(const ws_trainer *t)
+{
+    return t->n_ready;
+}
+
+ws_trainer_stats ws_trainer_stats_of(const ws_trainer *t)
+{
+    ws_trainer_stats s = t->stats;
+    s.ready = t->n_ready;
+    s.last_loss = t->loss_n ? t->loss_sum / (float)t->loss_n : s.last_loss;
+    return s;
+}
+
+ws_status ws_trainer_run(ws_trainer *t, ws_model *m, const ws_srv_training *tr, int *updated, ws_error *err)
+{
+    *updated = 0;
+    int n = t->n_ready < TRAIN_CHUNK ? t->n_ready : TRAIN_CHUNK;
+    if (n == 0 || !tr->enabled) return WS_OK;
+    ws_batch *b = t->batch;
+    ws_backend *be = ws_model_backend(m);
+    ws_batch_clear(b);
+    ws_status s = WS_OK;
+    int S = t->S;
+    for (int i = 0; i < n && s == WS_OK; i++) {
+        example *e = t->ready[i];
+        s = ws_batch_begin_traj(b, e->w_prev == NULL);
+        for (int k = 0; k < e->n_instr && s == WS_OK; k++)
+            s = ws_batch_add_instr(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S), e->vals[k]);
+        for (int k = e->n_instr; k < e->n_instr + e->n_query + e->n_recall && s == WS_OK; k++)
+            s = ws_batch_add_query(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S), e->vals[k]);
+        if (s == WS_OK && e->w_prev)
+            s = ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, e->w_prev,
+                                  sizeof(float) * t->state_floats);
+    }
+    ws_step_result res = {0};
+    if (s == WS_OK && ws_batch_n_labelled(b) > 0)
+        s = ws_model_step(m, b, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
+    for (int i = 0; i < n; i++) example_free(t->ready[i]);
+    memmove(&t->ready[0], &t->ready[n], sizeof(example *) * (size_t)(t->n_ready - n));
+    t->n_ready -= n;
+    if (s != WS_OK) return s;
+    t->stats.examples_trained += n;
+    t->loss_sum += res.loss;
+    t->loss_n++;
+    t->since_update += n;
+    t->calls++;
+    if (t->since_update < tr->update_every) return WS_OK;
+    ws_optim_config oc = ws_optim_config_default();
+    oc.lr = tr->lr;
+    oc.grad_scale = 1.0f / (float)t->calls; /* the mean over the accumulated passes */
+    float gn = 0;
+    WS_TRY(ws_model_adamw_step(m, &oc, &gn, err));
+    t->stats.last_loss = t->loss_sum / (float)t->loss_n;
+    t->stats.updates++;
+    t->loss_sum = 0, t->loss_n = 0, t->since_update = 0, t->calls = 0;
+    *updated = 1;
+    return WS_OK;
+}

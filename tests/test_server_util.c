@@ -1,0 +1,193 @@
+/* test_server_util.c — see test_server_util.h. */
+#include "test_server_util.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *daemon_path(void)
+{
+    const char *p = getenv("WS_DAEMON");
+    return p ? p : "worldstated";
+}
+
+void ws_ts_tmpdir(char *out, size_t cap)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(out, cap, "%s/ws-test-XXXXXX", t ? t : "/tmp");
+    if (!mkdtemp(out)) {
+        perror("mkdtemp");
+        abort();
+    }
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "%s", dir);
+    snprintf(d->log, sizeof d->log, "%s.log", dir);
+    const char *argv[32] = {daemon_path(), "--data-dir", dir, "--listen", "127.0.0.1:0", "--backend", "cpu",
+                            "--threads", "2"};
+    int n = 9;
+    for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (!freopen(d->log, "w", stdout) || !freopen(d->log, "a", stderr)) _exit(127);
+        setenv("OMP_NUM_THREADS", "1", 1);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    d->pid = pid;
+    for (int i = 0; i < 600; i++) { /* up to 60 s: the first start creates the model */
+        FILE *f = fopen(d->log, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "listening on http://127.0.0.1:");
+            if (p) d->port = atoi(p + strlen("listening on http://127.0.0.1:"));
+        }
+        if (f) fclose(f);
+        if (d->port) {
+            ws_ts_resp r;
+            long st = ws_ts_req(d, "GET", "/healthz", NULL, NULL, &r);
+            ws_ts_resp_free(&r);
+            if (st == 200) return 0;
+        }
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) break;
+        sleep_ms(100);
+    }
+    fprintf(stderr, "daemon did not start; log:\n");
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cat %s >&2", d->log);
+    if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+    return -1;
+}
+
+int ws_ts_stop(ws_ts_daemon *d)
+{
+    if (d->pid <= 0) return -1;
+    kill(d->pid, SIGTERM);
+    int status = 0;
+    waitpid(d->pid, &status, 0);
+    d->pid = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void ws_ts_kill9(ws_ts_daemon *d)
+{
+    if (d->pid <= 0) return;
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = 0;
+}
+
+int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' key create --tenant '%s' %s --data-dir '%s' 2>/dev/null", daemon_path(), tenant,
+             admin ? "--admin" : "", dir);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    int ok = fgets(out, (int)cap, p) != NULL;
+    int rc = pclose(p);
+    if (!ok || rc != 0) return -1;
+    out[strcspn(out, "\n")] = '\0';
+    return 0;
+}
+
+typedef struct {
+    char *buf;
+    size_t len;
+} sink;
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ctx)
+{
+    sink *s = ctx;
+    char *b = realloc(s->buf, s->len + sz * n + 1);
+    if (!b) return 0;
+    memcpy(b + s->len, p, sz * n);
+    s->buf = b;
+    s->len += sz * n;
+    b[s->len] = '\0';
+    return sz * n;
+}
+
+long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
+                size_t body_len, ws_ts_resp *r)
+{
+    memset(r, 0, sizeof *r);
+    CURL *c = curl_easy_init();
+    if (!c) return 0;
+    char url[1024], auth[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", d->port, path);
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (key) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
+        h = curl_slist_append(h, auth);
+    }
+    sink s = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    r->body = s.buf ? s.buf : calloc(1, 1);
+    r->len = s.len;
+    r->json = r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+    return r->status;
+}
+
+void ws_ts_resp_free(ws_ts_resp *r)
+{
+    free(r->body);
+    cJSON_Delete(r->json);
+    memset(r, 0, sizeof *r);
+}
+
+long ws_ts_req(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
+               ws_ts_resp *r)
+{
+    return ws_ts_http(d, method, path, key, body, body ? strlen(body) : 0, r);
+}
+
+long ws_ts_session(const ws_ts_daemon *d, const char *key, const char *model, char *out)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"model\":\"%s\"}", model);
+    ws_ts_resp r;
+    long st = ws_ts_req(d, "POST", "/v1/sessions", key, body, &r);
+    const cJSON *id = cJSON_GetObjectItem(r.json, "id");
+    out[0] = '\0';
+    if (st == 201 && cJSON_IsString(id)) snprintf(out, 33, "%s", id->valuestring);
+    ws_ts_resp_free(&r);
+    return st;
+}
+
+const char *ws_ts_spath(char *buf, size_t cap, const char *id, const char *suffix)
+{
+    snprintf(buf, cap, "/v1/sessions/%s%s", id, suffix ? suffix : "");
+    return buf;
+}

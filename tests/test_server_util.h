@@ -1,0 +1,50 @@
+/* test_server_util.h — live-daemon harness for the server integration tests:
+ * starts the real worldstated binary ($WS_DAEMON) on a free loopback port
+ * (--listen 127.0.0.1:0; the port is read from its "listening on" line) with a
+ * temporary data directory, and talks HTTP to it with libcurl. */
+#ifndef WS_TEST_SERVER_UTIL_H
+#define WS_TEST_SERVER_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char dir[256];
+    char log[320];
+} ws_ts_daemon;
+
+/* A fresh empty directory under $TMPDIR (or /tmp). */
+void ws_ts_tmpdir(char *out, size_t cap);
+/* Starts the daemon on dir with extra flags (NULL-terminated list, may be NULL);
+ * returns 0 once /healthz answers, -1 on failure (the log is printed). */
+int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra);
+/* SIGTERM and wait: returns the exit status (0 on a clean shutdown). */
+int ws_ts_stop(ws_ts_daemon *d);
+void ws_ts_kill9(ws_ts_daemon *d);
+/* Runs `worldstated key create --tenant T [--admin] --data-dir dir`; the key into out. */
+int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap);
+
+typedef struct {
+    long status;
+    char *body; /* NUL-terminated, owned */
+    size_t len;
+    cJSON *json; /* parsed body when it is JSON, else NULL */
+} ws_ts_resp;
+
+/* One request; key may be NULL (no Authorization), body may be NULL.
+ * Returns the status (0 if the request failed at the transport level). */
+long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
+                size_t body_len, ws_ts_resp *r);
+void ws_ts_resp_free(ws_ts_resp *r);
+/* Convenience: a JSON request with a NUL-terminated body; frees nothing. */
+long ws_ts_req(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
+               ws_ts_resp *r);
+/* Creates a session on model; the id into out (33 bytes). Returns the status. */
+long ws_ts_session(const ws_ts_daemon *d, const char *key, const char *model, char *out);
+/* Path helper: "/v1/sessions/<id><suffix>" into a static buffer per call site. */
+const char *ws_ts_spath(char *buf, size_t cap, const char *id, const char *suffix);
+
+#endif

@@ -14,6 +14,10 @@
 #   scripts/gpu-check.sh run [DEPS_DIR] [BUILD_DIR]
 #       On the GPU machine: configures with DEPS_DIR as an extra prefix (pkg-config
 #       sysroot), builds into BUILD_DIR (default build-gpu) and runs the checks.
+#
+# With this workplace's device tool: here `scripts/gpu-check.sh fetch build-gpudeps`
+# (build*/ is git-ignored), then run `scripts/gpu-check.sh run build-gpudeps` there
+# with carry ["build-gpudeps"] (about 45 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,11 +29,19 @@ arch=x86_64-linux-gnu
 if [[ "$mode" == fetch ]]; then
   [[ -n "$deps" ]] || { echo "usage: $0 fetch DEPS_DIR" >&2; exit 2; }
   mkdir -p "$deps/debs"
+  # libmicrohttpd/libcurl only let the whole project configure (server, its tests);
+  # the targets built here do not link them.
   (cd "$deps/debs" && apt-get download libcmocka0 libcmocka-dev libopenblas0-pthread \
       libopenblas-pthread-dev libopenblas-dev libgfortran5 libquadmath0 libcjson1 \
-      libcjson-dev libsqlite3-0 libsqlite3-dev pkgconf pkgconf-bin libpkgconf3)
+      libcjson-dev libsqlite3-0 libsqlite3-dev zlib1g-dev pkgconf pkgconf-bin libpkgconf3 \
+      libmicrohttpd12 libmicrohttpd-dev libcurl4 libcurl4-openssl-dev)
   for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$deps"; done
-  rm -rf "$deps/debs"
+  # Small enough to travel (static archives and docs are not needed).
+  rm -rf "$deps/debs" "$deps/usr/share/doc" "$deps/usr/share/man"
+  find "$deps" \( -name '*.a' -o -name 'liblapack.so*' \) -delete
+  # libmicrohttpd.pc names gnutls as a private requirement: a stub satisfies pkg-config.
+  pc="$deps/usr/lib/$arch/pkgconfig"
+  [[ -e "$pc/gnutls.pc" ]] || printf 'Name: gnutls\nDescription: stub\nVersion: 3.7.9\n' > "$pc/gnutls.pc"
   echo "gpu-check: dependencies unpacked under $deps"
   exit 0
 fi

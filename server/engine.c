@@ -103,6 +103,14 @@ static void admin_job(ws_engine *e, ws_job *j)
     ws_eng_finish(j, 200, tj);
 }
 
+void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)
+{
+    ws_trainer_stats st = ws_trainer_stats_of(em->trainer);
+    pthread_mutex_lock(&e->mu);
+    em->stats = st;
+    pthread_mutex_unlock(&e->mu);
+}
+
 static void train_some(ws_engine *e)
 {
     for (int i = 0; i < e->n_models; i++) {
@@ -116,6 +124,7 @@ static void train_some(ws_engine *e)
             s = ws_eng_model_new_version(e, em, &err);
         }
         if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", em->name, err.msg);
+        ws_eng_model_stats_publish(e, em);
     }
 }
 
@@ -274,7 +283,7 @@ cJSON *ws_engine_model_status(ws_engine *e, int64_t model_id)
     ws_eng_model *em = ws_eng_model_by_id(e, model_id);
     cJSON *o = NULL;
     if (em && (o = cJSON_CreateObject())) {
-        ws_trainer_stats st = ws_trainer_stats_of(em->trainer);
+        const ws_trainer_stats st = em->stats;
         cJSON_AddStringToObject(o, "state", "loaded");
         cJSON_AddNumberToObject(o, "serving_version", (double)em->version);
         cJSON_AddNumberToObject(o, "examples_ready", st.ready);
@@ -283,7 +292,6 @@ cJSON *ws_engine_model_status(ws_engine *e, int64_t model_id)
         cJSON_AddNumberToObject(o, "examples_dropped", (double)st.examples_dropped);
         cJSON_AddNumberToObject(o, "updates", (double)st.updates);
         cJSON_AddNumberToObject(o, "last_loss", st.last_loss);
-        cJSON_AddNumberToObject(o, "vocab_size", ws_vocab_size(ws_model_vocab(em->m)));
     }
     pthread_mutex_unlock(&e->mu);
     return o;
@@ -300,6 +308,6 @@ void ws_engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
     ws_metrics_printf(buf, len, cap, "# TYPE worldstate_training_examples_ready gauge\n");
     for (int i = 0; i < e->n_models; i++)
         ws_metrics_printf(buf, len, cap, "worldstate_training_examples_ready{model=\"%s\"} %d\n", e->models[i].name,
-                          ws_trainer_ready(e->models[i].trainer));
+                          e->models[i].stats.ready);
     pthread_mutex_unlock(&e->mu);
 }

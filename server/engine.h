@@ -14,6 +14,7 @@ typedef struct {
     int vocab_stored;     /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_trainer *trainer;
+    ws_trainer_stats stats; /* published copy for other threads (under mu) */
     ws_batch *batch;
     float *w_dev;         /* max_batch states on the backend */
     float *w_host;        /* max_batch states on the host */
@@ -42,6 +43,9 @@ ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
 /* Checkpoints the model's current parameters as version+1 and records it. */
 ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err);
 void ws_eng_models_free(ws_engine *e);
+/* Copies the trainer's counters to em->stats under mu (the trainer itself is
+ * engine-thread only). */
+void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
 
 /* engine_run.c: steps and queries of one batch (all kinds mixed). */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);

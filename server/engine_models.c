@@ -12,9 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../model/checkpoint.h"
 #include "engine.h"
+
+#define WS_SRV_KEEP_VERSIONS 4
 
 static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
@@ -219,6 +222,14 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
     pthread_mutex_lock(&e->mu);
     em->version++;
     pthread_mutex_unlock(&e->mu);
+    /* Retention: online training makes a version per AdamW step, so only the
+     * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
+     * created); older version rows stay in SQLite as history without a file. */
+    if (em->version - WS_SRV_KEEP_VERSIONS > 1) {
+        ckpt_path(e, em->name, em->version - WS_SRV_KEEP_VERSIONS, path, sizeof path);
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path, strerror(errno));
+    }
     return WS_OK;
 }
 

@@ -223,6 +223,7 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
         ws_eng_finish(it->j, 200, replies[i]);
     }
     free(replies);
+    ws_eng_model_stats_publish(e, em);
 }
 
 static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, const float *probs)
@@ -263,13 +264,28 @@ static void fail_group(ws_eng_model *em, item *items, int n, ws_job_kind kind, w
     }
 }
 
+static ws_status count_queries(void *ctx, const ws_store_log_entry *entry)
+{
+    cJSON *q = cJSON_Parse(entry->queries_json);
+    *(int *)ctx = q ? cJSON_GetArraySize(q) : -1;
+    cJSON_Delete(q);
+    return WS_OK;
+}
+
 static void label_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_store_session sess = {0};
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
+    int n_query = -2;
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 0, &sess, &err);
+    if (s == WS_OK) s = ws_store_log_page(e->st, j->tenant, j->session, j->label_step - 1, 1, count_queries, &n_query, &err);
+    if (s == WS_OK && n_query == -2) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such step");
+    if (s == WS_OK && n_query != cJSON_GetArraySize(ls))
+        s = ws_error_set(&err, WS_ERR_INVALID, "step %lld has %d queries: send one label each", (long long)j->label_step,
+                         n_query);
     if (s == WS_OK)
-        s = ws_store_log_set_labels(e->st, j->tenant, j->session, j->label_step, j->labels_json, j->has_labels, &err);
+        s = ws_store_log_set_labels(e->st, j->tenant, j->session, j->label_step, j->labels_json, j->replace, &err);
     if (s != WS_OK) {
         ws_store_session_clear(&sess);
         if (s == WS_ERR_CONFLICT)
@@ -278,10 +294,10 @@ static void label_job(ws_engine *e, ws_job *j)
     }
     ws_eng_model *em = ws_eng_model_by_id(e, sess.model);
     ws_store_session_clear(&sess);
-    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
     int lb[WS_SRV_MAX_ITEMS], n = 0;
     for (const cJSON *l = ls->child; l && n < WS_SRV_MAX_ITEMS; l = l->next) lb[n++] = cJSON_IsTrue(l);
     int queued = em && em->tr.enabled && ws_trainer_label(em->trainer, j->session, j->label_step, lb, n);
+    if (em) ws_eng_model_stats_publish(e, em);
     cJSON *r = cJSON_CreateObject();
     cJSON_AddNumberToObject(r, "step", (double)j->label_step);
     cJSON_AddBoolToObject(r, "stored", 1);

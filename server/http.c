@@ -94,7 +94,6 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, in
         return send_response(conn, r, 500, resp);
     }
     size_t n = strlen(text);
-    text[n] = '\0';
     struct MHD_Response *resp = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(text);

@@ -147,13 +147,12 @@ static void training_set(ws_http_ctx *c, ws_http_answer *a)
     ws_http_submit(c, j, a);
 }
 
-static void checkpoint(ws_http_ctx *c, ws_store *st, const ws_store_model *m, ws_http_answer *a)
+static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_store_version v = {0};
     ws_status s = ws_store_version_get(st, m->id, m->current_version, &v, &err);
     if (s != WS_OK) return fail(a, s, &err);
-    (void)c;
     int fd = open(v.path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) {
@@ -228,7 +227,7 @@ void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
                                       : ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) return fail(a, s, &err);
     if (route == WS_ROUTE_CHECKPOINT) {
-        checkpoint(c, st, &model, a);
+        checkpoint(st, &model, a);
     } else {
         a->status = 200;
         a->json = model_json(&model);

@@ -112,7 +112,6 @@ typedef struct {
     cJSON *arr;
     char last[WS_STORE_ID_LEN + 1];
     int64_t last_step;
-    ws_store *st;
     int n;
 } list_ctx;
 
@@ -121,7 +120,7 @@ static ws_status list_session(void *ctx, const ws_store_session *s)
     list_ctx *l = ctx;
     memcpy(l->last, s->id, sizeof l->last);
     l->n++;
-    /* The model name lookup needs the connection, busy with this listing. */
+    /* No model name here: looking it up needs the connection busy with this listing. */
     cJSON *o = cJSON_CreateObject();
     if (!o) return WS_ERR_NOMEM;
     cJSON_AddStringToObject(o, "id", s->id);
@@ -138,7 +137,7 @@ static void list_sessions(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     const char *after = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "after");
     if (after && *after && !ws_store_session_id_valid(after))
         return fail_code(a, 400, "invalid_request", "after must be a session id");
-    list_ctx l = {.arr = cJSON_CreateArray(), .st = st};
+    list_ctx l = {.arr = cJSON_CreateArray()};
     ws_error err = {0};
     ws_status s = l.arr ? ws_store_session_list(st, c->who.tenant, after, (int)limit, list_session, &l, &err)
                         : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
@@ -256,7 +255,7 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
             s = ws_error_set(&err, WS_ERR_INVALID, "labels must be an array of 1..%d booleans", WS_SRV_MAX_ITEMS);
         else s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
         if (s == WS_OK && rp && !cJSON_IsBool(rp)) s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
-        j->has_labels = rp && cJSON_IsTrue(rp); /* LABELS: has_labels = replace */
+        j->replace = rp && cJSON_IsTrue(rp);
     } else if (s == WS_OK && ls) {
         s = ws_json_labels(ls, j->query, j->n_query, &err);
         j->has_labels = 1;

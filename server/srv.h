@@ -85,6 +85,7 @@ typedef struct ws_job {
     ws_srv_fact *instr, *query;
     int n_instr, n_query;
     int has_labels;
+    int replace;          /* WS_JOB_LABELS: overwrite different labels */
     cJSON *body;          /* owns the symbol strings */
     char *instr_json, *query_json, *labels_json; /* normalised, for the log */
     char model_name[WS_STORE_NAME_MAX + 1];

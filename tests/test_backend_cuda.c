@@ -31,6 +31,22 @@ static ws_backend *g_be[2]; /* [0] CPU (the reference), [1] CUDA */
 static char g_skip_why[320];
 static int g_tf32;
 
+/* The closest call of the run, per kind (0: ops, 1: whole model): the largest
+ * error/tolerance ratio, for the summary (TF32 wants the numbers, not just a pass). */
+static struct {
+    double ratio, err, tol;
+    char what[200];
+} g_worst[2];
+
+static void record(int kind, const char *what, double err, double tol)
+{
+    double ratio = tol > 0.0 ? err / tol : (err > 0.0 ? INFINITY : 0.0);
+    if (ratio > g_worst[kind].ratio || isnan(err)) {
+        g_worst[kind].ratio = ratio, g_worst[kind].err = err, g_worst[kind].tol = tol;
+        snprintf(g_worst[kind].what, sizeof g_worst[kind].what, "%s", what);
+    }
+}
+
 /* Tolerances: max |cuda − cpu| / max(max |cpu|, floor). */
 #define TOL_EXACT 1e-6    /* element-wise ops both sides compute alike */
 #define TOL_POINTWISE 2e-6 /* transcendental functions (the CPU's exp is a polynomial) */
@@ -165,6 +181,7 @@ static void compare(const char *what, const dual *d, size_t n, double tol, doubl
                  "tolerance %.1e", what, rel, mag, at, a[at], b[at], tol);
     free(a);
     free(b);
+    if (!msg[0]) record(0, what, rel, tol);
     if (msg[0]) fail_msg("%s", msg);
 }
 
@@ -713,6 +730,7 @@ static void compare_host(const char *what, const float *cuda, const float *cpu, 
                          double tol)
 {
     double e = ws_test_norm_rel_err(cuda, cpu, n, 1e-7);
+    record(1, what, e, tol);
     if (!(e <= tol)) fail_msg("model: %s differs: relative error %.3e, tolerance %.1e", what, e, tol);
 }
 
@@ -727,8 +745,31 @@ static void compare_states(model_pair *mp, float *const w[2], const char *what)
     free(b);
 }
 
-static void compare_tensors(model_pair *mp, int grads, const char *when)
+/* The key biases (K rows of *.self.qkv.b and *.cross.kv.b) get an exactly zero
+ * gradient in exact arithmetic (softmax ignores a constant added to every score of
+ * a query), so theirs is rounding noise on both backends, which AdamW (eps 1e-8)
+ * turns into steps of up to lr in either direction: after an optimizer step those
+ * slices agree only within the Adam bound (test_golden.c makes the same exception). */
+static int key_bias_slice(const char *name, int d, size_t *off, size_t *len)
 {
+    size_t n = strlen(name);
+    const char *qkv = ".self.qkv.b", *kv = ".cross.kv.b";
+    if (n >= strlen(qkv) && strcmp(name + n - strlen(qkv), qkv) == 0) {
+        *off = (size_t)d, *len = (size_t)d;
+        return 1;
+    }
+    if (n >= strlen(kv) && strcmp(name + n - strlen(kv), kv) == 0) {
+        *off = 0, *len = (size_t)d;
+        return 1;
+    }
+    return 0;
+}
+
+/* Every parameter (grads 0) or gradient (grads 1) tensor, CUDA against CPU.
+ * adam_steps > 0: parameters after that many AdamW steps of learning rate lr. */
+static void compare_tensors(model_pair *mp, int grads, int adam_steps, float lr, const char *when)
+{
+    int d = ws_model_config_of(mp->m[0])->d;
     for (int i = 0; i < ws_model_n_tensors(mp->m[0]); i++) {
         const ws_tensor_info *t = ws_model_tensor(mp->m[0], i);
         float *a = xmalloc(t->numel * sizeof *a), *b = xmalloc(t->numel * sizeof *b);
@@ -737,6 +778,16 @@ static void compare_tensors(model_pair *mp, int grads, const char *when)
         assert_int_equal(ws_model_get_tensor(mp->m[1], t->name, b, t->numel, grads, &err), WS_OK);
         char what[160];
         snprintf(what, sizeof what, "%s of %s %s", grads ? "gradient" : "parameter", t->name, when);
+        size_t off, len;
+        if (!grads && adam_steps > 0 && key_bias_slice(t->name, d, &off, &len)) {
+            double bound = 1.05 * adam_steps * lr;
+            for (size_t j = off; j < off + len; j++) {
+                if (!(fabs((double)a[j] - b[j]) <= bound))
+                    fail_msg("model: %s: key bias %zu differs by %.3e, beyond the Adam bound %.3e",
+                             what, j - off, fabs((double)a[j] - b[j]), bound);
+                a[j] = b[j] = 0.0f; /* the rest of the tensor is compared as usual */
+            }
+        }
         compare_host(what, b, a, t->numel, tol_model());
         free(a);
         free(b);
@@ -762,7 +813,7 @@ static void step_both(model_pair *mp, ws_batch *b, const char *when)
     snprintf(what, sizeof what, "loss %s", when);
     compare_host(what, &res[1].loss, &res[0].loss, 1, tol_model());
     assert_int_equal(res[0].n_labelled, res[1].n_labelled);
-    compare_tensors(mp, 1, when);
+    compare_tensors(mp, 1, 0, 0.0f, when);
     free(probs[0]);
     free(probs[1]);
 }
@@ -811,7 +862,7 @@ static void test_model_step(void **state)
             fail_msg("adamw step on %s: %s", g_be[s]->ops->name, err.msg);
     }
     compare_host("gradient norm", &norm[1], &norm[0], 1, tol_model());
-    compare_tensors(&mp, 0, "after AdamW");
+    compare_tensors(&mp, 0, 1, oc.lr, "after AdamW");
 
     /* step 2 continues from the states of step 1 (W_t becomes W_{t-1}) */
     for (int s = 0; s < 2; s++) {
@@ -899,6 +950,10 @@ int main(void)
         printf("test_backend_cuda: CUDA backend up%s\n", g_tf32 ? " (TF32 products)" : "");
     }
     int failed = cmocka_run_group_tests(tests, group_setup, group_teardown);
+    for (int k = 0; have && k < 2; k++)
+        if (g_worst[k].what[0])
+            printf("test_backend_cuda: closest %s comparison: %s, error %.3e (tolerance %.1e)\n",
+                   k ? "model" : "op", g_worst[k].what, g_worst[k].err, g_worst[k].tol);
     ws_backend_free(g_be[1]);
     g_be[1] = NULL;
     if (!have && failed == 0) return EXIT_SKIPPED; /* CTest: SKIP_RETURN_CODE 77 */

@@ -67,6 +67,15 @@ static void test_flow(void **state)
     assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
                                "{\"labels\":[false,false]}", &r), 409);
     ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[true,false,true]}", &r), 400);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/99/labels"), NULL,
+                               "{\"labels\":[true]}", &r), 404);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[false,false],\"replace\":true}", &r), 200);
+    ws_ts_resp_free(&r);
     /* the log, paged */
     assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?after=0&limit=1"), NULL, NULL, &r), 200);
     const cJSON *steps = cJSON_GetObjectItem(r.json, "steps");

@@ -3,7 +3,10 @@
  * Mapping: grid (segment, head, row tile). A block reads its segment from the device
  * segs array and its warps take one row each (query rows in the forward pass and in
  * the dQ pass, key rows in the dK/dV pass), striding by the grid so any segment
- * length is covered; max_q_len/max_k_len only size the grid. Every warp writes its
+ * length is covered; max_q_len/max_k_len size the grid, and max_q_len also the
+ * backward's scratch of D_i (one float per segment, head and query row up to it:
+ * like the CPU backend's scratch, it relies on max_q_len bounding every q_len;
+ * rows beyond it would be skipped, not overrun). Every warp writes its
  * own row's columns of its own head, and segments' query and key ranges are
  * disjoint, so no two warps write one element: no atomics, a fixed order.
  *

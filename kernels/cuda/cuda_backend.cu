@@ -99,6 +99,12 @@ static void cuda_destroy(ws_backend *be)
         }
         if (c->blas) cublasDestroy(c->blas);
         if (c->stream) cudaStreamDestroy(c->stream);
+        if (c->mem_pool) { /* hand the pool's cached, unused blocks back to the driver */
+            cudaMemPool_t pool;
+            if (cudaDeviceGetDefaultMemPool(&pool, c->device) != cudaSuccess ||
+                cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+                cudaGetLastError();
+        }
         free(c);
     }
     free(be);

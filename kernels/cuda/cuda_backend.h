@@ -6,7 +6,11 @@
  * Every op is queued on one cudaStream_t per backend, in call order; device memory
  * is stream-ordered (cudaMallocAsync from the device's default pool where the device
  * supports it). upload() returns once the host buffer may be reused (pageable memory
- * is staged by the driver); download() and sync() wait for the stream. */
+ * is staged by the driver); download() and sync() wait for the stream.
+ *
+ * Environment: WS_CUDA_TF32=1 (read by ws_backend_cuda_new) runs the cuBLAS products
+ * in TF32; WS_CUDA_SYNC_CHECK=1, in builds without NDEBUG, synchronises after every
+ * kernel launch so that a fault is reported by the op that caused it. */
 #ifndef WS_CUDA_BACKEND_H
 #define WS_CUDA_BACKEND_H
 

@@ -1,0 +1,293 @@
+/* bench_server.c — worldstated under load over loopback.
+ *
+ * Starts the daemon (built beside this benchmark) on a temporary data dir,
+ * creates a small model over the API, and runs `clients` concurrent sessions,
+ * each a thread posting steps (2 instructions, 2 queries) back to back on a
+ * keep-alive connection, for `seconds`; once with batching off (--max-batch 1)
+ * and once on (--max-batch 64). Prints steps/s and p50/p99 latency per mode,
+ * next to the SQLite group-commit ceiling measured in the same run (the same
+ * state blob size: 1 step per transaction vs 64), and one JSON line.
+ *
+ *   build/bench/bench_server [--clients 64] [--seconds 5] [--durability normal|full]
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage.h"
+
+#define MODEL_D 32
+#define MODEL_T 8
+#define MODEL_JSON \
+    "{\"name\":\"bench\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1," \
+    "\"vocab_cap\":256},\"training\":{\"enabled\":false}}"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static size_t sink(char *p, size_t sz, size_t n, void *ctx)
+{
+    (void)p;
+    (void)ctx;
+    return sz * n;
+}
+
+static size_t keep(char *p, size_t sz, size_t n, void *ctx)
+{
+    char *buf = ctx;
+    size_t have = strlen(buf), k = sz * n;
+    if (have + k < 4096) {
+        memcpy(buf + have, p, k);
+        buf[have + k] = '\0';
+    }
+    return k;
+}
+
+static long post(CURL *c, int port, const char *path, const char *body, char *out)
+{
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    if (out) out[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, out ? keep : sink);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    long st = 0;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+    return st;
+}
+
+typedef struct {
+    pid_t pid;
+    int port;
+} daemon_proc;
+
+static int start_daemon(daemon_proc *d, const char *dir, const char *max_batch, const char *wait_us,
+                        const char *durability)
+{
+    char log[320];
+    snprintf(log, sizeof log, "%.300s.log", dir);
+    fflush(stdout);
+    d->pid = fork();
+    if (d->pid < 0) return -1;
+    if (d->pid == 0) {
+        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(127);
+        execl(WS_DAEMON_PATH, WS_DAEMON_PATH, "--data-dir", dir, "--listen", "127.0.0.1:0", "--max-batch", max_batch,
+              "--batch-wait-us", wait_us, "--durability", durability, "--threads", "4", (char *)NULL);
+        _exit(127);
+    }
+    d->port = 0;
+    for (int i = 0; i < 600 && !d->port; i++) {
+        usleep(100000);
+        FILE *f = fopen(log, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, "listening on http://127.0.0.1:");
+            if (p) d->port = atoi(p + strlen("listening on http://127.0.0.1:"));
+        }
+        if (f) fclose(f);
+    }
+    return d->port ? 0 : -1;
+}
+
+typedef struct {
+    int port;
+    double until;
+    double *lat;
+    int n, cap;
+    atomic_int *errors;
+} client;
+
+static void *client_main(void *arg)
+{
+    client *cl = arg;
+    CURL *c = curl_easy_init();
+    char id[4096], path[128], body[512];
+    long created = c ? post(c, cl->port, "/v1/sessions", "{\"model\":\"bench\"}", id) : 0;
+    if (created != 201) {
+        if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
+        if (c) curl_easy_cleanup(c);
+        return NULL;
+    }
+    char *q = strstr(id, "\"id\":\"");
+    snprintf(path, sizeof path, "/v1/sessions/%.32s/steps", q ? q + 6 : "");
+    for (int t = 0; now_s() < cl->until; t++) {
+        snprintf(body, sizeof body,
+                 "{\"instructions\":[{\"fact\":[\"e%d\",\"p%d\"],\"value\":true},{\"fact\":[\"e%d\",\"p%d\"],\"value\":false}],"
+                 "\"queries\":[{\"fact\":[\"e%d\",\"p%d\"]},{\"fact\":[\"e%d\",\"p%d\"]}]}",
+                 t % 8, t % 5, t % 8, (t + 1) % 5, t % 8, t % 5, (t + 3) % 8, t % 5);
+        double t0 = now_s();
+        long st = post(c, cl->port, path, body, NULL);
+        double dt = now_s() - t0;
+        if (st != 200) {
+            if (atomic_fetch_add(cl->errors, 1) == 0)
+                fprintf(stderr, "bench_server: first failed step: HTTP %ld after %.1f ms\n", st, 1e3 * dt);
+            continue;
+        }
+        if (cl->n == cl->cap) {
+            int cap = cl->cap ? 2 * cl->cap : 1024;
+            double *l = realloc(cl->lat, sizeof *l * (size_t)cap);
+            if (!l) break;
+            cl->lat = l, cl->cap = cap;
+        }
+        cl->lat[cl->n++] = dt;
+    }
+    curl_easy_cleanup(c);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    double steps_per_s, p50_ms, p99_ms;
+    long steps, errors;
+} load_result;
+
+static int run_load(const char *base, const char *max_batch, const char *wait_us, const char *durability, int clients,
+                    double seconds, load_result *out)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/mb%s", base, max_batch);
+    daemon_proc d;
+    if (start_daemon(&d, dir, max_batch, wait_us, durability) != 0) return -1;
+    CURL *c = curl_easy_init();
+    char resp[4096];
+    int ok = c && post(c, d.port, "/v1/models", MODEL_JSON, resp) == 201;
+    if (c) curl_easy_cleanup(c);
+    client *cl = calloc((size_t)clients, sizeof *cl);
+    pthread_t *th = calloc((size_t)clients, sizeof *th);
+    atomic_int errors = 0;
+    double t0 = now_s(), until = t0 + seconds;
+    for (int i = 0; ok && cl && th && i < clients; i++) {
+        cl[i] = (client){.port = d.port, .until = until, .errors = &errors};
+        if (pthread_create(&th[i], NULL, client_main, &cl[i]) != 0) ok = 0;
+    }
+    long n = 0;
+    for (int i = 0; ok && i < clients; i++) {
+        pthread_join(th[i], NULL);
+        n += cl[i].n;
+    }
+    double elapsed = now_s() - t0;
+    double *all = ok ? malloc(sizeof *all * (size_t)(n ? n : 1)) : NULL;
+    long k = 0;
+    for (int i = 0; cl && i < clients; i++) {
+        if (all) memcpy(all + k, cl[i].lat, sizeof *all * (size_t)cl[i].n);
+        k += cl[i].n;
+        free(cl[i].lat);
+    }
+    if (all && n) {
+        qsort(all, (size_t)n, sizeof *all, cmp_double);
+        out->p50_ms = 1e3 * all[n / 2];
+        out->p99_ms = 1e3 * all[(n * 99) / 100];
+    }
+    out->steps = n;
+    out->errors = atomic_load(&errors);
+    out->steps_per_s = (double)n / elapsed;
+    free(all);
+    free(cl);
+    free(th);
+    kill(d.pid, SIGTERM);
+    waitpid(d.pid, NULL, 0);
+    return ok && all ? 0 : -1;
+}
+
+/* SQLite alone: steps (state blob + log row) committed per second, `group` per transaction. */
+static double commit_ceiling(const char *base, ws_store_durability dur, int group, double seconds)
+{
+    char path[320];
+    snprintf(path, sizeof path, "%s/ceiling-%d.db", base, group);
+    ws_store *st;
+    ws_error err = {0};
+    if (ws_store_open(path, dur, 1, &st, &err) != WS_OK) return -1;
+    int64_t tenant, model;
+    char ids[64][WS_STORE_ID_LEN + 1];
+    int64_t steps[64] = {0};
+    float state[MODEL_D * MODEL_T];
+    for (int i = 0; i < MODEL_D * MODEL_T; i++) state[i] = (float)i * 1e-3f;
+    ws_status s = ws_store_tenant_ensure(st, "bench", &tenant, &err);
+    if (s == WS_OK) s = ws_store_model_create(st, "m", "{}", NULL, &model, &err);
+    for (int i = 0; s == WS_OK && i < 64; i++) s = ws_store_session_create(st, tenant, model, NULL, 0, 0, 0, 0, ids[i], &err);
+    ws_store_log_entry e = {.instructions_json = "[{\"fact\":[\"e1\",\"p1\"],\"value\":true}]",
+                            .queries_json = "[{\"fact\":[\"e1\",\"p1\"]}]",
+                            .answers_json = "[{\"p\":0.5,\"holds\":true}]", .model_version = 1};
+    long n = 0;
+    double t0 = now_s();
+    while (s == WS_OK && now_s() - t0 < seconds) {
+        s = ws_store_begin(st, &err);
+        for (int i = 0; s == WS_OK && i < group; i++, n++) {
+            int k = (int)(n % 64);
+            s = ws_store_apply_step(st, tenant, ids[k], steps[k], state, MODEL_T, MODEL_D, &e, &steps[k], &err);
+        }
+        if (s == WS_OK) s = ws_store_commit(st, &err);
+    }
+    double rate = (double)n / (now_s() - t0);
+    ws_store_close(st);
+    if (s != WS_OK) fprintf(stderr, "ceiling: %s\n", err.msg);
+    return s == WS_OK ? rate : -1;
+}
+
+int main(int argc, char **argv)
+{
+    int clients = 64;
+    double seconds = 5;
+    const char *durability = "normal";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--durability")) durability = argv[i + 1];
+        else {
+            fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full]\n");
+            return 2;
+        }
+    }
+    if (clients < 1 || clients > 1024 || seconds <= 0) return 2;
+    signal(SIGPIPE, SIG_IGN);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
+    char base[] = "/tmp/ws-bench-XXXXXX";
+    if (!mkdtemp(base)) return 1;
+    ws_store_durability dur;
+    ws_error err;
+    if (ws_store_durability_parse(durability, &dur, &err) != WS_OK) return 2;
+
+    load_result off = {0}, on = {0};
+    if (run_load(base, "1", "0", durability, clients, seconds, &off) != 0 ||
+        run_load(base, "64", "2000", durability, clients, seconds, &on) != 0) {
+        fprintf(stderr, "bench_server: the daemon did not start or failed (logs under %s)\n", base);
+        return 1;
+    }
+    double c1 = commit_ceiling(base, dur, 1, 2), c64 = commit_ceiling(base, dur, 64, 2);
+    printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, model d=%d T=%d 1+1 layers, "
+           "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("%-26s %12s %10s %10s %8s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors");
+    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", "batching off (max 1)", off.steps_per_s, off.p50_ms, off.p99_ms, off.errors);
+    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", "batching on (max 64)", on.steps_per_s, on.p50_ms, on.p99_ms, on.errors);
+    printf("%-26s %12.0f\n", "SQLite alone, 1/commit", c1);
+    printf("%-26s %12.0f\n", "SQLite alone, 64/commit", c64);
+    printf("{\"bench\":\"server\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
+           "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
+           "\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
+           "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
+           clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, on.steps_per_s, on.p50_ms,
+           on.p99_ms, on.errors, c1, c64);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0) fprintf(stderr, "bench_server: could not remove %s\n", base);
+    curl_global_cleanup();
+    return 0;
+}

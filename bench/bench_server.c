@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,6 +84,7 @@ static int start_daemon(daemon_proc *d, const char *dir, const char *max_batch, 
     d->pid = fork();
     if (d->pid < 0) return -1;
     if (d->pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(127); /* never outlive the benchmark */
         if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(127);
         execl(WS_DAEMON_PATH, WS_DAEMON_PATH, "--data-dir", dir, "--listen", "127.0.0.1:0", "--max-batch", max_batch,
               "--batch-wait-us", wait_us, "--durability", durability, "--threads", "4", (char *)NULL);
@@ -114,7 +116,7 @@ static void *client_main(void *arg)
 {
     client *cl = arg;
     CURL *c = curl_easy_init();
-    char id[4096], path[128], body[512];
+    char id[4096], resp[4096], path[128], body[512];
     long created = c ? post(c, cl->port, "/v1/sessions", "{\"model\":\"bench\"}", id) : 0;
     if (created != 201) {
         if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
@@ -129,11 +131,11 @@ static void *client_main(void *arg)
                  "\"queries\":[{\"fact\":[\"e%d\",\"p%d\"]},{\"fact\":[\"e%d\",\"p%d\"]}]}",
                  t % 8, t % 5, t % 8, (t + 1) % 5, t % 8, t % 5, (t + 3) % 8, t % 5);
         double t0 = now_s();
-        long st = post(c, cl->port, path, body, NULL);
+        long st = post(c, cl->port, path, body, resp);
         double dt = now_s() - t0;
         if (st != 200) {
             if (atomic_fetch_add(cl->errors, 1) == 0)
-                fprintf(stderr, "bench_server: first failed step: HTTP %ld after %.1f ms\n", st, 1e3 * dt);
+                fprintf(stderr, "bench_server: first failed step: HTTP %ld after %.1f ms: %s\n", st, 1e3 * dt, resp);
             continue;
         }
         if (cl->n == cl->cap) {

@@ -39,9 +39,12 @@ if [[ $what == facts8 || $what == all ]]; then
   run facts8-pool256 $f8 --rollout 8 --lifetime pool --max-age 256
   run facts8-fixed8-nonorm $f8 --rollout 8 --no-state-norm
 fi
+# Life and numbers: bounded runs; --horizons may be overridden through HORIZONS.
 if [[ $what == life || $what == all ]]; then
-  run life-fixed8 --task life $mid --rollout 8 --iters 12000
+  run life-fixed8 --task life $mid --rollout 8 --iters ${LIFE_ITERS:-12000} \
+    --horizons ${HORIZONS:-8,100,1000,10000}
 fi
 if [[ $what == numbers || $what == all ]]; then
-  run numbers-fixed8 --task numbers $mid --rollout 8 --iters 8000 --horizons 8,100,1000
+  run numbers-fixed8 --task numbers $mid --rollout 8 --iters ${NUMBERS_ITERS:-8000} \
+    --horizons ${HORIZONS:-8,100,1000}
 fi

@@ -112,7 +112,8 @@ static int split_path(const char *url, char *copy, size_t cap, char **segs, int 
     if (strlen(url) >= cap) return -1;
     strcpy(copy, url);
     int n = 0;
-    for (char *p = strtok(copy, "/"); p; p = strtok(NULL, "/")) {
+    char *save = NULL; /* strtok_r: requests are parsed on several threads at once */
+    for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
         if (n == max) return -1;
         segs[n++] = p;
     }

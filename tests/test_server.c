@@ -25,7 +25,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return ws_ts_stop(&D) == 0 ? 0 : -1;
+    if (ws_ts_stop(&D) != 0) return -1;
+    ws_ts_cleanup(DIR_);
+    return 0;
 }
 
 static long step(const char *id, const char *key, const char *body, ws_ts_resp *r)
@@ -398,6 +400,7 @@ static void test_tenants(void **state)
     assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/default/training", kadm, "{\"enabled\":true}", &r), 200);
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_stop(&D), 0);
+    ws_ts_cleanup(dir);
     D = saved;
 }
 

@@ -109,6 +109,7 @@ static void test_kill9(void **state)
     assert_int_equal(ws_store_open(db, WS_STORE_DURABILITY_NORMAL, 0, &st, &err), WS_OK);
     assert_int_equal(ws_store_integrity_check(st, &err), WS_OK);
     ws_store_close(st);
+    ws_ts_cleanup(dir);
 }
 
 /* SIGTERM under the same load: a clean exit (status 0), and every acknowledged
@@ -145,6 +146,7 @@ static void test_sigterm(void **state)
         ws_ts_resp_free(&r);
     }
     assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(dir);
 }
 
 int main(void)

@@ -152,6 +152,7 @@ static void test_online_learning(void **state)
     ws_batch_free(B);
     ws_vocab_free(V);
     assert_int_equal(ws_ts_stop(&D), 0);
+    ws_ts_cleanup(dir);
 }
 
 int main(void)

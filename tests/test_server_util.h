@@ -18,6 +18,9 @@ typedef struct {
 
 /* A fresh empty directory under $TMPDIR (or /tmp). */
 void ws_ts_tmpdir(char *out, size_t cap);
+/* Removes a test's directory and its daemon log (call once the test passed:
+ * a failed test leaves them for inspection). */
+void ws_ts_cleanup(const char *dir);
 /* Starts the daemon on dir with extra flags (NULL-terminated list, may be NULL);
  * returns 0 once /healthz answers, -1 on failure (the log is printed). */
 int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra);

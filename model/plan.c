@@ -110,13 +110,19 @@ static void layout_grads(ws_model *m, ws_plan *p, carve *c)
     p->scratch.d_fc = take_f(c, rows * 4 * d);
 }
 
+/* memcpy that accepts an empty, never-allocated source (NULL is UB even for 0). */
+static void copy_n(void *dst, const void *src, size_t bytes)
+{
+    if (bytes) memcpy(dst, src, bytes);
+}
+
 /* Fills the host staging copy of the inputs from the batch. */
 static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
 {
     const ws_model_config *cfg = &m->cfg;
     int S = cfg->max_fact_len, T = cfg->n_state, H = cfg->n_heads, ni = b->instr.n;
-    memcpy(h->sym_ids, b->instr.ids, (size_t)ni * S * sizeof(int32_t));
-    memcpy(h->sym_ids + (size_t)ni * S, b->query.ids, (size_t)b->query.n * S * sizeof(int32_t));
+    copy_n(h->sym_ids, b->instr.ids, (size_t)ni * S * sizeof(int32_t));
+    copy_n(h->sym_ids + (size_t)ni * S, b->query.ids, (size_t)b->query.n * S * sizeof(int32_t));
     for (size_t i = 0; i < (size_t)h->n_facts * S; i++)
         h->slot_ids[i] = h->sym_ids[i] >= 0 ? (int32_t)(i % S) : -1;
     for (int r = 0; r < h->n_facts; r++) h->val_ids[r] = r < ni ? b->instr.value[r] : -1;
@@ -130,7 +136,7 @@ static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
                        (size_t)cfg->d_raw * sizeof(float));
         }
     }
-    memcpy(h->labels, b->labels, (size_t)b->query.n * sizeof(float));
+    copy_n(h->labels, b->labels, (size_t)b->query.n * sizeof(float));
     h->n_ext_segs = 0;
     for (int t = 0; t < h->B; t++) {
         int c_off = t + b->instr_off[t], n_keys = 1 + b->n_instr[t];

@@ -23,6 +23,7 @@ typedef struct {
     char *body;
     size_t len, cap;
     int too_large;
+    int replied; /* a reply was queued before the body was read (413) */
     ws_job *job;
     int route;
     int64_t t0_ms;
@@ -171,8 +172,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > WS_SRV_BODY_MAX)
+        if (cl && strtoull(cl, NULL, 10) > WS_SRV_BODY_MAX) {
+            r->too_large = r->replied = 1; /* any body that still arrives is dropped */
             return send_json(conn, r, 413, ws_http_error("too_large", "request body over %u bytes", WS_SRV_BODY_MAX));
+        }
         return MHD_YES;
     }
     if (r->job) { /* resumed by the engine */
@@ -205,6 +208,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->body[r->len] = '\0';
         return MHD_YES;
     }
+    if (r->replied) return MHD_YES;
     return run_route(srv, conn, r, url, method);
 }
 

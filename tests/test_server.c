@@ -3,6 +3,7 @@
  * bit for bit, tenants isolated, every bad-input class a 4xx with nothing
  * changed. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,6 +362,52 @@ static void test_bad_input(void **state)
     free(s0), free(s1), free(v0), free(v1);
 }
 
+/* Many clients stepping ONE session at once (no expect_step): every step is
+ * applied exactly once, in some order, none lost (the engine takes a session at
+ * most once per batch and commits against the step it computed from). */
+typedef struct {
+    const char *id;
+    int ok;
+} hammer_arg;
+
+static void *hammer(void *p)
+{
+    hammer_arg *h = p;
+    for (int i = 0; i < 5; i++) {
+        ws_ts_resp r;
+        h->ok += step(h->id, NULL, "{\"instructions\":[{\"fact\":[\"h\"],\"value\":true}]}", &r) == 200;
+        ws_ts_resp_free(&r);
+    }
+    return NULL;
+}
+
+static void test_one_session_concurrent(void **state)
+{
+    (void)state;
+    enum { THREADS = 8 };
+    char id[33], p[160];
+    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    pthread_t th[THREADS];
+    hammer_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (hammer_arg){id, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &args[i]), 0);
+    }
+    int ok = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        ok += args[i].ok;
+    }
+    assert_int_equal(ok, THREADS * 5);
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?limit=1000"), NULL, NULL, &r), 200);
+    const cJSON *steps = cJSON_GetObjectItem(r.json, "steps");
+    assert_int_equal(cJSON_GetArraySize(steps), THREADS * 5);
+    for (int i = 0; i < THREADS * 5; i++)
+        assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, i), "step")->valueint, i + 1);
+    ws_ts_resp_free(&r);
+}
+
 /* Keys: tenants cannot reach each other's sessions (404), admin routes need an
  * admin key, no or wrong key is 401. Its own daemon (keys exist from the start). */
 static void test_tenants(void **state)
@@ -410,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_flow),
         cmocka_unit_test(test_matches_model),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_one_session_concurrent),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_tenants),
     };

@@ -4,6 +4,9 @@
 # against horizon (tables + JSON lines). Same iteration budget within a group of
 # rows, so the schemes and the state-LayerNorm ablation are compared fairly.
 #   bench/train_horizons.sh [facts4|facts8|life|numbers|all] [OUTDIR]
+# Environment: SKIP_DONE=1 keeps finished runs; EXTRA adds arguments to every run
+# (e.g. EXTRA="--trajectories 16" for cheaper 10,000-step evaluations);
+# LIFE_ITERS, NUMBERS_ITERS, HORIZONS size the life and numbers runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WS_TRAIN:-$here/build/server/worldstate-train}
@@ -14,10 +17,13 @@ mkdir -p "$out"
 # spinning waiter steals the core its partner needs (30x slowdowns seen).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
-run() { # name, then worldstate-train arguments
+run() { # name, then worldstate-train arguments (plus $EXTRA)
   local name=$1; shift
-  echo "=== $name: worldstate-train train $*"
-  "$bin" train "$@" --checkpoint "$out/$name.safetensors" --log "$out/$name.log" \
+  if [[ ${SKIP_DONE:-} == 1 ]] && grep -q '^{"eval"' "$out/$name.txt" 2>/dev/null; then
+    echo "=== $name: done before, kept"; return
+  fi
+  echo "=== $name: worldstate-train train $* ${EXTRA:-}"
+  "$bin" train "$@" ${EXTRA:-} --checkpoint "$out/$name.safetensors" --log "$out/$name.log" \
     | tee "$out/$name.txt" | grep -v '^{"eval"' || true
   grep '^{"eval"' "$out/$name.txt" | sed "s/\"eval\":\"final\"/\"eval\":\"$name\"/"
 }
@@ -28,8 +34,7 @@ mid="--d 64 --heads 4 --state-tokens 16 --upd-layers 2 --ext-layers 1 --batch 32
      --warmup 100 --wd 0.01 --horizons 8,100,1000,10000"
 
 if [[ $what == facts4 || $what == all ]]; then
-  [[ ${SKIP_DONE:-} == 1 && -s $out/facts4-norm.txt ]] ||
-    run facts4-norm --task facts $small --rollout 8 --iters 4000
+  run facts4-norm --task facts $small --rollout 8 --iters 4000
   run facts4-nonorm --task facts $small --rollout 8 --iters 4000 --no-state-norm
 fi
 if [[ $what == facts8 || $what == all ]]; then

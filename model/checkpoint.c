@@ -16,59 +16,9 @@
 /* Table names are < 48 bytes (ws_tensor_info.name); room for a prefix. */
 #define NAME_MAX_LEN 64
 
-/* Every ws_model_config field, by its key in the "config" metadata. All are int. */
-static const struct {
-    const char *key;
-    size_t off;
-} config_fields[] = {
-    {"d", offsetof(ws_model_config, d)},
-    {"n_heads", offsetof(ws_model_config, n_heads)},
-    {"n_state", offsetof(ws_model_config, n_state)},
-    {"n_upd_layers", offsetof(ws_model_config, n_upd_layers)},
-    {"n_ext_layers", offsetof(ws_model_config, n_ext_layers)},
-    {"max_fact_len", offsetof(ws_model_config, max_fact_len)},
-    {"vocab_cap", offsetof(ws_model_config, vocab_cap)},
-    {"n_overflow", offsetof(ws_model_config, n_overflow)},
-    {"d_raw", offsetof(ws_model_config, d_raw)},
-    {"state_norm", offsetof(ws_model_config, state_norm)},
-};
-#define N_CONFIG_FIELDS ((int)(sizeof config_fields / sizeof config_fields[0]))
-
 static int *config_field(ws_model_config *c, int i)
 {
-    return (int *)((char *)c + config_fields[i].off);
-}
-
-/* The JSON header must be UTF-8 (safetensors readers reject anything else), but
- * vocabulary symbols are arbitrary byte strings; check before writing so the
- * error can name the symbol. */
-static int utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            len = 2, min = 0x80, cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3, min = 0x800, cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4, min = 0x10000, cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        for (size_t k = 1; k < len; k++) {
-            if ((p[k] & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
-            cp = (cp << 6) | (p[k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        p += len;
-    }
-    return 1;
+    return (int *)((char *)c + ws_model_config_fields[i].off);
 }
 
 /* Index of the first non-finite value, or n when all are finite. */
@@ -88,8 +38,8 @@ static char *config_json(const ws_model_config *cfg)
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     ws_model_config c = *cfg;
-    for (int i = 0; i < N_CONFIG_FIELDS; i++)
-        if (!cJSON_AddNumberToObject(o, config_fields[i].key, *config_field(&c, i))) {
+    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++)
+        if (!cJSON_AddNumberToObject(o, ws_model_config_fields[i].key, *config_field(&c, i))) {
             cJSON_Delete(o);
             return NULL;
         }
@@ -111,7 +61,10 @@ static ws_status vocab_json(ws_vocab *v, char **out, ws_error *err)
             return ws_error_set(err, WS_ERR_INVALID, "checkpoint: vocabulary id %d has no symbol",
                                 i);
         }
-        if (!utf8_valid(s)) {
+        /* The JSON header must be UTF-8 (safetensors readers reject anything else),
+         * but vocabulary symbols are arbitrary byte strings; check before writing
+         * so the error can name the symbol. */
+        if (!ws_st_utf8_valid((const unsigned char *)s, strlen(s))) {
             cJSON_Delete(a);
             return ws_error_set(err, WS_ERR_INVALID,
                                 "checkpoint: vocabulary symbol %d is not valid UTF-8 and cannot "
@@ -224,12 +177,14 @@ static ws_status parse_config(const char *path, const char *s, ws_model_config *
         return ws_error_set(err, WS_ERR_FORMAT, "%s: config is not a JSON object", path);
     }
     memset(c, 0, sizeof *c);
-    int seen[N_CONFIG_FIELDS] = {0};
+    int seen[WS_MODEL_CONFIG_N_FIELDS] = {0};
     ws_status st = WS_OK;
     for (const cJSON *it = o->child; it && st == WS_OK; it = it->next) {
         int i = 0;
-        while (i < N_CONFIG_FIELDS && strcmp(config_fields[i].key, it->string) != 0) i++;
-        if (i == N_CONFIG_FIELDS) {
+        while (i < WS_MODEL_CONFIG_N_FIELDS &&
+               strcmp(ws_model_config_fields[i].key, it->string) != 0)
+            i++;
+        if (i == WS_MODEL_CONFIG_N_FIELDS) {
             /* A field this build does not know describes a different model. */
             st = ws_error_set(err, WS_ERR_FORMAT, "%s: config has unknown key '%.40s'", path,
                               it->string);
@@ -247,10 +202,10 @@ static ws_status parse_config(const char *path, const char *s, ws_model_config *
         }
     }
     cJSON_Delete(o);
-    for (int i = 0; i < N_CONFIG_FIELDS && st == WS_OK; i++)
+    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS && st == WS_OK; i++)
         if (!seen[i])
             st = ws_error_set(err, WS_ERR_FORMAT, "%s: config is missing key '%s'", path,
-                              config_fields[i].key);
+                              ws_model_config_fields[i].key);
     if (st != WS_OK) return st;
     ws_error verr = {0};
     if (ws_model_config_validate(c, &verr) != WS_OK)

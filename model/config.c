@@ -1,6 +1,26 @@
 /* config.c — model configuration defaults and validation. */
 #include "model.h"
 
+#include <stddef.h>
+
+/* A field added to ws_model_config without a key here would be silently dropped
+ * from checkpoints. */
+_Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int),
+               "ws_model_config_fields must list every ws_model_config field");
+
+const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
+    {"d", offsetof(ws_model_config, d)},
+    {"n_heads", offsetof(ws_model_config, n_heads)},
+    {"n_state", offsetof(ws_model_config, n_state)},
+    {"n_upd_layers", offsetof(ws_model_config, n_upd_layers)},
+    {"n_ext_layers", offsetof(ws_model_config, n_ext_layers)},
+    {"max_fact_len", offsetof(ws_model_config, max_fact_len)},
+    {"vocab_cap", offsetof(ws_model_config, vocab_cap)},
+    {"n_overflow", offsetof(ws_model_config, n_overflow)},
+    {"d_raw", offsetof(ws_model_config, d_raw)},
+    {"state_norm", offsetof(ws_model_config, state_norm)},
+};
+
 ws_model_config ws_model_config_default(void)
 {
     return (ws_model_config){

@@ -40,6 +40,15 @@ ws_model_config ws_model_config_default(void);
 /* Checks ranges and divisibility; fills err on failure. */
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
 
+/* Every ws_model_config field (all int) by the key that names it in JSON, so
+ * checkpoints ("config" metadata) and the server's API spell them alike. */
+#define WS_MODEL_CONFIG_N_FIELDS 10
+typedef struct {
+    const char *key;
+    size_t off; /* offsetof(ws_model_config, field) */
+} ws_model_config_field;
+extern const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS];
+
 /* One named parameter tensor: offset (in floats) into the parameter buffer. */
 typedef struct {
     char name[48];

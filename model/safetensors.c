@@ -47,9 +47,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 static const char *dtype_name(ws_st_dtype d) { return d == WS_ST_I32 ? "I32" : "F32"; }
 
-/* Strict UTF-8 check (no overlong forms, surrogates or code points beyond
- * U+10FFFF), as Rust's str::from_utf8 which the reference reader applies. */
-static int utf8_valid(const unsigned char *s, size_t n)
+int ws_st_utf8_valid(const unsigned char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
@@ -361,7 +359,7 @@ static ws_status parse_header(const char *path, ws_st_file *f, size_t n_hdr,
 {
     const char *hdr = (const char *)f->buf + 8;
     *offs_out = NULL;
-    if (!utf8_valid((const unsigned char *)hdr, n_hdr))
+    if (!ws_st_utf8_valid((const unsigned char *)hdr, n_hdr))
         return ws_error_set(err, WS_ERR_FORMAT, "%s: header is not valid UTF-8", path);
     /* Raw control characters are never valid JSON (except \t \n \r as whitespace);
      * rejecting them also keeps NUL bytes from silently truncating names. */
@@ -593,7 +591,10 @@ void ws_st_writer_free(ws_st_writer *w)
     free(w);
 }
 
-static int valid_text(const char *s) { return utf8_valid((const unsigned char *)s, strlen(s)); }
+static int valid_text(const char *s)
+{
+    return ws_st_utf8_valid((const unsigned char *)s, strlen(s));
+}
 
 ws_status ws_st_writer_add(ws_st_writer *w, const char *name, ws_st_dtype dtype, int ndim,
                            const int64_t *shape, const void *data, ws_error *err)

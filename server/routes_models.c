@@ -11,28 +11,13 @@
 
 #include "srv.h"
 
-static const struct {
-    const char *key;
-    size_t off;
-} cfg_fields[] = {
-    {"d", offsetof(ws_model_config, d)},
-    {"n_heads", offsetof(ws_model_config, n_heads)},
-    {"n_state", offsetof(ws_model_config, n_state)},
-    {"n_upd_layers", offsetof(ws_model_config, n_upd_layers)},
-    {"n_ext_layers", offsetof(ws_model_config, n_ext_layers)},
-    {"max_fact_len", offsetof(ws_model_config, max_fact_len)},
-    {"vocab_cap", offsetof(ws_model_config, vocab_cap)},
-    {"n_overflow", offsetof(ws_model_config, n_overflow)},
-    {"d_raw", offsetof(ws_model_config, d_raw)},
-    {"state_norm", offsetof(ws_model_config, state_norm)},
-};
-#define N_CFG ((int)(sizeof cfg_fields / sizeof cfg_fields[0]))
-
 cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
 {
     cJSON *o = cJSON_CreateObject();
-    for (int i = 0; o && i < N_CFG; i++)
-        cJSON_AddNumberToObject(o, cfg_fields[i].key, *(const int *)((const char *)cfg + cfg_fields[i].off));
+    for (int i = 0; o && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
+        const ws_model_config_field *f = &ws_model_config_fields[i];
+        cJSON_AddNumberToObject(o, f->key, *(const int *)((const char *)cfg + f->off));
+    }
     return o;
 }
 
@@ -43,11 +28,11 @@ static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *
     if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "config must be an object");
     for (const cJSON *it = obj->child; it; it = it->next) {
         int i = 0;
-        while (i < N_CFG && strcmp(cfg_fields[i].key, it->string)) i++;
-        if (i == N_CFG) return ws_error_set(err, WS_ERR_INVALID, "unknown config field \"%s\"", it->string);
+        while (i < WS_MODEL_CONFIG_N_FIELDS && strcmp(ws_model_config_fields[i].key, it->string)) i++;
+        if (i == WS_MODEL_CONFIG_N_FIELDS) return ws_error_set(err, WS_ERR_INVALID, "unknown config field \"%s\"", it->string);
         int64_t v;
         WS_TRY(ws_json_int(it, 0, 1 << 24, &v, it->string, err));
-        *(int *)((char *)cfg + cfg_fields[i].off) = (int)v;
+        *(int *)((char *)cfg + ws_model_config_fields[i].off) = (int)v;
     }
     WS_TRY(ws_model_config_validate(cfg, err));
     /* Keep a model the engine can hold next to others: bound its parameters. */

@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "model.h"
+#include "ops_check.h"
 #include "test_util.h"
 #ifdef WS_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -27,7 +28,7 @@
 
 #define EXIT_SKIPPED 77
 
-static ws_backend *g_be[2]; /* [0] CPU (the reference), [1] CUDA */
+static ws_backend *g_side[2]; /* [0] CPU (the reference), [1] CUDA */
 static char g_skip_why[320];
 static int g_tf32;
 
@@ -56,7 +57,7 @@ static double tol_model(void) { return g_tf32 ? 5e-2 : 1e-4; }   /* whole step, 
 
 #define NEED_GPU()                                                        \
     do {                                                                  \
-        if (!g_be[1]) {                                                   \
+        if (!g_side[1]) {                                                 \
             skip();                                                       \
         }                                                                 \
     } while (0)
@@ -65,7 +66,7 @@ static double tol_model(void) { return g_tf32 ? 5e-2 : 1e-4; }   /* whole step, 
 #define BOTH(call)                                                        \
     do {                                                                  \
         for (int S_ = 0; S_ < 2; S_++) {                                  \
-            ws_backend *be = g_be[S_];                                    \
+            ws_backend *be = g_side[S_];                                  \
             ws_status st_ = (call);                                       \
             if (st_ != WS_OK) fail_msg("%s backend: %s returned %s", be->ops->name, #call, \
                                        ws_status_name(st_));              \
@@ -82,18 +83,11 @@ typedef struct {
 #define F(x) ((float *)(x).p[S_])
 #define I(x) ((int32_t *)(x).p[S_])
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    assert_non_null(p);
-    return p;
-}
-
 static dual dual_new(size_t bytes)
 {
     dual d = {.bytes = bytes};
     for (int s = 0; s < 2; s++) {
-        assert_int_equal(ws_backend_alloc(g_be[s], bytes ? bytes : 4, &d.p[s]), WS_OK);
+        assert_int_equal(ws_backend_alloc(g_side[s], bytes ? bytes : 4, &d.p[s]), WS_OK);
         assert_non_null(d.p[s]);
     }
     return d;
@@ -102,7 +96,8 @@ static dual dual_new(size_t bytes)
 static void dual_put(dual *d, const void *host)
 {
     for (int s = 0; s < 2; s++)
-        if (d->bytes) assert_int_equal(ws_backend_upload(g_be[s], d->p[s], host, d->bytes), WS_OK);
+        if (d->bytes)
+            assert_int_equal(ws_backend_upload(g_side[s], d->p[s], host, d->bytes), WS_OK);
 }
 
 static dual dual_from(const void *host, size_t bytes)
@@ -134,7 +129,7 @@ static dual dual_nan(size_t n)
 
 static void dual_free(dual *d)
 {
-    for (int s = 0; s < 2; s++) ws_backend_release(g_be[s], d->p[s]);
+    for (int s = 0; s < 2; s++) ws_backend_release(g_side[s], d->p[s]);
     d->p[0] = d->p[1] = NULL;
 }
 
@@ -142,8 +137,8 @@ static void dual_free(dual *d)
 static void dual_sync_from_cpu(dual *d)
 {
     void *h = xmalloc(d->bytes);
-    assert_int_equal(ws_backend_download(g_be[0], h, d->p[0], d->bytes), WS_OK);
-    assert_int_equal(ws_backend_upload(g_be[1], d->p[1], h, d->bytes), WS_OK);
+    assert_int_equal(ws_backend_download(g_side[0], h, d->p[0], d->bytes), WS_OK);
+    assert_int_equal(ws_backend_upload(g_side[1], d->p[1], h, d->bytes), WS_OK);
     free(h);
 }
 
@@ -152,8 +147,8 @@ static void dual_sync_from_cpu(dual *d)
 static void compare(const char *what, const dual *d, size_t n, double tol, double floor)
 {
     float *a = xmalloc(n * sizeof *a), *b = xmalloc(n * sizeof *b);
-    assert_int_equal(ws_backend_download(g_be[0], a, d->p[0], n * sizeof *a), WS_OK);
-    assert_int_equal(ws_backend_download(g_be[1], b, d->p[1], n * sizeof *b), WS_OK);
+    assert_int_equal(ws_backend_download(g_side[0], a, d->p[0], n * sizeof *a), WS_OK);
+    assert_int_equal(ws_backend_download(g_side[1], b, d->p[1], n * sizeof *b), WS_OK);
     char msg[400] = "";
     double mag = floor, worst = 0.0;
     size_t at = 0;
@@ -213,11 +208,11 @@ static void test_memory(void **state)
         float *h = xmalloc(n * sizeof *h), *back = xmalloc(n * sizeof *back);
         ws_test_fill_normal(&r, h, n, 1.0f);
         void *p;
-        assert_int_equal(ws_backend_alloc(g_be[1], n * sizeof *h, &p), WS_OK);
-        assert_int_equal(ws_backend_upload(g_be[1], p, h, n * sizeof *h), WS_OK);
-        assert_int_equal(ws_backend_download(g_be[1], back, p, n * sizeof *h), WS_OK);
+        assert_int_equal(ws_backend_alloc(g_side[1], n * sizeof *h, &p), WS_OK);
+        assert_int_equal(ws_backend_upload(g_side[1], p, h, n * sizeof *h), WS_OK);
+        assert_int_equal(ws_backend_download(g_side[1], back, p, n * sizeof *h), WS_OK);
         assert_memory_equal(h, back, n * sizeof *h);
-        ws_backend_release(g_be[1], p);
+        ws_backend_release(g_side[1], p);
         free(h);
         free(back);
 
@@ -240,10 +235,10 @@ static void test_memory(void **state)
         dual_free(&d);
     }
     void *z = NULL;
-    assert_int_equal(ws_backend_alloc(g_be[1], 0, &z), WS_OK);
+    assert_int_equal(ws_backend_alloc(g_side[1], 0, &z), WS_OK);
     assert_non_null(z);
-    ws_backend_release(g_be[1], z);
-    assert_int_equal(g_be[1]->ops->sync(g_be[1]), WS_OK);
+    ws_backend_release(g_side[1], z);
+    assert_int_equal(g_side[1]->ops->sync(g_side[1]), WS_OK);
 }
 
 /* ---- matrix products --------------------------------------------------------------- */
@@ -738,31 +733,11 @@ static void compare_states(model_pair *mp, float *const w[2], const char *what)
 {
     size_t n = 5 * mp->state_floats;
     float *a = xmalloc(n * sizeof *a), *b = xmalloc(n * sizeof *b);
-    assert_int_equal(ws_backend_download(g_be[0], a, w[0], n * sizeof *a), WS_OK);
-    assert_int_equal(ws_backend_download(g_be[1], b, w[1], n * sizeof *b), WS_OK);
+    assert_int_equal(ws_backend_download(g_side[0], a, w[0], n * sizeof *a), WS_OK);
+    assert_int_equal(ws_backend_download(g_side[1], b, w[1], n * sizeof *b), WS_OK);
     compare_host(what, b, a, n, tol_model());
     free(a);
     free(b);
-}
-
-/* The key biases (K rows of *.self.qkv.b and *.cross.kv.b) get an exactly zero
- * gradient in exact arithmetic (softmax ignores a constant added to every score of
- * a query), so theirs is rounding noise on both backends, which AdamW (eps 1e-8)
- * turns into steps of up to lr in either direction: after an optimizer step those
- * slices agree only within the Adam bound (test_golden.c makes the same exception). */
-static int key_bias_slice(const char *name, int d, size_t *off, size_t *len)
-{
-    size_t n = strlen(name);
-    const char *qkv = ".self.qkv.b", *kv = ".cross.kv.b";
-    if (n >= strlen(qkv) && strcmp(name + n - strlen(qkv), qkv) == 0) {
-        *off = (size_t)d, *len = (size_t)d;
-        return 1;
-    }
-    if (n >= strlen(kv) && strcmp(name + n - strlen(kv), kv) == 0) {
-        *off = 0, *len = (size_t)d;
-        return 1;
-    }
-    return 0;
 }
 
 /* Every parameter (grads 0) or gradient (grads 1) tensor, CUDA against CPU.
@@ -779,7 +754,7 @@ static void compare_tensors(model_pair *mp, int grads, int adam_steps, float lr,
         char what[160];
         snprintf(what, sizeof what, "%s of %s %s", grads ? "gradient" : "parameter", t->name, when);
         size_t off, len;
-        if (!grads && adam_steps > 0 && key_bias_slice(t->name, d, &off, &len)) {
+        if (!grads && adam_steps > 0 && ws_test_key_bias_slice(t->name, d, &off, &len)) {
             double bound = 1.05 * adam_steps * lr;
             for (size_t j = off; j < off + len; j++) {
                 if (!(fabs((double)a[j] - b[j]) <= bound))
@@ -803,7 +778,7 @@ static void step_both(model_pair *mp, ws_batch *b, const char *when)
         ws_error err = {0};
         if (ws_model_step(mp->m[s], b, mp->w_prev[s], mp->w_out[s], WS_STEP_TRAIN, 1.0f,
                           probs[s], &res[s], &err) != WS_OK)
-            fail_msg("model step on %s: %s", g_be[s]->ops->name, err.msg);
+            fail_msg("model step on %s: %s", g_side[s]->ops->name, err.msg);
     }
     char what[96];
     snprintf(what, sizeof what, "W_t %s", when);
@@ -827,8 +802,8 @@ static void test_model_step(void **state)
     ws_error err = {0};
     ws_test_rng r = {10};
     for (int s = 0; s < 2; s++) {
-        if (ws_model_new(&mp.m[s], &c, g_be[s], 7, &err) != WS_OK)
-            fail_msg("ws_model_new on %s: %s", g_be[s]->ops->name, err.msg);
+        if (ws_model_new(&mp.m[s], &c, g_side[s], 7, &err) != WS_OK)
+            fail_msg("ws_model_new on %s: %s", g_side[s]->ops->name, err.msg);
         assert_int_equal(ws_model_state_alloc(mp.m[s], 5, &mp.w_prev[s], &err), WS_OK);
         assert_int_equal(ws_model_state_alloc(mp.m[s], 5, &mp.w_out[s], &err), WS_OK);
     }
@@ -846,7 +821,7 @@ static void test_model_step(void **state)
     float *h = xmalloc(n * sizeof *h);
     ws_test_fill_normal(&r, h, n, 1.0f);
     for (int s = 0; s < 2; s++) {
-        assert_int_equal(ws_backend_upload(g_be[s], mp.w_prev[s], h, n * sizeof *h), WS_OK);
+        assert_int_equal(ws_backend_upload(g_side[s], mp.w_prev[s], h, n * sizeof *h), WS_OK);
         assert_int_equal(ws_model_zero_grads(mp.m[s], &err), WS_OK);
     }
     free(h);
@@ -859,7 +834,7 @@ static void test_model_step(void **state)
     float norm[2];
     for (int s = 0; s < 2; s++) {
         if (ws_model_adamw_step(mp.m[s], &oc, &norm[s], &err) != WS_OK)
-            fail_msg("adamw step on %s: %s", g_be[s]->ops->name, err.msg);
+            fail_msg("adamw step on %s: %s", g_side[s]->ops->name, err.msg);
     }
     compare_host("gradient norm", &norm[1], &norm[0], 1, tol_model());
     compare_tensors(&mp, 0, 1, oc.lr, "after AdamW");
@@ -875,8 +850,8 @@ static void test_model_step(void **state)
 
     ws_batch_free(b);
     for (int s = 0; s < 2; s++) {
-        ws_backend_release(g_be[s], mp.w_prev[s]);
-        ws_backend_release(g_be[s], mp.w_out[s]);
+        ws_backend_release(g_side[s], mp.w_prev[s]);
+        ws_backend_release(g_side[s], mp.w_out[s]);
         ws_model_free(mp.m[s]);
     }
 }
@@ -887,7 +862,7 @@ static int group_setup(void **state)
 {
     (void)state;
     ws_error err = {0};
-    if (ws_backend_cpu_new(&g_be[0], 2, &err) != WS_OK) {
+    if (ws_backend_cpu_new(&g_side[0], 2, &err) != WS_OK) {
         fprintf(stderr, "cpu backend: %s\n", err.msg);
         return -1;
     }
@@ -897,8 +872,8 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    ws_backend_free(g_be[0]);
-    g_be[0] = NULL;
+    ws_backend_free(g_side[0]);
+    g_side[0] = NULL;
     return 0;
 }
 
@@ -908,13 +883,13 @@ static int start_cuda(void)
 {
 #ifdef WS_HAVE_CUDA
     ws_error err = {0};
-    ws_status st = ws_backend_cuda_new(&g_be[1], 0, &err);
+    ws_status st = ws_backend_cuda_new(&g_side[1], 0, &err);
     if (st == WS_OK) {
         const char *tf = getenv("WS_CUDA_TF32");
         g_tf32 = tf && tf[0] && strcmp(tf, "0") != 0;
         return 1;
     }
-    g_be[1] = NULL;
+    g_side[1] = NULL;
     if (st == WS_ERR_UNSUPPORTED) {
         snprintf(g_skip_why, sizeof g_skip_why, "%s", err.msg);
         return 0;
@@ -954,8 +929,8 @@ int main(void)
         if (g_worst[k].what[0])
             printf("test_backend_cuda: closest %s comparison: %s, error %.3e (tolerance %.1e)\n",
                    k ? "model" : "op", g_worst[k].what, g_worst[k].err, g_worst[k].tol);
-    ws_backend_free(g_be[1]);
-    g_be[1] = NULL;
+    ws_backend_free(g_side[1]);
+    g_side[1] = NULL;
     if (!have && failed == 0) return EXIT_SKIPPED; /* CTest: SKIP_RETURN_CODE 77 */
     return failed;
 }

@@ -3,7 +3,6 @@
  * the file against an independent reader of the safetensors format
  * (tests/reference/check_safetensors.py, when /usr/bin/python3 exists). */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,26 +655,6 @@ static void test_reference_reader(void **state)
 
 /* ---- fixture ------------------------------------------------------------- */
 
-static int rm_tree(const char *p)
-{
-    struct stat st;
-    if (lstat(p, &st) != 0) return 0;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(p);
-        if (!d) return -1;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s/%s", p, e->d_name);
-            rm_tree(sub);
-        }
-        closedir(d);
-        return rmdir(p);
-    }
-    return unlink(p);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -689,7 +668,7 @@ static int teardown(void **state)
 {
     (void)state;
     ws_backend_free(be);
-    return rm_tree(tmpdir);
+    return ws_test_rm_tree(tmpdir);
 }
 
 int main(void)

@@ -169,22 +169,6 @@ static int read_grad_norms(const ws_st_file *f, double *out, int max)
     return n;
 }
 
-/* The key-bias slice [*off, *off + *len) of a tensor, or 0 when it has none. */
-static int key_bias_slice(const char *name, int d, size_t *off, size_t *len)
-{
-    size_t n = strlen(name);
-    const char *qkv = ".self.qkv.b", *kv = ".cross.kv.b";
-    if (n >= strlen(qkv) && strcmp(name + n - strlen(qkv), qkv) == 0) {
-        *off = (size_t)d, *len = (size_t)d;
-        return 1;
-    }
-    if (n >= strlen(kv) && strcmp(name + n - strlen(kv), kv) == 0) {
-        *off = 0, *len = (size_t)d;
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- building the model and the batch from the file ----------------------------- */
 
 static void set_params(ws_model *m, const ws_st_file *f)
@@ -279,7 +263,7 @@ static void compare_grads(ws_model *m, const ws_st_file *f, tally *t)
         assert_int_equal(ws_model_get_tensor(m, ti->name, g, ti->numel, 1, &err), WS_OK);
         record(t, key, rel_err(g, ref, ti->numel), TOL);
         size_t off, len;
-        if (key_bias_slice(ti->name, d, &off, &len)) {
+        if (ws_test_key_bias_slice(ti->name, d, &off, &len)) {
             double ss = 0.0, tot = 0.0;
             for (size_t j = 0; j < ti->numel; j++) {
                 tot += (double)g[j] * g[j];
@@ -312,7 +296,7 @@ static void compare_adam(ws_model *m, const ws_st_file *f, const ws_optim_config
         assert_non_null(p);
         assert_int_equal(ws_model_get_tensor(m, ti->name, p, ti->numel, 0, &err), WS_OK);
         size_t off, len;
-        if (!key_bias_slice(ti->name, d, &off, &len)) {
+        if (!ws_test_key_bias_slice(ti->name, d, &off, &len)) {
             record(t, key, rel_err(p, ref, ti->numel), TOL);
         } else {
             /* Q/V parts at TOL: the rest of the tensor around the key slice. */

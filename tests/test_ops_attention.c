@@ -12,184 +12,8 @@
 #include <string.h>
 
 #include "backend.h"
+#include "ops_check.h"
 #include "test_util.h"
-
-static ws_backend *g_be; /* the backend under test (2 threads) */
-/* Finite differences run thousands of tiny forwards; on a loaded 2-core machine
- * each OpenMP team barrier can cost a scheduler tick, so fd_grad runs them on a
- * one-thread CPU backend (the forward itself is checked on g_be). A device
- * backend would serve as both. Forward callbacks call ops on g_run. */
-static ws_backend *g_fd_be, *g_run;
-
-#define SENTINEL 7777.0f /* padding that an op must leave alone */
-
-static int group_setup(void **state)
-{
-    (void)state;
-    ws_error err = {0};
-    if (ws_backend_cpu_new(&g_be, 2, &err) != WS_OK ||
-        ws_backend_cpu_new(&g_fd_be, 1, &err) != WS_OK) {
-        fprintf(stderr, "cpu backend: %s\n", err.msg);
-        return -1;
-    }
-    g_run = g_be;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    ws_backend_free(g_be);
-    ws_backend_free(g_fd_be);
-    g_be = g_fd_be = g_run = NULL;
-    return 0;
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    assert_non_null(p);
-    return p;
-}
-
-static float *dev_alloc(size_t n)
-{
-    void *p = NULL;
-    assert_int_equal(ws_backend_alloc(g_be, (n ? n : 1) * sizeof(float), &p), WS_OK);
-    assert_non_null(p);
-    return p;
-}
-
-static void put(float *dev, const float *host, size_t n)
-{
-    assert_int_equal(ws_backend_upload(g_be, dev, host, n * sizeof *host), WS_OK);
-}
-
-static void get(float *host, const float *dev, size_t n)
-{
-    assert_int_equal(ws_backend_download(g_be, host, dev, n * sizeof *host), WS_OK);
-}
-
-static float *dev_from(const float *host, size_t n)
-{
-    float *d = dev_alloc(n);
-    put(d, host, n);
-    return d;
-}
-
-static void dev_free(void *p) { ws_backend_release(g_be, p); }
-
-static int verbose(void) { return getenv("WS_TEST_VERBOSE") != NULL; }
-
-/* |got − want| <= atol + rtol·max|want| over mask (nullable: all); NaN fails. */
-static void check_close(const char *what, const float *got, const double *want, size_t n,
-                        const uint8_t *mask, double atol, double rtol)
-{
-    double mx = 0.0;
-    for (size_t i = 0; i < n; i++)
-        if (!mask || mask[i]) mx = fmax(mx, fabs(want[i]));
-    double tol = atol + rtol * mx, worst = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        if (mask && !mask[i]) continue;
-        double e = fabs((double)got[i] - want[i]);
-        if (!(e <= tol))
-            fail_msg("%s[%zu]: got %.9g, want %.9g (|err| %.3g > tol %.3g, max|want| %.3g)", what,
-                     i, (double)got[i], want[i], e, tol, mx);
-        worst = fmax(worst, e);
-    }
-    if (verbose()) fprintf(stderr, "  %-34s n=%-6zu worst %.3g tol %.3g (%.0f%%)\n", what, n, worst,
-                           tol, 100.0 * worst / tol);
-}
-
-/* Elements outside mask must still hold SENTINEL (bit-exact). */
-static void check_untouched(const char *what, const float *got, const uint8_t *mask, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!mask[i] && got[i] != SENTINEL)
-            fail_msg("%s[%zu]: padding overwritten (%.9g)", what, i, (double)got[i]);
-}
-
-/* Loss L = Σ_i out[i]·r[i] (double) after running a forward; r[i] == 0 skips. */
-typedef struct {
-    void (*forward)(void *ctx);
-    void *ctx;
-    const float *out; /* device */
-    size_t n_out;
-    const double *r;
-    float *scratch; /* host, n_out */
-} loss_fn;
-
-static double eval_loss(loss_fn *l)
-{
-    l->forward(l->ctx);
-    get(l->scratch, l->out, l->n_out);
-    double s = 0.0;
-    for (size_t i = 0; i < l->n_out; i++)
-        if (l->r[i] != 0.0) s += (double)l->scratch[i] * l->r[i];
-    return s;
-}
-
-/* Central differences of L w.r.t. each element of device x (mask nullable). The
- * step actually taken is measured in double, so float quantisation of x ± h
- * does not bias the quotient. */
-static void fd_grad(loss_fn *l, float *x, size_t n, const uint8_t *mask, float h, double *g)
-{
-    float *hx = xmalloc(n * sizeof *hx);
-    get(hx, x, n);
-    g_run = g_fd_be;
-    for (size_t i = 0; i < n; i++) {
-        g[i] = 0.0;
-        if (mask && !mask[i]) continue;
-        float x0 = hx[i], xp = x0 + h, xm = x0 - h;
-        put(x + i, &xp, 1);
-        double lp = eval_loss(l);
-        put(x + i, &xm, 1);
-        double lm = eval_loss(l);
-        put(x + i, &x0, 1);
-        g[i] = (lp - lm) / ((double)xp - (double)xm);
-    }
-    g_run = g_be;
-    free(hx);
-}
-
-/* Random R over mask (never exactly 0 where the mask is set). */
-static double *random_weights(ws_test_rng *rng, const uint8_t *mask, size_t n)
-{
-    double *r = xmalloc(n * sizeof *r);
-    for (size_t i = 0; i < n; i++) {
-        if (mask && !mask[i]) {
-            r[i] = 0.0;
-            continue;
-        }
-        double v = ws_test_normal(rng);
-        r[i] = v == 0.0 ? 0.5 : v;
-    }
-    return r;
-}
-
-/* The += contract: got == prefill + fresh, where fresh was computed from zero. */
-static void check_accumulated(const char *what, const float *got, const float *prefill,
-                              const float *fresh, size_t n, const uint8_t *mask)
-{
-    double *want = xmalloc(n * sizeof *want);
-    for (size_t i = 0; i < n; i++) want[i] = (double)prefill[i] + fresh[i];
-    check_close(what, got, want, n, mask, 1e-5, 1e-5);
-    free(want);
-}
-
-
-static void put_bytes(void *dev, const void *host, size_t bytes)
-{
-    assert_int_equal(ws_backend_upload(g_be, dev, host, bytes), WS_OK);
-}
-
-static void *dev_alloc_bytes(size_t bytes)
-{
-    void *p = NULL;
-    assert_int_equal(ws_backend_alloc(g_be, bytes ? bytes : 1, &p), WS_OK);
-    assert_non_null(p);
-    return p;
-}
 
 /* ---- attention cases ---------------------------------------------------------- */
 
@@ -556,8 +380,6 @@ static void check_attn_backward(attn_case *c, ws_test_rng *rng, const char *tag,
 
 /* ---- tests ---------------------------------------------------------------------- */
 
-#define N_OF(x) ((int)(sizeof(x) / sizeof((x)[0])))
-
 /* Self-attention over a fused [N, 3d + pad] QKV buffer: ragged segments of odd
  * lengths, partly masked keys and one fully masked segment. */
 static void test_attention_self_fused(void **state)
@@ -639,5 +461,5 @@ int main(void)
         cmocka_unit_test(test_attention_unmasked),
         cmocka_unit_test(test_attention_large_scores),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

@@ -538,26 +538,6 @@ static void test_writer_rejects(void **state)
 
 /* ---- fixture ------------------------------------------------------------- */
 
-static int rm_tree(const char *p)
-{
-    struct stat st;
-    if (lstat(p, &st) != 0) return 0;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(p);
-        if (!d) return -1;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s/%s", p, e->d_name);
-            rm_tree(sub);
-        }
-        closedir(d);
-        return rmdir(p);
-    }
-    return unlink(p);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -568,7 +548,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    return rm_tree(tmpdir);
+    return ws_test_rm_tree(tmpdir);
 }
 
 int main(void)

@@ -43,6 +43,24 @@ static void *run_client(void *arg)
     return NULL;
 }
 
+/* CLIENTS threads posting steps, each on a session of its own. */
+static void start_clients(ws_ts_daemon *d, client *cl, pthread_t *th, atomic_int *stop)
+{
+    for (int i = 0; i < CLIENTS; i++) {
+        memset(&cl[i], 0, sizeof cl[i]);
+        cl[i].d = d;
+        cl[i].stop = stop;
+        assert_int_equal(ws_ts_session(d, NULL, "default", cl[i].id), 201);
+        assert_int_equal(pthread_create(&th[i], NULL, run_client, &cl[i]), 0);
+    }
+}
+
+static void stop_clients(pthread_t *th, atomic_int *stop)
+{
+    atomic_store(stop, 1);
+    for (int i = 0; i < CLIENTS; i++) pthread_join(th[i], NULL);
+}
+
 static void test_kill9(void **state)
 {
     (void)state;
@@ -54,13 +72,7 @@ static void test_kill9(void **state)
     client cl[CLIENTS];
     pthread_t th[CLIENTS];
     atomic_int stop = 0;
-    for (int i = 0; i < CLIENTS; i++) {
-        memset(&cl[i], 0, sizeof cl[i]);
-        cl[i].d = &d;
-        cl[i].stop = &stop;
-        assert_int_equal(ws_ts_session(&d, NULL, "default", cl[i].id), 201);
-        assert_int_equal(pthread_create(&th[i], NULL, run_client, &cl[i]), 0);
-    }
+    start_clients(&d, cl, th, &stop);
     /* Kill once every client has had steps acknowledged (however slow the machine). */
     for (int i = 0, waited = 0; i < CLIENTS && waited < 600; waited++) {
         struct timespec ts = {0, 50000000};
@@ -70,8 +82,7 @@ static void test_kill9(void **state)
     struct timespec ts = {0, 300000000};
     nanosleep(&ts, NULL);
     ws_ts_kill9(&d); /* mid-traffic: some steps are in flight */
-    atomic_store(&stop, 1);
-    for (int i = 0; i < CLIENTS; i++) pthread_join(th[i], NULL);
+    stop_clients(th, &stop);
 
     assert_int_equal(ws_ts_start(&d, dir, flags), 0);
     int64_t total = 0;
@@ -126,18 +137,11 @@ static void test_sigterm(void **state)
     client cl[CLIENTS];
     pthread_t th[CLIENTS];
     atomic_int stop = 0;
-    for (int i = 0; i < CLIENTS; i++) {
-        memset(&cl[i], 0, sizeof cl[i]);
-        cl[i].d = &d;
-        cl[i].stop = &stop;
-        assert_int_equal(ws_ts_session(&d, NULL, "default", cl[i].id), 201);
-        assert_int_equal(pthread_create(&th[i], NULL, run_client, &cl[i]), 0);
-    }
+    start_clients(&d, cl, th, &stop);
     struct timespec ts = {1, 0};
     nanosleep(&ts, NULL);
     assert_int_equal(ws_ts_stop(&d), 0);
-    atomic_store(&stop, 1);
-    for (int i = 0; i < CLIENTS; i++) pthread_join(th[i], NULL);
+    stop_clients(th, &stop);
     assert_int_equal(ws_ts_start(&d, dir, NULL), 0);
     for (int i = 0; i < CLIENTS; i++) {
         char path[128];

@@ -1,7 +1,12 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 uint64_t ws_test_next(ws_test_rng *r)
 {
@@ -51,4 +56,39 @@ double ws_test_norm_rel_err(const float *a, const float *b, size_t n, double flo
         den += (double)b[i] * b[i];
     }
     return sqrt(num) / fmax(sqrt(den), floor);
+}
+
+int ws_test_key_bias_slice(const char *name, int d, size_t *off, size_t *len)
+{
+    size_t n = strlen(name);
+    const char *qkv = ".self.qkv.b", *kv = ".cross.kv.b";
+    if (n >= strlen(qkv) && strcmp(name + n - strlen(qkv), qkv) == 0) {
+        *off = (size_t)d, *len = (size_t)d;
+        return 1;
+    }
+    if (n >= strlen(kv) && strcmp(name + n - strlen(kv), kv) == 0) {
+        *off = 0, *len = (size_t)d;
+        return 1;
+    }
+    return 0;
+}
+
+int ws_test_rm_tree(const char *p)
+{
+    struct stat st;
+    if (lstat(p, &st) != 0) return 0;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(p);
+        if (!d) return -1;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s/%s", p, e->d_name);
+            ws_test_rm_tree(sub);
+        }
+        closedir(d);
+        return rmdir(p);
+    }
+    return unlink(p);
 }

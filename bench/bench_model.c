@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "model.h"
 
@@ -185,14 +184,8 @@ static int torch_peer(double seconds, rates *r, int *threads)
 
 int main(int argc, char **argv)
 {
-    /* libgomp reads its wait policy once at load: re-exec with idle threads
-     * sleeping (as the PyTorch peer runs), so that a busy shared machine does
-     * not turn spinning waiters into a 2x slowdown of the 2-thread column. */
-    if (!getenv("OMP_WAIT_POLICY")) {
-        setenv("OMP_WAIT_POLICY", "passive", 1);
-        execv("/proc/self/exe", argv);
-        perror("bench_model: re-exec"); /* fall through: run with the default policy */
-    }
+    /* Idle threads sleep, as in the PyTorch peer. */
+    ws_backend_prefer_passive_waits(argv);
     double seconds = 3.0;
     int use_torch = 1;
     for (int i = 1; i < argc; i++) {

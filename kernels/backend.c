@@ -1,6 +1,9 @@
 /* backend.c — what every backend shares: selection, and ops composed of others. */
 #include "backend.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #ifdef WS_HAVE_CUDA
 #include "cuda/cuda_backend.h"
 #endif
@@ -51,4 +54,10 @@ ws_status ws_gemm_backward(ws_backend *be, const ws_gemm_args *g, const float *d
         WS_TRY(be->ops->gemm(be, &d));
     }
     return WS_OK;
+}
+
+void ws_backend_prefer_passive_waits(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
 }

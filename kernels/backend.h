@@ -168,6 +168,13 @@ ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err);
 ws_status ws_backend_auto(ws_backend **out, ws_error *err);
 void ws_backend_free(ws_backend *be);
 
+/* For programs' main(): unless OMP_WAIT_POLICY is set, set it to "passive" and
+ * re-execute once (libgomp reads it only at load). Idle OpenMP threads then sleep
+ * instead of spinning, which on a shared 2-core machine starved the other
+ * thread of a pair (30x slowdowns seen) and the HTTP threads of the daemon.
+ * Returns only if nothing was re-executed. */
+void ws_backend_prefer_passive_waits(char **argv);
+
 /* Convenience wrappers, so call sites read like plain function calls. */
 static inline ws_status ws_backend_alloc(ws_backend *be, size_t bytes, void **out)
 {

@@ -214,20 +214,10 @@ static int serve(ws_srv *srv)
     return 0;
 }
 
-/* The engine's OpenMP workers share the cores with the HTTP threads, and
- * libgomp's default spin-waiting starves those (measured here: 90 vs 2700
- * steps/s on 2 shared cores). The policy is read when the runtime loads, before
- * main, so unless the user chose one: set "passive" and re-execute once. */
-static void passive_openmp(char **argv)
-{
-    if (getenv("OMP_WAIT_POLICY") || setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-    execv("/proc/self/exe", argv); /* returns only on failure: run on as we are */
-}
-
 int main(int argc, char **argv)
 {
     static ws_srv srv;
-    passive_openmp(argv);
+    ws_backend_prefer_passive_waits(argv);
     srv.cfg = ws_srv_config_default();
     /* A client that hangs up mid-reply must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);

@@ -249,6 +249,7 @@ static int train(options *o, ws_model *m, FILE *log)
 
 int main(int argc, char **argv)
 {
+    ws_backend_prefer_passive_waits(argv);
     options o;
     memset(&o, 0, sizeof o);
     if (parse_args(argc, argv, &o)) {

@@ -34,22 +34,22 @@ mid="--d 64 --heads 4 --state-tokens 16 --upd-layers 2 --ext-layers 1 --batch 32
      --warmup 100 --wd 0.01 --horizons 8,100,1000,10000"
 
 if [[ $what == facts4 || $what == all ]]; then
-  run facts4-norm --task facts $small --rollout 8 --iters 4000
-  run facts4-nonorm --task facts $small --rollout 8 --iters 4000 --no-state-norm
+  run facts4-norm --task facts $small --rollout 8 --lifetime fixed --iters 4000
+  run facts4-nonorm --task facts $small --rollout 8 --lifetime fixed --iters 4000 --no-state-norm
 fi
 if [[ $what == facts8 || $what == all ]]; then
   f8="--task facts --entities 8 --places 8 $mid --iters 8000"
-  run facts8-fixed8 $f8 --rollout 8
-  run facts8-fixed32 $f8 --rollout 32
+  run facts8-fixed8 $f8 --rollout 8 --lifetime fixed
+  run facts8-fixed32 $f8 --rollout 32 --lifetime fixed
   run facts8-pool256 $f8 --rollout 8 --lifetime pool --max-age 256
-  run facts8-fixed8-nonorm $f8 --rollout 8 --no-state-norm
+  run facts8-fixed8-nonorm $f8 --rollout 8 --lifetime fixed --no-state-norm
 fi
 # Life and numbers: bounded runs; --horizons may be overridden through HORIZONS.
 if [[ $what == life || $what == all ]]; then
-  run life-fixed8 --task life $mid --rollout 8 --iters ${LIFE_ITERS:-12000} \
+  run life-fixed8 --task life $mid --rollout 8 --lifetime fixed --iters ${LIFE_ITERS:-12000} \
     --horizons ${HORIZONS:-8,100,1000,10000}
 fi
 if [[ $what == numbers || $what == all ]]; then
-  run numbers-fixed8 --task numbers $mid --rollout 8 --iters ${NUMBERS_ITERS:-8000} \
+  run numbers-fixed8 --task numbers $mid --rollout 8 --lifetime fixed --iters ${NUMBERS_ITERS:-8000} \
     --horizons ${HORIZONS:-8,100,1000}
 fi

@@ -21,6 +21,14 @@
 
 typedef struct ws_backend ws_backend;
 
+/* Op tables of the relational mixers (../shared/MIXERS.md), each defined in its
+ * own header kernels/mixer_ops_<name>.h; a backend without them leaves NULL and
+ * models that need them are refused at creation. */
+struct ws_simplicial_ops;
+struct ws_compositional_ops;
+struct ws_rmc_ops;
+struct ws_rn_ops;
+
 /* One ragged attention segment: queries [q_off, q_off+q_len) attend to keys
  * [k_off, k_off+k_len) of the packed Q and K/V arrays. Softmax probabilities of
  * the segment live at probs[p_off + (h*q_len + i)*k_len + j]. Segments must
@@ -155,6 +163,12 @@ typedef struct ws_backend_ops {
     /* out[0] = Σ x² (the square of the L2 norm) */
     ws_status (*sum_squares)(ws_backend *be, float *out, const float *x, size_t n);
     ws_status (*scale)(ws_backend *be, float *x, float s, size_t n);
+
+    /* relational mixers; NULL where the backend lacks them */
+    const struct ws_simplicial_ops *simplicial;
+    const struct ws_compositional_ops *compositional;
+    const struct ws_rmc_ops *rmc;
+    const struct ws_rn_ops *rn;
 } ws_backend_ops;
 
 struct ws_backend {

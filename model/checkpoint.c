@@ -16,11 +16,6 @@
 /* Table names are < 48 bytes (ws_tensor_info.name); room for a prefix. */
 #define NAME_MAX_LEN 64
 
-static int *config_field(ws_model_config *c, int i)
-{
-    return (int *)((char *)c + ws_model_config_fields[i].off);
-}
-
 /* Index of the first non-finite value, or n when all are finite. */
 static size_t first_non_finite(const float *x, size_t n)
 {
@@ -35,15 +30,8 @@ static size_t first_non_finite(const float *x, size_t n)
 
 static char *config_json(const ws_model_config *cfg)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    ws_model_config c = *cfg;
-    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++)
-        if (!cJSON_AddNumberToObject(o, ws_model_config_fields[i].key, *config_field(&c, i))) {
-            cJSON_Delete(o);
-            return NULL;
-        }
-    char *s = cJSON_PrintUnformatted(o);
+    cJSON *o = ws_model_config_to_json(cfg);
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     return s;
 }
@@ -176,40 +164,10 @@ static ws_status parse_config(const char *path, const char *s, ws_model_config *
         cJSON_Delete(o);
         return ws_error_set(err, WS_ERR_FORMAT, "%s: config is not a JSON object", path);
     }
-    memset(c, 0, sizeof *c);
-    int seen[WS_MODEL_CONFIG_N_FIELDS] = {0};
-    ws_status st = WS_OK;
-    for (const cJSON *it = o->child; it && st == WS_OK; it = it->next) {
-        int i = 0;
-        while (i < WS_MODEL_CONFIG_N_FIELDS &&
-               strcmp(ws_model_config_fields[i].key, it->string) != 0)
-            i++;
-        if (i == WS_MODEL_CONFIG_N_FIELDS) {
-            /* A field this build does not know describes a different model. */
-            st = ws_error_set(err, WS_ERR_FORMAT, "%s: config has unknown key '%.40s'", path,
-                              it->string);
-        } else if (seen[i]) {
-            st = ws_error_set(err, WS_ERR_FORMAT, "%s: config key '%s' appears twice", path,
-                              it->string);
-        } else if (!cJSON_IsNumber(it) || !(it->valuedouble >= INT_MIN &&
-                                            it->valuedouble <= INT_MAX) ||
-                   it->valuedouble != (double)(int)it->valuedouble) {
-            st = ws_error_set(err, WS_ERR_FORMAT, "%s: config key '%s' is not an integer", path,
-                              it->string);
-        } else {
-            seen[i] = 1;
-            *config_field(c, i) = (int)it->valuedouble;
-        }
-    }
+    ws_error cerr = {0};
+    ws_status st = ws_model_config_from_json(o, 1, c, &cerr);
     cJSON_Delete(o);
-    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS && st == WS_OK; i++)
-        if (!seen[i])
-            st = ws_error_set(err, WS_ERR_FORMAT, "%s: config is missing key '%s'", path,
-                              ws_model_config_fields[i].key);
-    if (st != WS_OK) return st;
-    ws_error verr = {0};
-    if (ws_model_config_validate(c, &verr) != WS_OK)
-        return ws_error_set(err, WS_ERR_FORMAT, "%s: invalid %s", path, verr.msg);
+    if (st != WS_OK) return ws_error_set(err, WS_ERR_FORMAT, "%s: %s", path, cerr.msg);
     return WS_OK;
 }
 

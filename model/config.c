@@ -1,32 +1,102 @@
 /* config.c — model configuration defaults and validation. */
 #include "model.h"
 
+#include <math.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "mixer.h"
 
 /* A field added to ws_model_config without a key here would be silently dropped
  * from checkpoints. */
-_Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int),
+_Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int) &&
+                   sizeof(float) == sizeof(int),
                "ws_model_config_fields must list every ws_model_config field");
 
+#define INT_FIELD(f, req) {#f, offsetof(ws_model_config, f), WS_CFG_INT, req}
 const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
-    {"d", offsetof(ws_model_config, d)},
-    {"n_heads", offsetof(ws_model_config, n_heads)},
-    {"n_state", offsetof(ws_model_config, n_state)},
-    {"n_upd_layers", offsetof(ws_model_config, n_upd_layers)},
-    {"n_ext_layers", offsetof(ws_model_config, n_ext_layers)},
-    {"max_fact_len", offsetof(ws_model_config, max_fact_len)},
-    {"vocab_cap", offsetof(ws_model_config, vocab_cap)},
-    {"n_overflow", offsetof(ws_model_config, n_overflow)},
-    {"d_raw", offsetof(ws_model_config, d_raw)},
-    {"state_norm", offsetof(ws_model_config, state_norm)},
+    INT_FIELD(d, 1),
+    INT_FIELD(n_heads, 1),
+    INT_FIELD(n_state, 1),
+    INT_FIELD(n_upd_layers, 1),
+    INT_FIELD(n_ext_layers, 1),
+    INT_FIELD(max_fact_len, 1),
+    INT_FIELD(vocab_cap, 1),
+    INT_FIELD(n_overflow, 1),
+    INT_FIELD(d_raw, 1),
+    INT_FIELD(state_norm, 1),
+    {"upd_mixer", offsetof(ws_model_config, upd_mixer), WS_CFG_MIXER, 0},
+    {"ext_mixer", offsetof(ws_model_config, ext_mixer), WS_CFG_MIXER, 0},
+    INT_FIELD(s2_virtual, 0),
+    INT_FIELD(s2_heads, 0),
+    INT_FIELD(s2_dim, 0),
+    {"s2_tau", offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 0},
+    INT_FIELD(comp_searches, 0),
+    INT_FIELD(comp_retrievals, 0),
+    INT_FIELD(comp_dim, 0),
+    INT_FIELD(rn_width, 0),
+    INT_FIELD(rn_layers, 0),
 };
+#undef INT_FIELD
+
+static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
+                                                        "rmc", "rn"};
+
+const char *ws_mixer_name(int kind)
+{
+    return kind >= 0 && kind < WS_MIXER_COUNT ? mixer_names[kind] : NULL;
+}
+
+int ws_mixer_kind_of(const char *name)
+{
+    for (int k = 0; name && k < WS_MIXER_COUNT; k++)
+        if (strcmp(name, mixer_names[k]) == 0) return k;
+    return -1;
+}
 
 ws_model_config ws_model_config_default(void)
 {
     return (ws_model_config){
         .d = 128, .n_heads = 4, .n_state = 32, .n_upd_layers = 2, .n_ext_layers = 2,
         .max_fact_len = 4, .vocab_cap = 4096, .n_overflow = 256, .d_raw = 0, .state_norm = 1,
+        .upd_mixer = WS_MIXER_MHA, .ext_mixer = WS_MIXER_MHA, .s2_virtual = 2, .s2_heads = 1,
+        .s2_dim = 32, .s2_tau = 1.0f, .comp_searches = 4, .comp_retrievals = 2, .comp_dim = 16,
+        .rn_width = 64, .rn_layers = 2,
     };
+}
+
+/* Ranges of every mixer field (so no stored config is out of range), then what
+ * the chosen mixers themselves require. */
+static ws_status validate_mixers(const ws_model_config *c, ws_error *err)
+{
+    if (c->s2_virtual < 1 || c->s2_virtual > 64 || c->s2_heads < 0 || c->s2_heads > 16 ||
+        c->s2_dim < 1 || c->s2_dim > 1024 || c->comp_searches < 1 || c->comp_searches > 64 ||
+        c->comp_retrievals < 1 || c->comp_retrievals > 64 || c->comp_dim < 1 ||
+        c->comp_dim > 1024 || c->rn_width < 1 || c->rn_width > 4096 || c->rn_layers < 1 ||
+        c->rn_layers > 8)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "config: a mixer field is out of range (s2_virtual 1..64, s2_heads "
+                            "0..16, s2_dim 1..1024, comp_searches/comp_retrievals 1..64, "
+                            "comp_dim 1..1024, rn_width 1..4096, rn_layers 1..8)");
+    if (!isfinite(c->s2_tau) || c->s2_tau <= 0.0f || c->s2_tau > 1e4f)
+        return ws_error_set(err, WS_ERR_INVALID, "config: s2_tau must be in (0, 1e4]");
+    if (ws_mixer_find(c->upd_mixer)) {
+        WS_TRY(ws_mixer_find(c->upd_mixer)->validate(c, WS_MIX_SELF, err));
+    } else if (ws_updater_variant_find(c->upd_mixer)) {
+        WS_TRY(ws_updater_variant_find(c->upd_mixer)->validate(c, err));
+    } else {
+        return ws_error_set(err, WS_ERR_INVALID, "config: upd_mixer %s cannot mix the Updater",
+                            ws_mixer_name(c->upd_mixer) ? ws_mixer_name(c->upd_mixer) : "(unknown)");
+    }
+    if (ws_mixer_find(c->ext_mixer)) {
+        WS_TRY(ws_mixer_find(c->ext_mixer)->validate(c, WS_MIX_CROSS, err));
+    } else if (ws_readout_variant_find(c->ext_mixer)) {
+        WS_TRY(ws_readout_variant_find(c->ext_mixer)->validate(c, err));
+    } else {
+        return ws_error_set(err, WS_ERR_INVALID, "config: ext_mixer %s cannot read the Extractor",
+                            ws_mixer_name(c->ext_mixer) ? ws_mixer_name(c->ext_mixer) : "(unknown)");
+    }
+    return WS_OK;
 }
 
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err)
@@ -57,5 +127,5 @@ ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err)
                             c->d_raw);
     if (c->state_norm != 0 && c->state_norm != 1)
         return ws_error_set(err, WS_ERR_INVALID, "config: state_norm must be 0 or 1");
-    return WS_OK;
+    return validate_mixers(c, err);
 }

@@ -5,23 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "mixer.h"
 #include "params.h"
 
 /* ---- parameter offsets ---------------------------------------------------- */
 
-/* Offset of a named tensor. The names come from params.c, so a miss is a
- * programming error, not an input error. */
 static size_t off(const ws_model *m, const char *prefix, const char *suffix)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s%s", prefix, suffix);
-    const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
-    if (!t) {
-        fprintf(stderr, "model: missing parameter %s\n", name);
-        abort();
-    }
-    return t->offset;
+    return ws_model_param_off(m, prefix, suffix);
 }
 
 static ws_ln_off ln_off(const ws_model *m, const char *prefix)
@@ -41,46 +32,65 @@ static const char *at(char *buf, size_t n, const char *layer, const char *what)
     return buf;
 }
 
+/* A mixer sub-block: its LN "<layer>.<ln>", its mixer's tensors "<layer>.<what>.*". */
+static ws_mix_off mix_off(const ws_model *m, const char *layer, const char *ln, const char *what,
+                          int kind, ws_mix_mode mode)
+{
+    char b[48];
+    ws_mix_off o = {.ln = ln_off(m, at(b, sizeof b, layer, ln)), .mixer = ws_mixer_find(kind),
+                    .mode = mode};
+    snprintf(o.prefix, sizeof o.prefix, "%s.%s", layer, what);
+    return o;
+}
+
 static void resolve_offsets(ws_model *m)
 {
     ws_param_offsets *o = &m->off;
+    const ws_model_config *c = &m->cfg;
     char l[16], b[48];
     o->sym = off(m, "embed.sym", "");
     o->slot = off(m, "embed.slot", "");
     o->val = off(m, "embed.val", "");
-    if (m->cfg.d_raw > 0) o->raw = off(m, "embed.raw", "");
+    if (c->d_raw > 0) o->raw = off(m, "embed.raw", "");
     o->fact_ln = ln_off(m, "embed.ln");
     o->w0 = off(m, "state.w0", "");
     o->pos = off(m, "state.pos", "");
     o->null = off(m, "ctx.null", "");
-    for (int i = 0; i < m->cfg.n_upd_layers; i++) {
+    for (int i = 0; !m->upd_variant && i < c->n_upd_layers; i++) {
         ws_upd_layer_off *u = &o->upd[i];
         snprintf(l, sizeof l, "upd.%d", i);
-        u->self.ln = ln_off(m, at(b, sizeof b, l, "ln1"));
-        u->self.qkv = lin_off(m, at(b, sizeof b, l, "self.qkv"));
-        u->self.out = lin_off(m, at(b, sizeof b, l, "self.out"));
-        u->cross.ln = ln_off(m, at(b, sizeof b, l, "ln2"));
-        u->cross.q = lin_off(m, at(b, sizeof b, l, "cross.q"));
-        u->cross.kv = lin_off(m, at(b, sizeof b, l, "cross.kv"));
-        u->cross.out = lin_off(m, at(b, sizeof b, l, "cross.out"));
+        u->self = mix_off(m, l, "ln1", "self", c->upd_mixer, WS_MIX_SELF);
+        u->cross = mix_off(m, l, "ln2", "cross", WS_MIXER_MHA, WS_MIX_CROSS);
         u->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln3"));
         u->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
         u->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
     }
-    if (m->cfg.state_norm) o->state_ln = ln_off(m, "upd.ln");
-    for (int i = 0; i < m->cfg.n_ext_layers; i++) {
+    if (!m->upd_variant && c->state_norm) o->state_ln = ln_off(m, "upd.ln");
+    for (int i = 0; i < c->n_ext_layers; i++) {
         ws_ext_layer_off *e = &o->ext[i];
         snprintf(l, sizeof l, "ext.%d", i);
-        e->cross.ln = ln_off(m, at(b, sizeof b, l, "ln1"));
-        e->cross.q = lin_off(m, at(b, sizeof b, l, "cross.q"));
-        e->cross.kv = lin_off(m, at(b, sizeof b, l, "cross.kv"));
-        e->cross.out = lin_off(m, at(b, sizeof b, l, "cross.out"));
+        e->cross = mix_off(m, l, "ln1", "cross", m->readout ? WS_MIXER_MHA : c->ext_mixer,
+                           WS_MIX_CROSS);
         e->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln2"));
         e->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
         e->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
     }
     o->out_ln = ln_off(m, "ext.ln");
-    o->head = lin_off(m, "ext.head");
+    if (!m->readout) o->head = lin_off(m, "ext.head");
+}
+
+/* Every mixer the config names must have its ops on this backend. */
+static ws_status check_backend(const ws_model *m, ws_error *err)
+{
+    const ws_model_config *c = &m->cfg;
+    const ws_mixer *self = ws_mixer_find(c->upd_mixer), *cross = ws_mixer_find(c->ext_mixer);
+    int ok = (!self || self->supported(m->be)) && (!cross || cross->supported(m->be)) &&
+             (!m->upd_variant || m->upd_variant->supported(m->be)) &&
+             (!m->readout || m->readout->supported(m->be));
+    if (ok) return WS_OK;
+    return ws_error_set(err, WS_ERR_INVALID,
+                        "model: backend %s has no ops for mixers upd=%s ext=%s", m->be->ops->name,
+                        ws_mixer_name(c->upd_mixer), ws_mixer_name(c->ext_mixer));
 }
 
 /* ---- initialisation ------------------------------------------------------- */
@@ -145,6 +155,13 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
     if (!m) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
     m->cfg = *cfg;
     m->be = be;
+    m->upd_variant = ws_updater_variant_find(cfg->upd_mixer);
+    m->readout = ws_readout_variant_find(cfg->ext_mixer);
+    ws_status bad = check_backend(m, err);
+    if (bad != WS_OK) {
+        free(m);
+        return bad;
+    }
     m->n_tensors = ws_params_layout(cfg, NULL, &m->n_params);
     m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
     m->off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->off.upd);

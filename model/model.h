@@ -22,6 +22,20 @@
 
 #define WS_MAX_FACT_LEN 16 /* hard upper bound on symbols per fact */
 
+/* The mixers a block can use (model/mixer.h, ../shared/MIXERS.md). */
+typedef enum {
+    WS_MIXER_MHA = 0,           /* multi-head dot-product attention (default) */
+    WS_MIXER_SIMPLICIAL2 = 1,   /* 2-simplicial attention with virtual entities */
+    WS_MIXER_COMPOSITIONAL = 2, /* searches x retrievals */
+    WS_MIXER_RMC = 3,           /* Updater only: gated relational memory core */
+    WS_MIXER_RN = 4,            /* Extractor only: relation-network readout */
+    WS_MIXER_COUNT
+} ws_mixer_kind;
+
+/* "mha", "simplicial2", ... ; NULL / -1 when unknown. */
+const char *ws_mixer_name(int kind);
+int ws_mixer_kind_of(const char *name);
+
 typedef struct {
     int d;            /* width */
     int n_heads;      /* d % n_heads == 0 */
@@ -33,6 +47,19 @@ typedef struct {
     int n_overflow;   /* hash buckets for symbols beyond vocab_cap (>= 1) */
     int d_raw;        /* raw fact vector width; 0 disables raw facts */
     int state_norm;   /* 1: W_t = LN_w(X) (default); 0: ablation, W_t = X */
+    /* mixers (model/mixer.h); the fields of a mixer not in use are ignored */
+    int upd_mixer;       /* Updater state self-mixing: mha | simplicial2 | compositional | rmc */
+    int ext_mixer;       /* Extractor reading W_t: mha | simplicial2 | compositional | rn */
+    int s2_virtual;      /* simplicial2, SELF mode: the last M of each T state tokens are
+                            its virtual entities (1 <= M < T) */
+    int s2_heads;        /* simplicial2: K2 2-simplicial heads (0 = the ordinary block) */
+    int s2_dim;          /* simplicial2: d2, total 2-simplicial width (s2_heads | s2_dim) */
+    float s2_tau;        /* simplicial2: logit scale tau (1 = the authors) */
+    int comp_searches;   /* compositional: S searches (S | d; search/value width d/S) */
+    int comp_retrievals; /* compositional: R retrievals */
+    int comp_dim;        /* compositional: d_r, retrieval query/key width */
+    int rn_width;        /* rn: width of g and f */
+    int rn_layers;       /* rn: layers of g (>= 1) */
 } ws_model_config;
 
 /* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */
@@ -40,14 +67,26 @@ ws_model_config ws_model_config_default(void);
 /* Checks ranges and divisibility; fills err on failure. */
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
 
-/* Every ws_model_config field (all int) by the key that names it in JSON, so
- * checkpoints ("config" metadata) and the server's API spell them alike. */
-#define WS_MODEL_CONFIG_N_FIELDS 10
+/* Every ws_model_config field by the key that names it in JSON, so checkpoints
+ * ("config" metadata) and the server's API spell them alike. Mixer kinds are
+ * JSON strings ("mha", "simplicial2", ...), s2_tau a number, the rest integers. */
+#define WS_MODEL_CONFIG_N_FIELDS 21
+typedef enum { WS_CFG_INT, WS_CFG_FLOAT, WS_CFG_MIXER } ws_config_type;
 typedef struct {
     const char *key;
     size_t off; /* offsetof(ws_model_config, field) */
+    ws_config_type type;
+    int required; /* 0: may be absent from a checkpoint (added after format 1 began) */
 } ws_model_config_field;
 extern const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS];
+
+/* JSON codec of a config (config_json.c). from_json starts from the defaults,
+ * refuses unknown, repeated and ill-typed fields, requires the `required` ones
+ * when need_required (checkpoints), and validates the result. */
+typedef struct cJSON cJSON;
+cJSON *ws_model_config_to_json(const ws_model_config *cfg);
+ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_config *c,
+                                    ws_error *err);
 
 /* One named parameter tensor: offset (in floats) into the parameter buffer. */
 typedef struct {

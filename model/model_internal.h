@@ -12,13 +12,21 @@
 typedef struct { size_t g, b; } ws_ln_off;
 typedef struct { size_t w, b; } ws_lin_off;
 
-/* Sub-blocks of a layer: LN then self-attention / cross-attention / MLP. */
-typedef struct { ws_ln_off ln; ws_lin_off qkv, out; } ws_self_off;
-typedef struct { ws_ln_off ln; ws_lin_off q, kv, out; } ws_cross_off;
+struct ws_mixer_s;
+struct ws_updater_variant_s;
+struct ws_readout_variant_s;
+
+/* Sub-blocks of a layer: LN then a mixer (self or cross, mixer.h) / an MLP. */
+typedef struct {
+    ws_ln_off ln;
+    const struct ws_mixer_s *mixer;
+    int mode;        /* ws_mix_mode */
+    char prefix[24]; /* the mixer's tensor prefix, e.g. "upd.0.self" */
+} ws_mix_off;
 typedef struct { ws_ln_off ln; ws_lin_off fc, proj; } ws_mlp_off;
 
-typedef struct { ws_self_off self; ws_cross_off cross; ws_mlp_off mlp; } ws_upd_layer_off;
-typedef struct { ws_cross_off cross; ws_mlp_off mlp; } ws_ext_layer_off;
+typedef struct { ws_mix_off self, cross; ws_mlp_off mlp; } ws_upd_layer_off;
+typedef struct { ws_mix_off cross; ws_mlp_off mlp; } ws_ext_layer_off;
 
 typedef struct {
     size_t sym, slot, val, raw; /* raw only when d_raw > 0 */
@@ -28,28 +36,36 @@ typedef struct {
     ws_ln_off state_ln; /* only when state_norm */
     ws_ext_layer_off *ext;
     ws_ln_off out_ln;
-    ws_lin_off head;
+    ws_lin_off head; /* only without a readout variant */
 } ws_param_offsets;
 
 /* Activations of one LayerNorm. */
 typedef struct { float *out, *mean, *rstd; } ws_ln_act;
 
-/* Activations of an attention sub-block. For self-attention q holds the fused
- * [n, 3d] qkv and kv is unused; for cross-attention q is [n, d], kv [n_keys, 2d]. */
+/* The rows a mixer sub-block works on (mixer.h). */
+typedef struct {
+    int n, n_keys;                /* query rows, key rows (== n in SELF mode) */
+    const ws_attn_seg *segs;      /* device: one per trajectory */
+    const ws_attn_seg *segs_host; /* the same segments on the host (sizing, loops) */
+    int n_segs, max_q, max_k;     /* bounds over segs */
+    size_t n_pairs;               /* Σ_seg q_len·k_len */
+} ws_mix_shape;
+
+/* Activations of a mixer sub-block: its LN, the mixer's own region, the output. */
 typedef struct {
     ws_ln_act ln;
-    float *q, *kv, *att, *probs, *x_out;
-    const ws_attn_seg *segs;
-    int n_segs, max_q, max_k;
-} ws_attn_act;
+    float *mix, *x_out;
+    ws_mix_shape shape;
+} ws_mix_act;
 
 typedef struct { ws_ln_act ln; float *fc, *act, *x_out; } ws_mlp_act;
 
-typedef struct { ws_attn_act self, cross; ws_mlp_act mlp; } ws_upd_layer_act;
-typedef struct { ws_attn_act cross; ws_mlp_act mlp; } ws_ext_layer_act;
+typedef struct { ws_mix_act self, cross; ws_mlp_act mlp; } ws_upd_layer_act;
+typedef struct { ws_mix_act cross; ws_mlp_act mlp; } ws_ext_layer_act;
 
-/* Gradient scratch reused by every sub-block (zeroed before each use). */
-typedef struct { float *d_ln, *d_att, *d_q, *d_kv, *d_act, *d_fc; } ws_grad_scratch;
+/* Gradient scratch reused by every sub-block: d_ln, d_act and d_fc are zeroed
+ * before each use; mix is the mixers' backward scratch (mixer.h). */
+typedef struct { float *d_ln, *d_act, *d_fc, *mix; } ws_grad_scratch;
 
 typedef struct {
     /* shape */
@@ -57,7 +73,8 @@ typedef struct {
     /* inputs, uploaded from the host staging copy in one transfer */
     int32_t *sym_ids, *slot_ids, *val_ids, *ctx_tok, *ctx_null, *ids_prev, *ids_w0, *ids_pos;
     ws_attn_seg *seg_self, *seg_cross, *seg_ext;
-    int n_ext_segs;
+    const ws_attn_seg *seg_self_host, *seg_cross_host, *seg_ext_host; /* staging copies */
+    int n_ext_segs, max_instr, max_query;
     float *labels, *raw;
     /* forward activations */
     float *u, *tok, *ctx, *x0;
@@ -66,10 +83,12 @@ typedef struct {
     ws_ln_act state_ln; /* out unused: the new state goes to the caller's buffer */
     ws_ext_layer_act *ext;
     ws_ln_act out_ln;
+    float *upd_variant_act, *readout_act; /* regions of the variants (mixer.h) */
     float *logits, *loss;
     /* gradients (train only) */
     float *d_u, *d_tok, *d_ctx, *d_x, *d_w, *d_lno, *d_logits;
     ws_grad_scratch scratch;
+    size_t mix_scratch_floats; /* the largest scratch any mixer use asks for */
 } ws_plan;
 
 struct ws_model {
@@ -83,6 +102,8 @@ struct ws_model {
     float *scalar_dev;                       /* one device float for reductions */
     int optim_steps;
     ws_param_offsets off;
+    const struct ws_updater_variant_s *upd_variant; /* rmc, or NULL */
+    const struct ws_readout_variant_s *readout;     /* rn, or NULL */
     /* the step arena: inputs | activations | gradients */
     void *arena;
     size_t arena_bytes;
@@ -99,16 +120,12 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
 
 /* blocks.c: sub-blocks shared by the Updater and the Extractor. x_in is the
  * residual stream; each forward writes act->x_out = x_in + branch(x_in). Each
- * backward takes d_x = ∂L/∂x_out and turns it into ∂L/∂x_in in place. */
-ws_status ws_self_forward(ws_model *m, const ws_self_off *o, ws_attn_act *a, const float *x_in,
-                          int n);
-ws_status ws_self_backward(ws_model *m, const ws_self_off *o, ws_attn_act *a,
-                           const float *x_in, float *d_x, int n);
-ws_status ws_cross_forward(ws_model *m, const ws_cross_off *o, ws_attn_act *a, const float *x_in,
-                           int n, const float *keys, int n_keys);
-ws_status ws_cross_backward(ws_model *m, const ws_cross_off *o, ws_attn_act *a,
-                            const float *x_in, float *d_x, int n, const float *keys,
-                            float *d_keys, int n_keys);
+ * backward takes d_x = ∂L/∂x_out and turns it into ∂L/∂x_in in place.
+ * Mixer sub-blocks: keys NULL in SELF mode; d_keys accumulates (CROSS mode). */
+ws_status ws_mix_forward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+                         const float *keys);
+ws_status ws_mix_backward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+                          float *d_x, const float *keys, float *d_keys);
 ws_status ws_mlp_forward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
                          int n);
 ws_status ws_mlp_backward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,

@@ -12,6 +12,10 @@
  *   ext.{l}.ln1.g/.b  ext.{l}.cross.q/.kv/.out as above
  *   ext.{l}.ln2.g/.b  ext.{l}.mlp.fc/.proj as above
  *   ext.ln.g/.b [d]   ext.head.w [1,d]  ext.head.b [1]
+ * Mixers (mixer.h) register their own tensors in place of self.qkv/.out (upd.{l}.self.*)
+ * and cross.q/.kv/.out (ext.{l}.cross.*); an Updater variant (rmc) registers its
+ * own upd.* in place of the layer stack and upd.ln; a readout variant (rn) its own
+ * tensors in place of ext.head.
  * Linear weights are [out, in] (y = x Wᵀ + b). In qkv/kv the rows are Q, K, V in
  * that order; head h owns columns [h·d_h, (h+1)·d_h) of each. Weight decay applies
  * to the .w of projections (qkv, q, kv, out, fc, proj, raw, head). */
@@ -20,13 +24,9 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct {
-    ws_tensor_info *table;
-    int n;
-    size_t total;
-} layout;
+#include "mixer.h"
 
-static void add(layout *L, const char *name, int rows, int cols, int decay)
+void ws_layout_add(ws_param_layout *L, const char *name, int rows, int cols, int decay)
 {
     if (L->table) {
         ws_tensor_info *t = &L->table[L->n];
@@ -43,87 +43,104 @@ static void add(layout *L, const char *name, int rows, int cols, int decay)
     L->total += (size_t)(rows > 0 ? rows : 1) * (size_t)cols;
 }
 
-static void add_ln(layout *L, const char *prefix, int d)
+void ws_layout_add_ln(ws_param_layout *L, const char *prefix, int d)
 {
     char name[48];
     snprintf(name, sizeof name, "%s.g", prefix);
-    add(L, name, 0, d, 0);
+    ws_layout_add(L, name, 0, d, 0);
     snprintf(name, sizeof name, "%s.b", prefix);
-    add(L, name, 0, d, 0);
+    ws_layout_add(L, name, 0, d, 0);
 }
 
-static void add_linear(layout *L, const char *prefix, int out, int in)
+void ws_layout_add_linear(ws_param_layout *L, const char *prefix, int out, int in)
 {
     char name[48];
     snprintf(name, sizeof name, "%s.w", prefix);
-    add(L, name, out, in, 1);
+    ws_layout_add(L, name, out, in, 1);
     snprintf(name, sizeof name, "%s.b", prefix);
-    add(L, name, 0, out, 0);
+    ws_layout_add(L, name, 0, out, 0);
 }
 
-/* Cross-attention and MLP sub-blocks, shared by Updater and Extractor layers. */
-static void add_cross(layout *L, const char *prefix, int d)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s.cross.q", prefix);
-    add_linear(L, name, d, d);
-    snprintf(name, sizeof name, "%s.cross.kv", prefix);
-    add_linear(L, name, 2 * d, d);
-    snprintf(name, sizeof name, "%s.cross.out", prefix);
-    add_linear(L, name, d, d);
-}
-
-static void add_mlp(layout *L, const char *prefix, int d)
+static void add_mlp(ws_param_layout *L, const char *prefix, int d)
 {
     char name[48];
     snprintf(name, sizeof name, "%s.mlp.fc", prefix);
-    add_linear(L, name, 4 * d, d);
+    ws_layout_add_linear(L, name, 4 * d, d);
     snprintf(name, sizeof name, "%s.mlp.proj", prefix);
-    add_linear(L, name, d, 4 * d);
+    ws_layout_add_linear(L, name, d, 4 * d);
 }
 
-static void add_sub(layout *L, const char *prefix, const char *what, int d)
+/* "<layer>.<what>" LayerNorm, e.g. upd.0.ln1 */
+static void add_sub_ln(ws_param_layout *L, const char *layer, const char *what, int d)
 {
     char name[48];
-    snprintf(name, sizeof name, "%s.%s", prefix, what);
-    add_ln(L, name, d);
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    ws_layout_add_ln(L, name, d);
+}
+
+/* The mixer of one sub-block, under "<layer>.<what>". */
+static void add_mixer(ws_param_layout *L, const ws_mixer *mx, const char *layer,
+                      const char *what, const ws_model_config *c, ws_mix_mode mode)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    mx->layout(L, name, c, mode);
+}
+
+static void add_updater(ws_param_layout *L, const ws_model_config *c)
+{
+    const ws_updater_variant *v = ws_updater_variant_find(c->upd_mixer);
+    if (v) {
+        v->layout(L, c);
+        return;
+    }
+    const ws_mixer *self = ws_mixer_find(c->upd_mixer), *mha = ws_mixer_find(WS_MIXER_MHA);
+    char p[32];
+    for (int l = 0; l < c->n_upd_layers; l++) {
+        snprintf(p, sizeof p, "upd.%d", l);
+        add_sub_ln(L, p, "ln1", c->d);
+        add_mixer(L, self, p, "self", c, WS_MIX_SELF);
+        add_sub_ln(L, p, "ln2", c->d);
+        add_mixer(L, mha, p, "cross", c, WS_MIX_CROSS);
+        add_sub_ln(L, p, "ln3", c->d);
+        add_mlp(L, p, c->d);
+    }
+    if (c->state_norm) ws_layout_add_ln(L, "upd.ln", c->d);
+}
+
+static void add_extractor(ws_param_layout *L, const ws_model_config *c)
+{
+    const ws_readout_variant *readout = ws_readout_variant_find(c->ext_mixer);
+    const ws_mixer *cross = readout ? ws_mixer_find(WS_MIXER_MHA) : ws_mixer_find(c->ext_mixer);
+    char p[32];
+    for (int l = 0; l < c->n_ext_layers; l++) {
+        snprintf(p, sizeof p, "ext.%d", l);
+        add_sub_ln(L, p, "ln1", c->d);
+        add_mixer(L, cross, p, "cross", c, WS_MIX_CROSS);
+        add_sub_ln(L, p, "ln2", c->d);
+        add_mlp(L, p, c->d);
+    }
+    ws_layout_add_ln(L, "ext.ln", c->d);
+    if (readout)
+        readout->layout(L, c);
+    else
+        ws_layout_add_linear(L, "ext.head", 1, c->d);
 }
 
 int ws_params_layout(const ws_model_config *c, ws_tensor_info *table, size_t *total)
 {
-    layout L = {.table = table};
+    ws_param_layout L = {.table = table};
     int d = c->d;
-    char p[32], name[48];
-    add(&L, "embed.sym", c->vocab_cap + c->n_overflow, d, 0);
-    add(&L, "embed.slot", c->max_fact_len, d, 0);
-    add(&L, "embed.val", 2, d, 0);
-    if (c->d_raw > 0) add(&L, "embed.raw", d, c->d_raw, 1);
-    add_ln(&L, "embed.ln", d);
-    add(&L, "state.w0", c->n_state, d, 0);
-    add(&L, "state.pos", c->n_state, d, 0);
-    add(&L, "ctx.null", 1, d, 0);
-    for (int l = 0; l < c->n_upd_layers; l++) {
-        snprintf(p, sizeof p, "upd.%d", l);
-        add_sub(&L, p, "ln1", d);
-        snprintf(name, sizeof name, "%s.self.qkv", p);
-        add_linear(&L, name, 3 * d, d);
-        snprintf(name, sizeof name, "%s.self.out", p);
-        add_linear(&L, name, d, d);
-        add_sub(&L, p, "ln2", d);
-        add_cross(&L, p, d);
-        add_sub(&L, p, "ln3", d);
-        add_mlp(&L, p, d);
-    }
-    if (c->state_norm) add_ln(&L, "upd.ln", d);
-    for (int l = 0; l < c->n_ext_layers; l++) {
-        snprintf(p, sizeof p, "ext.%d", l);
-        add_sub(&L, p, "ln1", d);
-        add_cross(&L, p, d);
-        add_sub(&L, p, "ln2", d);
-        add_mlp(&L, p, d);
-    }
-    add_ln(&L, "ext.ln", d);
-    add_linear(&L, "ext.head", 1, d);
+    ws_layout_add(&L, "embed.sym", c->vocab_cap + c->n_overflow, d, 0);
+    ws_layout_add(&L, "embed.slot", c->max_fact_len, d, 0);
+    ws_layout_add(&L, "embed.val", 2, d, 0);
+    if (c->d_raw > 0) ws_layout_add(&L, "embed.raw", d, c->d_raw, 1);
+    ws_layout_add_ln(&L, "embed.ln", d);
+    ws_layout_add(&L, "state.w0", c->n_state, d, 0);
+    ws_layout_add(&L, "state.pos", c->n_state, d, 0);
+    ws_layout_add(&L, "ctx.null", 1, d, 0);
+    add_updater(&L, c);
+    add_extractor(&L, c);
     if (total) *total = L.total;
     return L.n;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_internal.h"
+#include "mixer.h"
 
 typedef struct {
     char *base; /* NULL: only measure */
@@ -47,15 +47,17 @@ static void layout_ln(ws_ln_act *a, carve *c, size_t n, size_t d, int with_out)
     a->rstd = take_f(c, n);
 }
 
-static void layout_attn(ws_attn_act *a, carve *c, size_t n, size_t n_keys, size_t d,
-                        size_t n_probs, int self)
+/* A mixer sub-block: LN, the mixer's activations, the output; records the
+ * largest backward scratch any mixer use needs. */
+static void layout_mix(ws_plan *p, ws_mix_act *a, carve *c, const ws_model_config *cfg,
+                       const ws_mix_off *o)
 {
+    size_t d = (size_t)cfg->d, n = (size_t)a->shape.n;
     layout_ln(&a->ln, c, n, d, 1);
-    a->q = take_f(c, n * (self ? 3 : 1) * d);
-    a->kv = self ? NULL : take_f(c, n_keys * 2 * d);
-    a->att = take_f(c, n * d);
-    a->probs = take_f(c, n_probs);
+    a->mix = take_f(c, o->mixer->act_floats(cfg, (ws_mix_mode)o->mode, &a->shape));
     a->x_out = take_f(c, n * d);
+    size_t scratch = o->mixer->scratch_floats(cfg, (ws_mix_mode)o->mode, &a->shape);
+    if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
 }
 
 static void layout_mlp(ws_mlp_act *a, carve *c, size_t n, size_t d)
@@ -68,24 +70,35 @@ static void layout_mlp(ws_mlp_act *a, carve *c, size_t n, size_t d)
 
 static void layout_acts(ws_model *m, ws_plan *p, carve *c)
 {
-    size_t d = m->cfg.d, h = m->cfg.n_heads, T = m->cfg.n_state;
-    size_t ns = p->n_state_rows, nq = p->n_query;
+    size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
+    const ws_param_offsets *o = &m->off;
+    p->mix_scratch_floats = 0;
     p->u = take_f(c, p->n_facts * d);
     p->tok = take_f(c, p->n_facts * d);
     layout_ln(&p->fact_ln, c, p->n_facts, d, 0);
     p->ctx = take_f(c, p->n_ctx * d);
     p->x0 = take_f(c, ns * d);
-    for (int l = 0; l < m->cfg.n_upd_layers; l++) {
-        layout_attn(&p->upd[l].self, c, ns, ns, d, ns * h * T, 1);
-        layout_attn(&p->upd[l].cross, c, ns, p->n_ctx, d, h * T * p->n_ctx, 0);
+    if (m->upd_variant) {
+        p->upd_variant_act = take_f(c, m->upd_variant->act_floats(m, p));
+        size_t scratch = m->upd_variant->scratch_floats(m, p);
+        if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
+    }
+    for (int l = 0; !m->upd_variant && l < m->cfg.n_upd_layers; l++) {
+        layout_mix(p, &p->upd[l].self, c, &m->cfg, &o->upd[l].self);
+        layout_mix(p, &p->upd[l].cross, c, &m->cfg, &o->upd[l].cross);
         layout_mlp(&p->upd[l].mlp, c, ns, d);
     }
     layout_ln(&p->state_ln, c, ns, d, 0);
     for (int l = 0; l < m->cfg.n_ext_layers; l++) {
-        layout_attn(&p->ext[l].cross, c, nq, ns, d, h * T * nq, 0);
+        layout_mix(p, &p->ext[l].cross, c, &m->cfg, &o->ext[l].cross);
         layout_mlp(&p->ext[l].mlp, c, nq, d);
     }
     layout_ln(&p->out_ln, c, nq, d, 1);
+    if (m->readout) {
+        p->readout_act = take_f(c, m->readout->act_floats(m, p));
+        size_t scratch = m->readout->scratch_floats(m, p);
+        if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
+    }
     p->logits = take_f(c, nq);
     p->loss = take_f(c, 1);
     m->probs_dev = take_f(c, nq);
@@ -94,7 +107,7 @@ static void layout_acts(ws_model *m, ws_plan *p, carve *c)
 static void layout_grads(ws_model *m, ws_plan *p, carve *c)
 {
     size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
-    size_t rows = ns > nq ? ns : nq, keys = ns > (size_t)p->n_ctx ? ns : (size_t)p->n_ctx;
+    size_t rows = ns > nq ? ns : nq;
     p->d_u = take_f(c, p->n_facts * d);
     p->d_tok = take_f(c, p->n_facts * d);
     p->d_ctx = take_f(c, p->n_ctx * d);
@@ -103,11 +116,9 @@ static void layout_grads(ws_model *m, ws_plan *p, carve *c)
     p->d_lno = take_f(c, nq * d);
     p->d_logits = take_f(c, nq);
     p->scratch.d_ln = take_f(c, rows * d);
-    p->scratch.d_att = take_f(c, rows * d);
-    p->scratch.d_q = take_f(c, rows * 3 * d);
-    p->scratch.d_kv = take_f(c, keys * 2 * d);
     p->scratch.d_act = take_f(c, rows * 4 * d);
     p->scratch.d_fc = take_f(c, rows * 4 * d);
+    p->scratch.mix = take_f(c, p->mix_scratch_floats);
 }
 
 /* memcpy that accepts an empty, never-allocated source (NULL is UB even for 0). */
@@ -160,24 +171,43 @@ static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
     }
 }
 
-/* Points every attention sub-block at its segments and records launch bounds. */
-static void set_segments(ws_model *m, ws_plan *p, const ws_batch *b)
+static size_t pairs(const ws_attn_seg *segs, int n)
 {
-    int T = m->cfg.n_state, max_instr = 0, max_query = 0;
-    for (int t = 0; t < b->n_traj; t++) {
-        if (b->n_instr[t] > max_instr) max_instr = b->n_instr[t];
-        if (b->n_query[t] > max_query) max_query = b->n_query[t];
-    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (size_t)segs[i].q_len * (size_t)segs[i].k_len;
+    return total;
+}
+
+/* The row shapes of every mixer sub-block: segments (device and host copies),
+ * launch bounds and pair counts. Needs the host inputs filled. */
+static void set_shapes(ws_model *m, ws_plan *p)
+{
+    int T = m->cfg.n_state;
+    ws_mix_shape self = {p->n_state_rows, p->n_state_rows, p->seg_self, p->seg_self_host, p->B,
+                         T, T, pairs(p->seg_self_host, p->B)};
+    ws_mix_shape cross = {p->n_state_rows, p->n_ctx, p->seg_cross, p->seg_cross_host, p->B, T,
+                          1 + p->max_instr, pairs(p->seg_cross_host, p->B)};
+    ws_mix_shape ext = {p->n_query, p->n_state_rows, p->seg_ext, p->seg_ext_host, p->n_ext_segs,
+                        p->max_query, T, pairs(p->seg_ext_host, p->n_ext_segs)};
     for (int l = 0; l < m->cfg.n_upd_layers; l++) {
-        ws_attn_act *a = &p->upd[l].self;
-        a->segs = p->seg_self, a->n_segs = p->B, a->max_q = T, a->max_k = T;
-        ws_attn_act *c = &p->upd[l].cross;
-        c->segs = p->seg_cross, c->n_segs = p->B, c->max_q = T, c->max_k = 1 + max_instr;
+        p->upd[l].self.shape = self;
+        p->upd[l].cross.shape = cross;
     }
-    for (int l = 0; l < m->cfg.n_ext_layers; l++) {
-        ws_attn_act *c = &p->ext[l].cross;
-        c->segs = p->seg_ext, c->n_segs = p->n_ext_segs, c->max_q = max_query, c->max_k = T;
-    }
+    for (int l = 0; l < m->cfg.n_ext_layers; l++) p->ext[l].cross.shape = ext;
+}
+
+static ws_status grow_arena(ws_model *m, size_t total, ws_error *err)
+{
+    if (total <= m->arena_bytes) return WS_OK;
+    ws_backend_release(m->be, m->arena);
+    m->arena = NULL;
+    m->arena_bytes = 0;
+    size_t want = total + total / 4; /* headroom: shapes vary step to step */
+    if (ws_backend_alloc(m->be, want, &m->arena) != WS_OK)
+        return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
+                            want);
+    m->arena_bytes = want;
+    return WS_OK;
 }
 
 ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *err)
@@ -190,40 +220,42 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
     p->n_ctx = p->B + p->n_instr;
     p->n_state_rows = p->B * m->cfg.n_state;
     p->has_raw = b->instr.n_raw + b->query.n_raw > 0;
+    p->max_instr = p->max_query = 0;
+    for (int t = 0; t < b->n_traj; t++) {
+        if (b->n_instr[t] > p->max_instr) p->max_instr = b->n_instr[t];
+        if (b->n_query[t] > p->max_query) p->max_query = b->n_query[t];
+    }
 
-    /* Measure the three regions, then grow the arena and staging if needed. */
+    /* Fill the host copy of the inputs first: the mixers size their memory
+     * from the segments. */
     carve c = {0};
     layout_inputs(p, &m->cfg, &c);
     size_t in_bytes = (c.off + 63) & ~(size_t)63;
-    layout_acts(m, p, &c);
-    size_t act_end = (c.off + 63) & ~(size_t)63;
-    if (train) layout_grads(m, p, &c);
-    size_t total = c.off;
-    if (total > m->arena_bytes) {
-        ws_backend_release(m->be, m->arena);
-        m->arena = NULL;
-        m->arena_bytes = 0;
-        size_t want = total + total / 4; /* headroom: shapes vary step to step */
-        if (ws_backend_alloc(m->be, want, &m->arena) != WS_OK)
-            return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
-                                want);
-        m->arena_bytes = want;
-    }
     if (in_bytes > m->staging_bytes) {
         void *s = realloc(m->staging, in_bytes);
         if (!s) return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate input staging");
         m->staging = s;
         m->staging_bytes = in_bytes;
     }
-
-    /* Fill the host copy of the inputs, then lay out for real on the device. */
     ws_plan host = *p;
     carve hc = {.base = m->staging};
     layout_inputs(&host, &m->cfg, &hc);
     fill_inputs(m, &host, b);
     p->n_ext_segs = host.n_ext_segs;
+    p->seg_self_host = host.seg_self;
+    p->seg_cross_host = host.seg_cross;
+    p->seg_ext_host = host.seg_ext;
+    set_shapes(m, p);
+
+    /* Measure activations and gradients, grow the arena, lay out for real. */
+    layout_acts(m, p, &c);
+    size_t act_end = (c.off + 63) & ~(size_t)63;
+    if (train) layout_grads(m, p, &c);
+    size_t total = c.off;
+    WS_TRY(grow_arena(m, total, err));
     carve dc = {.base = m->arena};
     layout_inputs(p, &m->cfg, &dc);
+    set_shapes(m, p); /* the device segment pointers are final now */
     layout_acts(m, p, &dc);
     if (train) {
         layout_grads(m, p, &dc);
@@ -231,7 +263,6 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
                              (total - act_end) / sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: cannot clear gradients");
     }
-    set_segments(m, p, b);
     if (ws_backend_upload(m->be, m->arena, m->staging, in_bytes) != WS_OK)
         return ws_error_set(err, WS_ERR_BACKEND, "model: input upload failed");
     return WS_OK;

@@ -1,9 +1,10 @@
 /* updater.c — W_t = U(W_{t-1}, I_t) (DESIGN §2):
  *   X = W_{t-1} + P  (W_0 for trajectories that start from it)
- *   per layer: X += MHA(LN X, LN X); X += MHA(LN X, C); X += MLP(LN X)
+ *   per layer: X += mixer(LN X) (MHA by default); X += MHA(LN X, C); X += MLP(LN X)
  *   W_t = LN_w(X)    (keeps the state bounded over long rollouts)
+ * or, for an Updater variant (rmc, mixer.h), W_t = variant(X, C, W_{t-1}).
  * W_{t-1} is a constant: no gradient flows into it, except into W_0. */
-#include "model_internal.h"
+#include "mixer.h"
 
 /* The residual stream after the last layer. */
 static const float *stream_out(const ws_model *m)
@@ -25,12 +26,13 @@ ws_status ws_updater_forward(ws_model *m, const float *w_prev, float *w_out)
         WS_TRY(be->ops->fill(be, p->x0, 0.0f, (size_t)n * d));
     WS_TRY(be->ops->embedding_forward(be, p->x0, WS_P(m, o->w0), p->ids_w0, n, 1, d, 1));
     WS_TRY(be->ops->embedding_forward(be, p->x0, WS_P(m, o->pos), p->ids_pos, n, 1, d, 1));
+    if (m->upd_variant) return m->upd_variant->forward(m, p->upd_variant_act, w_prev, w_out);
     const float *x = p->x0;
     for (int l = 0; l < m->cfg.n_upd_layers; l++) {
         const ws_upd_layer_off *lo = &o->upd[l];
         ws_upd_layer_act *la = &p->upd[l];
-        WS_TRY(ws_self_forward(m, &lo->self, &la->self, x, n));
-        WS_TRY(ws_cross_forward(m, &lo->cross, &la->cross, la->self.x_out, n, p->ctx, p->n_ctx));
+        WS_TRY(ws_mix_forward(m, &lo->self, &la->self, x, NULL));
+        WS_TRY(ws_mix_forward(m, &lo->cross, &la->cross, la->self.x_out, p->ctx));
         WS_TRY(ws_mlp_forward(m, &lo->mlp, &la->mlp, la->cross.x_out, n));
         x = la->mlp.x_out;
     }
@@ -38,7 +40,8 @@ ws_status ws_updater_forward(ws_model *m, const float *w_prev, float *w_out)
     return be->ops->copy(be, w_out, x, (size_t)n * d * sizeof(float));
 }
 
-ws_status ws_updater_backward(ws_model *m)
+/* ∂L/∂W_t (p->d_w) back through LN_w and the layers into ∂L/∂X_0 (p->d_x). */
+static ws_status layers_backward(ws_model *m)
 {
     ws_backend *be = m->be;
     ws_plan *p = &m->plan;
@@ -53,10 +56,24 @@ ws_status ws_updater_backward(ws_model *m)
         ws_upd_layer_act *la = &p->upd[l];
         const float *x_in = l > 0 ? p->upd[l - 1].mlp.x_out : p->x0;
         WS_TRY(ws_mlp_backward(m, &lo->mlp, &la->mlp, la->cross.x_out, p->d_x, n));
-        WS_TRY(ws_cross_backward(m, &lo->cross, &la->cross, la->self.x_out, p->d_x, n, p->ctx,
-                                 p->d_ctx, p->n_ctx));
-        WS_TRY(ws_self_backward(m, &lo->self, &la->self, x_in, p->d_x, n));
+        WS_TRY(ws_mix_backward(m, &lo->cross, &la->cross, la->self.x_out, p->d_x, p->ctx,
+                               p->d_ctx));
+        WS_TRY(ws_mix_backward(m, &lo->self, &la->self, x_in, p->d_x, NULL, NULL));
     }
+    return WS_OK;
+}
+
+/* The variant (rmc) fills p->d_x = ∂L/∂X_0 itself; both paths end in W_0 and P. */
+ws_status ws_updater_backward(ws_model *m)
+{
+    ws_backend *be = m->be;
+    ws_plan *p = &m->plan;
+    const ws_param_offsets *o = &m->off;
+    int d = m->cfg.d, n = p->n_state_rows;
+    if (m->upd_variant)
+        WS_TRY(m->upd_variant->backward(m, p->upd_variant_act, p->scratch.mix));
+    else
+        WS_TRY(layers_backward(m));
     WS_TRY(be->ops->embedding_backward(be, WS_G(m, o->w0), p->d_x, p->ids_w0, n, 1, d));
     return be->ops->embedding_backward(be, WS_G(m, o->pos), p->d_x, p->ids_pos, n, 1, d);
 }

@@ -13,28 +13,14 @@
 
 cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
 {
-    cJSON *o = cJSON_CreateObject();
-    for (int i = 0; o && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
-        const ws_model_config_field *f = &ws_model_config_fields[i];
-        cJSON_AddNumberToObject(o, f->key, *(const int *)((const char *)cfg + f->off));
-    }
-    return o;
+    return ws_model_config_to_json(cfg);
 }
 
 static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
 {
     *cfg = ws_model_config_default();
     if (!obj) return WS_OK;
-    if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "config must be an object");
-    for (const cJSON *it = obj->child; it; it = it->next) {
-        int i = 0;
-        while (i < WS_MODEL_CONFIG_N_FIELDS && strcmp(ws_model_config_fields[i].key, it->string)) i++;
-        if (i == WS_MODEL_CONFIG_N_FIELDS) return ws_error_set(err, WS_ERR_INVALID, "unknown config field \"%s\"", it->string);
-        int64_t v;
-        WS_TRY(ws_json_int(it, 0, 1 << 24, &v, it->string, err));
-        *(int *)((char *)cfg + ws_model_config_fields[i].off) = (int)v;
-    }
-    WS_TRY(ws_model_config_validate(cfg, err));
+    WS_TRY(ws_model_config_from_json(obj, 0, cfg, err));
     /* Keep a model the engine can hold next to others: bound its parameters. */
     if ((int64_t)cfg->d * cfg->d * (cfg->n_upd_layers + cfg->n_ext_layers) > (int64_t)64 << 20)
         return ws_error_set(err, WS_ERR_INVALID, "config: model too large for this server (d^2 * layers > 64M)");

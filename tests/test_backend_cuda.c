@@ -671,9 +671,9 @@ static void test_adamw(void **state)
 
 static ws_model_config model_config(void)
 {
-    ws_model_config c = {.d = 32, .n_heads = 4, .n_state = 8, .n_upd_layers = 2,
-                         .n_ext_layers = 2, .max_fact_len = 3, .vocab_cap = 20,
-                         .n_overflow = 4, .d_raw = 5, .state_norm = 1};
+    ws_model_config c = ws_model_config_default();
+    c.d = 32, c.n_heads = 4, c.n_state = 8, c.n_upd_layers = 2, c.n_ext_layers = 2;
+    c.max_fact_len = 3, c.vocab_cap = 20, c.n_overflow = 4, c.d_raw = 5, c.state_norm = 1;
     return c;
 }
 

@@ -383,32 +383,32 @@ static const damage damages[] = {
      .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"state_norm\":1}",
-     .code = WS_ERR_FORMAT, .needle = "missing key 'd_raw'"},
+     .code = WS_ERR_FORMAT, .needle = "missing field \"d_raw\""},
     {.what = "config string value", .meta_key = "config",
      .meta_value = "{\"d\":\"16\",\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1}",
-     .code = WS_ERR_FORMAT, .needle = "'d' is not an integer"},
+     .code = WS_ERR_FORMAT, .needle = "d must be an integer"},
     {.what = "config fractional value", .meta_key = "config",
      .meta_value = "{\"d\":16,\"n_heads\":2.5,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1}",
-     .code = WS_ERR_FORMAT, .needle = "'n_heads' is not an integer"},
+     .code = WS_ERR_FORMAT, .needle = "n_heads must be an integer"},
     {.what = "config huge value", .meta_key = "config",
      .meta_value = "{\"d\":1e12,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1}",
-     .code = WS_ERR_FORMAT, .needle = "'d' is not an integer"},
+     .code = WS_ERR_FORMAT, .needle = "d must be an integer"},
     {.what = "config unknown key", .meta_key = "config",
      .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1,\"rope\":1}",
-     .code = WS_ERR_FORMAT, .needle = "unknown key 'rope'"},
+     .code = WS_ERR_FORMAT, .needle = "unknown field \"rope\""},
     {.what = "config duplicate key", .meta_key = "config",
      .meta_value = "{\"d\":16,\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1}",
-     .code = WS_ERR_FORMAT, .needle = "'d' appears twice"},
+     .code = WS_ERR_FORMAT, .needle = "field \"d\" appears twice"},
     {.what = "config invalid (heads)", .meta_key = "config",
      .meta_value = "{\"d\":16,\"n_heads\":3,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"

@@ -22,6 +22,7 @@
  *
  * Runs on the CPU backend, and also on the automatic backend when that is another
  * one (CUDA). Prints every tensor over the tolerance and the worst tensor. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,18 +120,13 @@ static ws_model_config read_config(const ws_st_file *f)
 {
     const char *j = ws_st_meta(f, "config");
     assert_non_null(j);
-    ws_model_config c = {
-        .d = (int)json_number(j, "d"),
-        .n_heads = (int)json_number(j, "n_heads"),
-        .n_state = (int)json_number(j, "n_state"),
-        .n_upd_layers = (int)json_number(j, "n_upd_layers"),
-        .n_ext_layers = (int)json_number(j, "n_ext_layers"),
-        .max_fact_len = (int)json_number(j, "max_fact_len"),
-        .vocab_cap = (int)json_number(j, "vocab_cap"),
-        .n_overflow = (int)json_number(j, "n_overflow"),
-        .d_raw = (int)json_number(j, "d_raw"),
-        .state_norm = (int)json_number(j, "state_norm"),
-    };
+    cJSON *o = cJSON_Parse(j);
+    assert_non_null(o);
+    ws_model_config c;
+    ws_error err = {0};
+    ws_status st = ws_model_config_from_json(o, 1, &c, &err);
+    cJSON_Delete(o);
+    if (st != WS_OK) fail_msg("golden config: %s", err.msg);
     return c;
 }
 

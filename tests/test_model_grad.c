@@ -11,9 +11,10 @@
 
 static ws_model_config tiny_config(int state_norm)
 {
-    ws_model_config c = {.d = 8, .n_heads = 2, .n_state = 3, .n_upd_layers = 2,
-                         .n_ext_layers = 2, .max_fact_len = 3, .vocab_cap = 6,
-                         .n_overflow = 2, .d_raw = 3, .state_norm = state_norm};
+    ws_model_config c = ws_model_config_default();
+    c.d = 8, c.n_heads = 2, c.n_state = 3, c.n_upd_layers = 2, c.n_ext_layers = 2;
+    c.max_fact_len = 3, c.vocab_cap = 6, c.n_overflow = 2, c.d_raw = 3;
+    c.state_norm = state_norm;
     return c;
 }
 

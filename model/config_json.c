@@ -1,0 +1,87 @@
+/* config_json.c — ws_model_config to and from JSON, the one spelling that
+ * checkpoints ("config" metadata) and the server's API share. */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "model.h"
+
+static void *field(ws_model_config *c, int i)
+{
+    return (char *)c + ws_model_config_fields[i].off;
+}
+
+cJSON *ws_model_config_to_json(const ws_model_config *cfg)
+{
+    cJSON *o = cJSON_CreateObject();
+    ws_model_config c = *cfg;
+    for (int i = 0; o && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
+        const ws_model_config_field *f = &ws_model_config_fields[i];
+        cJSON *v = NULL;
+        if (f->type == WS_CFG_MIXER) {
+            const char *name = ws_mixer_name(*(int *)field(&c, i));
+            v = cJSON_AddStringToObject(o, f->key, name ? name : "?");
+        } else if (f->type == WS_CFG_FLOAT) {
+            v = cJSON_AddNumberToObject(o, f->key, *(float *)field(&c, i));
+        } else {
+            v = cJSON_AddNumberToObject(o, f->key, *(int *)field(&c, i));
+        }
+        if (!v) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+static ws_status set_field(ws_model_config *c, int i, const cJSON *it, ws_error *err)
+{
+    const ws_model_config_field *f = &ws_model_config_fields[i];
+    if (f->type == WS_CFG_MIXER) {
+        int kind = cJSON_IsString(it) ? ws_mixer_kind_of(it->valuestring) : -1;
+        if (kind < 0)
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "config: %s must be one of \"mha\", \"simplicial2\", "
+                                "\"compositional\", \"rmc\", \"rn\"",
+                                f->key);
+        *(int *)field(c, i) = kind;
+    } else if (f->type == WS_CFG_FLOAT) {
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || fabs(it->valuedouble) > 1e30)
+            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be a finite number", f->key);
+        *(float *)field(c, i) = (float)it->valuedouble;
+    } else {
+        if (!cJSON_IsNumber(it) || !(it->valuedouble >= INT_MIN && it->valuedouble <= INT_MAX) ||
+            it->valuedouble != (double)(int)it->valuedouble)
+            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be an integer", f->key);
+        *(int *)field(c, i) = (int)it->valuedouble;
+    }
+    return WS_OK;
+}
+
+ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_config *c,
+                                    ws_error *err)
+{
+    *c = ws_model_config_default();
+    if (!cJSON_IsObject(o)) return ws_error_set(err, WS_ERR_INVALID, "config must be an object");
+    int seen[WS_MODEL_CONFIG_N_FIELDS] = {0};
+    for (const cJSON *it = o->child; it; it = it->next) {
+        int i = 0;
+        while (i < WS_MODEL_CONFIG_N_FIELDS && strcmp(ws_model_config_fields[i].key, it->string))
+            i++;
+        /* A field this build does not know describes a different model. */
+        if (i == WS_MODEL_CONFIG_N_FIELDS)
+            return ws_error_set(err, WS_ERR_INVALID, "config: unknown field \"%.40s\"",
+                                it->string);
+        if (seen[i])
+            return ws_error_set(err, WS_ERR_INVALID, "config: field \"%s\" appears twice",
+                                it->string);
+        seen[i] = 1;
+        WS_TRY(set_field(c, i, it, err));
+    }
+    for (int i = 0; need_required && i < WS_MODEL_CONFIG_N_FIELDS; i++)
+        if (ws_model_config_fields[i].required && !seen[i])
+            return ws_error_set(err, WS_ERR_INVALID, "config: missing field \"%s\"",
+                                ws_model_config_fields[i].key);
+    return ws_model_config_validate(c, err);
+}

@@ -1,0 +1,33 @@
+/* mixer.c — the registry of mixers by kind (mixer.h). A mixer joins by adding
+ * its table here. */
+#include "mixer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+extern const ws_mixer ws_mixer_mha;
+
+static const ws_mixer *const block_mixers[] = {&ws_mixer_mha};
+static const ws_updater_variant *const updater_variants[] = {NULL};
+static const ws_readout_variant *const readout_variants[] = {NULL};
+
+#define FIND(table, kind)                                                  \
+    for (size_t i = 0; i < sizeof(table) / sizeof((table)[0]); i++)       \
+        if ((table)[i] && (table)[i]->kind == (kind)) return (table)[i];  \
+    return NULL
+
+const ws_mixer *ws_mixer_find(int kind) { FIND(block_mixers, kind); }
+const ws_updater_variant *ws_updater_variant_find(int kind) { FIND(updater_variants, kind); }
+const ws_readout_variant *ws_readout_variant_find(int kind) { FIND(readout_variants, kind); }
+
+size_t ws_model_param_off(const ws_model *m, const char *prefix, const char *suffix)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
+    if (!t) {
+        fprintf(stderr, "model: missing parameter %s\n", name);
+        abort();
+    }
+    return t->offset;
+}

@@ -31,6 +31,36 @@ from torch import nn
 CONFIG_KEYS = ("d", "n_heads", "n_state", "n_upd_layers", "n_ext_layers", "max_fact_len",
                "vocab_cap", "n_overflow", "d_raw", "state_norm")
 
+# The mixer fields (model/model.h) and their defaults (model/config.c).
+MIXER_DEFAULTS = {"upd_mixer": "mha", "ext_mixer": "mha", "s2_virtual": 2, "s2_heads": 1,
+                  "s2_dim": 32, "s2_tau": 1.0, "comp_searches": 4, "comp_retrievals": 2,
+                  "comp_dim": 16, "rn_width": 64, "rn_layers": 2}
+
+# Mixers by name (model/mixer.h). A block mixer provides
+#   layout(add, linear, ln, prefix, cfg, mode)     its tensors "<prefix>.<name>" in C order
+#   forward(model, x, keys, key_mask, prefix, mode) -> [B, Lq, d]
+# (mode "self" or "cross"; x is the LayerNorm'd query side [B, Lq, d], keys [B, Lk, d],
+# key_mask [B, Lk] bool or None); an Updater variant (kind "updater")
+#   layout(add, linear, ln, cfg)  and  updater(model, X, C, cmask, M_prev) -> W_t [B, T, d]
+# (X = M_prev + state.pos, M_prev = W_{t-1} or W_0 per trajectory); a readout variant
+# (kind "readout")  layout(add, linear, ln, cfg)  and  readout(model, q, w, traj) -> [N_q]
+# (q = LN_o(Q) rows [N_q, d], w [B, T, d], traj [N_q] the trajectory of each query).
+# Mixer modules register themselves here (tests/reference/mix_*.py).
+MIXERS = {}
+
+
+def register_mixer(name, module):
+    MIXERS[name] = module
+
+
+def full_config(cfg):
+    """cfg with every field: integers, the mixer names as strings, s2_tau a float."""
+    out = {k: int(cfg[k]) for k in CONFIG_KEYS}
+    for k, v in MIXER_DEFAULTS.items():
+        val = cfg.get(k, v)
+        out[k] = val if isinstance(v, str) else type(v)(val)
+    return out
+
 LN_EPS = 1e-5
 
 
@@ -51,10 +81,19 @@ def param_layout(cfg):
         add(prefix + ".w", (n_out, n_in), True)
         add(prefix + ".b", (n_out,))
 
-    def cross(prefix):
-        linear(prefix + ".cross.q", d, d)
-        linear(prefix + ".cross.kv", 2 * d, d)
-        linear(prefix + ".cross.out", d, d)
+    def mixer(name, prefix, mode):
+        if name == "mha":
+            if mode == "self":
+                linear(prefix + ".qkv", 3 * d, d)
+            else:
+                linear(prefix + ".q", d, d)
+                linear(prefix + ".kv", 2 * d, d)
+            linear(prefix + ".out", d, d)
+        else:
+            MIXERS[name].layout(add, linear, ln, prefix, cfg, mode)
+
+    upd_variant = getattr(MIXERS.get(cfg["upd_mixer"]), "kind", None) == "updater"
+    readout = getattr(MIXERS.get(cfg["ext_mixer"]), "kind", None) == "readout"
 
     def mlp(prefix):
         linear(prefix + ".mlp.fc", 4 * d, d)
@@ -69,25 +108,30 @@ def param_layout(cfg):
     add("state.w0", (T, d))
     add("state.pos", (T, d))
     add("ctx.null", (1, d))
-    for l in range(cfg["n_upd_layers"]):
-        p = f"upd.{l}"
-        ln(p + ".ln1")
-        linear(p + ".self.qkv", 3 * d, d)
-        linear(p + ".self.out", d, d)
-        ln(p + ".ln2")
-        cross(p)
-        ln(p + ".ln3")
-        mlp(p)
-    if cfg["state_norm"]:
-        ln("upd.ln")
+    if upd_variant:
+        MIXERS[cfg["upd_mixer"]].layout(add, linear, ln, cfg)
+    else:
+        for l in range(cfg["n_upd_layers"]):
+            p = f"upd.{l}"
+            ln(p + ".ln1")
+            mixer(cfg["upd_mixer"], p + ".self", "self")
+            ln(p + ".ln2")
+            mixer("mha", p + ".cross", "cross")
+            ln(p + ".ln3")
+            mlp(p)
+        if cfg["state_norm"]:
+            ln("upd.ln")
     for l in range(cfg["n_ext_layers"]):
         p = f"ext.{l}"
         ln(p + ".ln1")
-        cross(p)
+        mixer("mha" if readout else cfg["ext_mixer"], p + ".cross", "cross")
         ln(p + ".ln2")
         mlp(p)
     ln("ext.ln")
-    linear("ext.head", 1, d)
+    if readout:
+        MIXERS[cfg["ext_mixer"]].layout(add, linear, ln, cfg)
+    else:
+        linear("ext.head", 1, d)
     return out
 
 
@@ -114,7 +158,7 @@ def pad_ragged(rows, counts):
 class WSRef(nn.Module):
     def __init__(self, cfg, dtype=torch.float64):
         super().__init__()
-        self.cfg = {k: int(cfg[k]) for k in CONFIG_KEYS}
+        self.cfg = full_config(cfg)
         c = self.cfg
         assert c["d"] % c["n_heads"] == 0
         self.layout = param_layout(c)
@@ -188,13 +232,23 @@ class WSRef(nn.Module):
         o = torch.matmul(torch.softmax(s, dim=-1), v)
         return o.transpose(1, 2).reshape(B, Lq, d)
 
-    def cross_block(self, x, keys, key_mask, prefix, ln_name):
+    def mix(self, name, x, keys, key_mask, prefix, mode):
+        """The branch of a mixer sub-block (x LayerNorm'd; keys is x in self mode)."""
+        if name != "mha":
+            return MIXERS[name].forward(self, x, keys, key_mask, prefix, mode)
         d = self.cfg["d"]
+        if mode == "self":
+            qkv = self.lin(x, prefix + ".qkv")
+            a = self.mha(qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:], None)
+        else:
+            q = self.lin(x, prefix + ".q")
+            kv = self.lin(keys, prefix + ".kv")
+            a = self.mha(q, kv[..., :d], kv[..., d:], key_mask)
+        return self.lin(a, prefix + ".out")
+
+    def cross_block(self, x, keys, key_mask, prefix, ln_name, mixer="mha"):
         h = self.ln(x, prefix + "." + ln_name)
-        q = self.lin(h, prefix + ".cross.q")
-        kv = self.lin(keys, prefix + ".cross.kv")
-        a = self.mha(q, kv[..., :d], kv[..., d:], key_mask)
-        return x + self.lin(a, prefix + ".cross.out")
+        return x + self.mix(mixer, h, keys, key_mask, prefix + ".cross", "cross")
 
     def mlp_block(self, x, prefix, ln_name):
         h = self.ln(x, prefix + "." + ln_name)
@@ -242,14 +296,16 @@ class WSRef(nn.Module):
         else:
             from_w0 = batch["from_w0"].bool()[:, None, None]
             X = torch.where(from_w0, w0, w_prev.detach().to(w0.dtype))
+        M_prev = X
         X = X + self.p("state.pos")
         C, cmask = self.context(batch)
+        variant = MIXERS.get(c["upd_mixer"])
+        if getattr(variant, "kind", None) == "updater":
+            return variant.updater(self, X, C, cmask, M_prev)
         for l in range(c["n_upd_layers"]):
             p = f"upd.{l}"
             h = self.ln(X, p + ".ln1")
-            qkv = self.lin(h, p + ".self.qkv")
-            X = X + self.lin(self.mha(qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:], None),
-                             p + ".self.out")
+            X = X + self.mix(c["upd_mixer"], h, h, None, p + ".self", "self")
             X = self.cross_block(X, C, cmask, p, "ln2")
             X = self.mlp_block(X, p, "ln3")
         return self.ln(X, "upd.ln") if c["state_norm"] else X
@@ -260,13 +316,19 @@ class WSRef(nn.Module):
             return w.new_zeros(0)
         f = self.embed_facts(batch["query_ids"], batch["query_raw_row"], batch.get("query_raw"))
         Q, qmask, (traj, pos) = pad_ragged(f, batch["n_query"].long())
+        readout = MIXERS.get(self.cfg["ext_mixer"])
+        readout = readout if getattr(readout, "kind", None) == "readout" else None
+        mixer = "mha" if readout else self.cfg["ext_mixer"]
         for l in range(self.cfg["n_ext_layers"]):
             p = f"ext.{l}"
-            Q = self.cross_block(Q, w, None, p, "ln1")  # keys: the T state tokens, all valid
+            # keys: the T state tokens, all valid
+            Q = self.cross_block(Q, w, None, p, "ln1", mixer)
             Q = self.mlp_block(Q, p, "ln2")
         # back to one row per query, in batch order
         q = Q.reshape(-1, Q.shape[-1]) if qmask is None else Q[traj, pos]
         q = self.ln(q, "ext.ln")
+        if readout:
+            return readout.readout(self, q, w, traj)
         return F.linear(q, self.p("ext.head.w"), self.p("ext.head.b"))[:, 0]
 
     @staticmethod

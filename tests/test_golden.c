@@ -23,6 +23,7 @@
  * Runs on the CPU backend, and also on the automatic backend when that is another
  * one (CUDA). Prints every tensor over the tolerance and the worst tensor. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,7 +346,15 @@ static void run_golden(const char *fname, ws_backend *be, const char *be_name)
     assert_int_equal(read_grad_norms(f, ref_norms, 16), steps);
 
     ws_model *m;
-    if (ws_model_new(&m, &c, be, 1, &err) != WS_OK) fail_msg("model: %s", err.msg);
+    if (ws_model_new(&m, &c, be, 1, &err) != WS_OK) {
+        /* A backend without a mixer's ops refuses such models; that is no failure
+         * of the other backend's golden comparison. */
+        if (strstr(err.msg, "has no ops for mixers") && strcmp(be_name, "cpu") != 0) {
+            ws_st_close(f);
+            skip();
+        }
+        fail_msg("model: %s", err.msg);
+    }
     set_params(m, f);
     ws_batch *b;
     assert_int_equal(ws_batch_new(&b, &c), WS_OK);
@@ -442,39 +451,44 @@ static void on_auto(const char *fname)
     ws_backend_free(be);
 }
 
-static void test_small_cpu(void **s)
-{
-    (void)s;
-    on_cpu("model_small.safetensors");
-}
+static void test_cpu(void **state) { on_cpu(*state); }
+static void test_auto(void **state) { on_auto(*state); }
 
-static void test_nonorm_cpu(void **s)
-{
-    (void)s;
-    on_cpu("model_nonorm.safetensors");
-}
-
-static void test_small_auto(void **s)
-{
-    (void)s;
-    on_auto("model_small.safetensors");
-}
-
-static void test_nonorm_auto(void **s)
-{
-    (void)s;
-    on_auto("model_nonorm.safetensors");
-}
-
+/* Every golden file model_*.safetensors in WS_GOLDEN_DIR (one per config the
+ * generator writes), on the CPU backend and on the automatic one. */
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_cpu),
-        cmocka_unit_test(test_nonorm_cpu),
-        cmocka_unit_test(test_small_auto),
-        cmocka_unit_test(test_nonorm_auto),
-    };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    static char names[64][128];
+    static char test_names[128][160];
+    struct CMUnitTest tests[128];
+    int n = 0;
+    DIR *dir = opendir(golden_dir());
+    if (!dir) {
+        fprintf(stderr, "cannot open golden directory %s\n", golden_dir());
+        return 1;
+    }
+    for (struct dirent *e; (e = readdir(dir)) != NULL && n < 64;) {
+        size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "model_", 6) != 0 || len < 12 || len >= sizeof names[0] ||
+            strcmp(e->d_name + len - 12, ".safetensors") != 0)
+            continue;
+        snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+    }
+    closedir(dir);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    if (n < 2) {
+        fprintf(stderr, "expected golden files model_*.safetensors in %s\n", golden_dir());
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++) {
+            struct CMUnitTest *t = &tests[2 * i + k];
+            snprintf(test_names[2 * i + k], sizeof test_names[0], "%.127s/%s", names[i],
+                     k ? "auto" : "cpu");
+            *t = (struct CMUnitTest){test_names[2 * i + k], k ? test_auto : test_cpu, NULL, NULL,
+                                     names[i]};
+        }
+    int rc = _cmocka_run_group_tests("golden", tests, (size_t)(2 * n), NULL, NULL);
     fflush(stderr);
     printf("golden: worst tensor overall %s, rel err %.3e (tolerance %.0e)\n", g_worst_name,
            g_worst, TOL);

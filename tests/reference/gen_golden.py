@@ -39,6 +39,14 @@ OPTIM = {"lr": 1e-2, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 
          "clip_norm": 1.0}
 STEPS = 3
 
+# One golden file per entry: (file name, config overrides of BASE_CFG). A mixer adds
+# its entries here (and imports its tests/reference/mix_<name>.py, which registers it
+# in ws_ref.MIXERS); tests/test_golden.c checks every tests/golden/model_*.safetensors.
+GOLDEN = [
+    ("model_small.safetensors", {"state_norm": 1}),
+    ("model_nonorm.safetensors", {"state_norm": 0}),
+]
+
 
 def f32(x):
     """Rounds to float32 and back to float64 (the file stores float32)."""
@@ -174,8 +182,8 @@ def main():
     torch.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     status = 0
-    for fname, norm in (("model_small.safetensors", 1), ("model_nonorm.safetensors", 0)):
-        cfg = dict(BASE_CFG, state_norm=norm)
+    for fname, overrides in GOLDEN:
+        cfg = dict(BASE_CFG, **overrides)
         tensors, meta, info, (model, batch, init) = generate(cfg)
         path = os.path.join(args.out, fname)
         if args.check:

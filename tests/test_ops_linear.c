@@ -1,6 +1,7 @@
 /* test_ops_linear.c — op-level proof tests for the matrix products of a backend:
  * gemm (every transpose combination, batches with strides and padded leading
- * dimensions, alpha/beta), ws_gemm_backward, linear_forward and linear_backward.
+ * dimensions, alpha/beta), ws_gemm_backward, linear_forward (also: a row's
+ * output is the same bits whatever rows share the call) and linear_backward.
  *
  * Forwards are checked against naive double-precision references; backwards
  * against central finite differences of L = Σ out ⊙ R (R fixed and random, L
@@ -350,6 +351,55 @@ static void test_linear_forward(void **state)
         }
 }
 
+/* A row's output must not depend on how many rows share the call, nor where it
+ * sits among them, bit for bit: the daemon steps a session in batches of other
+ * sessions, and replaying its log alone must reproduce its stored state (OpenBLAS
+ * rounds small and large products differently; cpu_gemm.c says how that is
+ * avoided). Rows of one pool are computed all at once and in runs of every kind
+ * of length and offset. */
+static void test_linear_forward_rows_independent(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x3333};
+    /* (in, out): the model's products at d = 32 and 128, the readout, an odd one */
+    static const int shapes[][2] = {{32, 96}, {32, 32}, {32, 128}, {128, 32},
+                                    {128, 384}, {128, 1}, {48, 144}};
+    static const int runs[][2] = {{0, 1}, {5, 2}, {1, 3}, {7, 5}, {3, 8}, {11, 13}, {2, 31},
+                                  {9, 63}, {0, 64}, {4, 65}, {30, 100}, {17, 129}, {1, 199}};
+    enum { POOL = 200 };
+    for (int s = 0; s < N_OF(shapes); s++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            int in_dim = shapes[s][0], out_dim = shapes[s][1];
+            size_t nin = (size_t)POOL * in_dim, nw = (size_t)out_dim * in_dim;
+            size_t nout = (size_t)POOL * out_dim;
+            float *x = xmalloc(nin * sizeof *x), *w = xmalloc(nw * sizeof *w);
+            float *bias = xmalloc(out_dim * sizeof *bias);
+            float *all = xmalloc(nout * sizeof *all), *part = xmalloc(nout * sizeof *part);
+            ws_test_fill_normal(&rng, x, nin, 1.0f);
+            ws_test_fill_normal(&rng, w, nw, 0.3f);
+            ws_test_fill_normal(&rng, bias, out_dim, 1.0f);
+            float *dx = dev_from(x, nin), *dw = dev_from(w, nw), *dout = dev_alloc(nout);
+            float *db = with_bias ? dev_from(bias, out_dim) : NULL;
+            assert_int_equal(g_be->ops->linear_forward(g_be, dout, dx, dw, db, POOL, in_dim,
+                                                       out_dim),
+                             WS_OK);
+            get(all, dout, nout);
+            for (int r = 0; r < N_OF(runs); r++) {
+                int off = runs[r][0], n = runs[r][1];
+                assert_int_equal(g_be->ops->linear_forward(g_be, dout, dx + (size_t)off * in_dim,
+                                                           dw, db, n, in_dim, out_dim),
+                                 WS_OK);
+                get(part, dout, (size_t)n * out_dim);
+                if (memcmp(part, all + (size_t)off * out_dim, (size_t)n * out_dim * sizeof *part))
+                    fail_msg("linear_forward %dx%d bias %d: rows %d..%d alone differ from the "
+                             "same rows among %d", in_dim, out_dim, with_bias, off, off + n - 1,
+                             POOL);
+            }
+            dev_free(dx), dev_free(dw), dev_free(db), dev_free(dout);
+            free(x), free(w), free(bias), free(all), free(part);
+        }
+}
+
 static void test_linear_backward(void **state)
 {
     (void)state;
@@ -449,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_gemm_backward),
         cmocka_unit_test(test_gemm_shared_operand),
         cmocka_unit_test(test_linear_forward),
+        cmocka_unit_test(test_linear_forward_rows_independent),
         cmocka_unit_test(test_linear_backward),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);

@@ -219,6 +219,22 @@ static ws_status set_current(ws_store *s, int64_t model, int64_t version, ws_err
     return update_model(s, st, model, err, "storage: setting the current version");
 }
 
+static ws_status version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)
+{
+    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VERSION_MAX);
+    ws_status r = ws_store__bind_int64(s, st, 1, model, err);
+    if (r == WS_OK) r = ws_store__query_int64(s, st, max, err, "storage: reading model versions");
+    ws_store__done(st);
+    return r;
+}
+
+ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    *max = 0;
+    return version_max(s, model, max, err);
+}
+
 ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, const char *path,
                                const char *note, ws_error *err)
 {
@@ -229,12 +245,7 @@ ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, cons
     WS_TRY(ws_store__op_begin(s, &op, err));
     ws_status r = ws_store__model_exists(s, model, err);
     int64_t max = 0;
-    if (r == WS_OK) {
-        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VERSION_MAX);
-        r = ws_store__bind_int64(s, st, 1, model, err);
-        if (r == WS_OK) r = ws_store__query_int64(s, st, &max, err, "storage: reading model versions");
-        ws_store__done(st);
-    }
+    if (r == WS_OK) r = version_max(s, model, &max, err);
     /* Versions only grow, even after set_current went back to an older one, so
      * a version number names one checkpoint forever. */
     if (r == WS_OK && version <= max)

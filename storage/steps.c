@@ -1,8 +1,44 @@
-/* steps.c — applying steps (the group-commit path) and the step log: labels
- * that arrive later, paged reads, and whole-log replay. */
+/* steps.c — applying steps (the group-commit path), replacing a state that a
+ * replay re-derived, and the step log: labels that arrive later, paged reads,
+ * and whole-log replay. */
 #include <string.h>
 
 #include "store_internal.h"
+
+/* Sets a session's step, state and state version (inside the caller's unit). */
+static ws_status write_state(ws_store *s, int64_t sid, int64_t step, const float *state,
+                             int32_t rows, int32_t cols, int64_t version, int64_t now,
+                             ws_error *err)
+{
+    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_SESSION_SET_STATE);
+    ws_status r = ws_store__bind_int64(s, st, 1, sid, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, step, err);
+    if (r == WS_OK)
+        r = ws_store__bind_blob(s, st, 3, state, (size_t)rows * (size_t)cols * sizeof(float), err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 4, rows, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 5, cols, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 6, version, err);
+    if (r == WS_OK) r = ws_store__bind_int64(s, st, 7, now, err);
+    if (r == WS_OK) r = ws_store__exec(s, st, err, "storage: writing a session's state");
+    ws_store__done(st);
+    return r;
+}
+
+/* Finds the tenant's session and checks it is at expect_step (under the unit's
+ * write lock, so the step cannot change before the caller's write). */
+static ws_status find_at_step(ws_store *s, int64_t tenant, const char *session_id,
+                              int64_t expect_step, int64_t *sid, int64_t *current_step,
+                              ws_error *err)
+{
+    int64_t step = 0;
+    ws_status r = ws_store__session_find(s, tenant, session_id, sid, &step, err);
+    if (r == WS_OK && step != expect_step) {
+        if (current_step) *current_step = step;
+        r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", session_id,
+                         (long long)step, (long long)expect_step);
+    }
+    return r;
+}
 
 ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_id,
                               int64_t expect_prev_step, const float *state, int32_t rows,
@@ -23,28 +59,10 @@ ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_i
     WS_TRY(ws_store__op_begin(s, &op, err));
     /* Under the write lock (ours, or the group's) the step read here cannot
      * change before the update below: check-then-write is race-free. */
-    int64_t sid = 0, step = 0;
-    ws_status r = ws_store__session_find(s, tenant, session_id, &sid, &step, err);
-    if (r == WS_OK && step != expect_prev_step) {
-        if (current_step) *current_step = step;
-        r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", session_id,
-                         (long long)step, (long long)expect_prev_step);
-    }
+    int64_t sid = 0;
+    ws_status r = find_at_step(s, tenant, session_id, expect_prev_step, &sid, current_step, err);
     int64_t next = expect_prev_step + 1, now = ws_store__now_ms();
-    if (r == WS_OK) {
-        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_SESSION_SET_STATE);
-        r = ws_store__bind_int64(s, st, 1, sid, err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, next, err);
-        if (r == WS_OK)
-            r = ws_store__bind_blob(s, st, 3, state, (size_t)rows * (size_t)cols * sizeof(float),
-                                    err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 4, rows, err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 5, cols, err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 6, entry->model_version, err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 7, now, err);
-        if (r == WS_OK) r = ws_store__exec(s, st, err, "storage: writing a session's state");
-        ws_store__done(st);
-    }
+    if (r == WS_OK) r = write_state(s, sid, next, state, rows, cols, entry->model_version, now, err);
     if (r == WS_OK) {
         sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_INSERT);
         r = ws_store__bind_int64(s, st, 1, sid, err);
@@ -62,6 +80,22 @@ ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_i
     r = ws_store__op_end(s, &op, r, err);
     if (r == WS_OK && current_step) *current_step = next;
     return r;
+}
+
+ws_status ws_store_session_set_state(ws_store *s, int64_t tenant, const char *session_id,
+                                     int64_t expect_step, const float *state, int32_t rows,
+                                     int32_t cols, int64_t state_version, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_state(state, rows, cols, 0, err));
+    ws_store_op op;
+    WS_TRY(ws_store__op_begin(s, &op, err));
+    int64_t sid = 0;
+    ws_status r = find_at_step(s, tenant, session_id, expect_step, &sid, NULL, err);
+    if (r == WS_OK)
+        r = write_state(s, sid, expect_step, state, rows, cols, state_version, ws_store__now_ms(),
+                        err);
+    return ws_store__op_end(s, &op, r, err);
 }
 
 ws_status ws_store_log_set_labels(ws_store *s, int64_t tenant, const char *session_id,

@@ -198,6 +198,9 @@ void ws_store_version_clear(ws_store_version *v);
  * version of the model (WS_ERR_CONFLICT otherwise). note may be NULL. */
 ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, const char *path,
                                const char *note, ws_error *err);
+/* The model's greatest recorded version (0: none). Inside ws_store_begin it
+ * cannot change before the commit: choose a new version number there. */
+ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err);
 ws_status ws_store_version_get(ws_store *s, int64_t model, int64_t version,
                                ws_store_version *out, ws_error *err);
 typedef ws_status (*ws_store_version_fn)(void *ctx, const ws_store_version *v);
@@ -299,6 +302,14 @@ ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_i
                               int64_t expect_prev_step, const float *state, int32_t rows,
                               int32_t cols, const ws_store_log_entry *entry,
                               int64_t *current_step, ws_error *err);
+
+/* Replaces the state of a session at expect_step (its step and log stay) with
+ * state[rows*cols] made by model version state_version: re-deriving a session
+ * from its log under another version. WS_ERR_CONFLICT (nothing changed) when
+ * the session is no longer at expect_step; WS_ERR_NOTFOUND as for get. */
+ws_status ws_store_session_set_state(ws_store *s, int64_t tenant, const char *session_id,
+                                     int64_t expect_step, const float *state, int32_t rows,
+                                     int32_t cols, int64_t state_version, ws_error *err);
 
 /* Sets the labels of a logged step (labels arrive after the answers). If the
  * step already has labels: identical ones are WS_OK (a retry), different ones

@@ -1,6 +1,6 @@
 /* test_storage.c — the SQLite layer on real database files in a temporary
  * directory: settings, schema, sessions and tenant isolation, group commit with
- * a stale expect_step, rollback, bit-exact states, the step log, vocabularies,
+ * a stale expect_step, rollback, bit-exact states (also re-derived ones), the step log, vocabularies,
  * models and versions, API keys (stored hashed only), two writer threads, and
  * SHA-256 against the FIPS 180-4 examples. */
 #define _GNU_SOURCE /* memmem */
@@ -607,6 +607,25 @@ static void test_state_bit_exact(void **state)
     ws_error err;
     expect_status(ws_store_apply_step(f.s, f.acme, id, 1, NULL, 0, 0, &e, NULL, &err),
                   WS_ERR_INVALID, &err, "apply without a state");
+    /* a re-derived state replaces the state and its version, never the step or log */
+    OK(ws_store_session_set_state(f.s, f.acme, id, 1, (const float *)bits, R, C, 9, &e_));
+    OK(ws_store_session_get(f.s, f.acme, id, 1, &got, &e_));
+    assert_int_equal(got.step, 1);
+    assert_int_equal(got.state_version, 9);
+    assert_int_equal(got.rows, R);
+    assert_memory_equal(got.state, bits, sizeof bits);
+    ws_store_session_clear(&got);
+    expect_status(ws_store_session_set_state(f.s, f.acme, id, 0, w, R, C, 4, &err),
+                  WS_ERR_CONFLICT, &err, "set_state at a stale step");
+    expect_status(ws_store_session_set_state(f.s, f.evil, id, 1, w, R, C, 4, &err),
+                  WS_ERR_NOTFOUND, &err, "set_state of another tenant's session");
+    expect_status(ws_store_session_set_state(f.s, f.acme, id, 1, NULL, 0, 0, 4, &err),
+                  WS_ERR_INVALID, &err, "set_state without a state");
+    OK(ws_store_session_get(f.s, f.acme, id, 1, &got, &e_));
+    assert_int_equal(got.state_version, 9);
+    assert_memory_equal(got.state, bits, sizeof bits);
+    assert_int_equal(raw_count("bits.db", "SELECT count(*) FROM step_log"), 1);
+    ws_store_session_clear(&got);
     ws_store_close(f.s);
 }
 
@@ -806,6 +825,9 @@ static void test_models_and_versions(void **state)
     expect_status(ws_store_model_set_training(f.s, 999, "{}", &err), WS_ERR_NOTFOUND, &err,
                   "training of unknown model");
 
+    int64_t max = -1;
+    OK(ws_store_version_max(f.s, f.model, &max, &e_));
+    assert_int_equal(max, 0);
     OK(ws_store_version_add(f.s, f.model, 1, "/ck/life-1.safetensors", "init", &e_));
     OK(ws_store_version_add(f.s, f.model, 2, "/ck/life-2.safetensors", NULL, &e_));
     expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", NULL, &err), WS_ERR_CONFLICT,
@@ -825,6 +847,8 @@ static void test_models_and_versions(void **state)
     OK(ws_store_model_get(f.s, f.model, &m, &e_));
     assert_int_equal(m.current_version, 1);
     ws_store_model_clear(&m);
+    OK(ws_store_version_max(f.s, f.model, &max, &e_)); /* the greatest, not the current one */
+    assert_int_equal(max, 2);
     OK(ws_store_version_add(f.s, f.model, 3, "/ck/life-3.safetensors", NULL, &e_));
     ws_store_version v;
     OK(ws_store_version_get(f.s, f.model, 1, &v, &e_));

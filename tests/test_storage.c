@@ -1,8 +1,8 @@
 /* test_storage.c — the SQLite layer on real database files in a temporary
  * directory: settings, schema, sessions and tenant isolation, group commit with
- * a stale expect_step, rollback, bit-exact states (also re-derived ones), the step log, vocabularies,
- * models and versions, API keys (stored hashed only), two writer threads, and
- * SHA-256 against the FIPS 180-4 examples. */
+ * a stale expect_step, rollback, bit-exact states (also re-derived ones), the
+ * step log, vocabularies, models and versions, API keys (stored hashed only),
+ * two writer threads, and SHA-256 against the FIPS 180-4 examples. */
 #define _GNU_SOURCE /* memmem */
 #include <dirent.h>
 #include <pthread.h>

@@ -4,7 +4,9 @@
  * batch (a later job of the same session stays queued for the next batch, so a
  * session's steps apply strictly in order); runs them (engine_run.c); and,
  * when no serving work waits — or at least every 8th batch under sustained
- * load, so training is slowed, never starved — one online-training pass. */
+ * load, so training is slowed, never starved — one online-training pass; and
+ * about once a second, between batches, it adopts model versions that another
+ * process recorded in SQLite (engine_models.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,9 @@
 #include "engine.h"
 
 #define TRAIN_EVERY_BATCHES 8
+/* How often the engine looks for versions recorded by other processes: one
+ * SELECT over the models table, so a retrained version is served within ~1 s. */
+#define SYNC_EVERY_US 1000000
 
 void ws_eng_finish(ws_job *j, int status, cJSON *reply)
 {
@@ -124,6 +129,8 @@ static void train_some(ws_engine *e)
             s = ws_eng_model_new_version(e, em, &err);
         }
         if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", em->name, err.msg);
+        /* Another process published first: its version wins, serve it now. */
+        if (s == WS_ERR_CONFLICT) ws_eng_models_sync(e);
         ws_eng_model_stats_publish(e, em);
     }
 }
@@ -135,13 +142,34 @@ static int training_ready(ws_engine *e)
     return 0;
 }
 
+/* Waits on the engine's condition (mu held) until signalled or until the
+ * monotonic time `until` (µs). */
+static void wait_until(ws_engine *e, int64_t until)
+{
+    int64_t left = until - mono_us();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (left > 0 ? left : 0) * 1000;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
 static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
     int max = e->srv->cfg.max_batch, batches = 0;
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
+    int64_t next_sync = mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
+        if (mono_us() >= next_sync) { /* between batches: versions other processes recorded */
+            pthread_mutex_unlock(&e->mu);
+            ws_eng_models_sync(e);
+            pthread_mutex_lock(&e->mu);
+            next_sync = mono_us() + SYNC_EVERY_US;
+            continue;
+        }
         if (!e->head) {
             if (training_ready(e)) {
                 pthread_mutex_unlock(&e->mu);
@@ -149,20 +177,12 @@ static void *engine_main(void *arg)
                 pthread_mutex_lock(&e->mu);
                 continue;
             }
-            pthread_cond_wait(&e->cv, &e->mu);
+            wait_until(e, next_sync);
             continue;
         }
         /* Let the batch fill: wait until max jobs or batch_wait_us has passed. */
         int64_t until = mono_us() + e->srv->cfg.batch_wait_us;
-        while (!e->stop && e->depth < max && mono_us() < until) {
-            int64_t left = until - mono_us();
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t ns = ts.tv_nsec + (left > 0 ? left : 0) * 1000;
-            ts.tv_sec += ns / 1000000000;
-            ts.tv_nsec = ns % 1000000000;
-            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-        }
+        while (!e->stop && e->depth < max && mono_us() < until) wait_until(e, until);
         int n = take(e, jobs, max);
         pthread_mutex_unlock(&e->mu);
         int m = 0;

@@ -40,8 +40,12 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
                               const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err);
 ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
 ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
-/* Checkpoints the model's current parameters as version+1 and records it. */
+/* Publishes the model's current parameters as version+1 (versions.h);
+ * WS_ERR_CONFLICT when another process published a version meanwhile. */
 ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err);
+/* Serves each model's current version as recorded in SQLite, loading those that
+ * another process recorded (api.md, Online training: an external version wins). */
+void ws_eng_models_sync(ws_engine *e);
 void ws_eng_models_free(ws_engine *e);
 /* Copies the trainer's counters to em->stats under mu (the trainer itself is
  * engine-thread only). */

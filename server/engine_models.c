@@ -1,12 +1,14 @@
 /* engine_models.c — the engine's table of loaded models: loading every model's
  * current checkpoint and vocabulary at start, creating models (the default one
- * on first start), and recording new versions made by online training.
+ * on first start), recording new versions made by online training, and
+ * adopting versions that another process (worldstate-train retrain) recorded.
  *
  * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
  * version is a new file written atomically (ws_checkpoint_save: temp file,
- * fsync, rename) and only then recorded in SQLite, so a crash between the two
- * leaves an unreferenced file, never a referenced missing one. SQLite is the
- * authority on the vocabulary: a checkpoint's vocabulary is a prefix of it. */
+ * fsync, rename) under SQLite's write lock and only then recorded (versions.h),
+ * so a crash between the two leaves an unreferenced file, never a referenced
+ * missing one. SQLite is the authority on the vocabulary: a checkpoint's
+ * vocabulary is a prefix of it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "../model/checkpoint.h"
 #include "engine.h"
+#include "versions.h"
 
 #define WS_SRV_KEEP_VERSIONS 4
 
@@ -72,25 +75,6 @@ ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name)
     return NULL;
 }
 
-static void ckpt_path(ws_engine *e, const char *name, int64_t version, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s/models/%s-v%lld.safetensors", e->srv->cfg.data_dir, name, (long long)version);
-}
-
-typedef struct {
-    ws_vocab *v;
-    ws_error *err;
-} vocab_ctx;
-
-static ws_status vocab_one(void *ctx, int64_t id, const char *sym, size_t len)
-{
-    vocab_ctx *c = ctx;
-    if (ws_vocab_id(c->v, sym, len, 1) != id)
-        return ws_error_set(c->err, WS_ERR_FORMAT, "vocabulary of the checkpoint disagrees with the database at id %lld",
-                            (long long)id);
-    return WS_OK;
-}
-
 typedef struct {
     int64_t id, version;
     char name[WS_STORE_NAME_MAX + 1];
@@ -122,23 +106,18 @@ static ws_status collect(void *ctx, const ws_store_model *m)
 
 static ws_status load_one(ws_engine *e, const model_row *row, ws_error *err)
 {
-    ws_store_version v = {0};
-    WS_TRY(ws_store_version_get(e->st, row->id, row->version, &v, err));
     ws_eng_model *em = table_add(e, err);
-    ws_status s = em ? ws_checkpoint_load(&em->m, v.path, e->be, err) : WS_ERR_NOMEM;
-    ws_store_version_clear(&v);
-    if (s != WS_OK) return s;
+    if (!em) return WS_ERR_NOMEM;
+    WS_TRY(ws_srv_version_load(e->st, row->id, row->version, e->be, &em->m, err));
     e->n_models++;
     em->id = row->id, em->version = row->version;
     strcpy(em->name, row->name);
     em->tr = ws_srv_training_default();
     cJSON *tj = cJSON_Parse(row->training);
-    if (tj) s = ws_srv_training_parse(tj, &em->tr, err);
+    ws_status s = tj ? ws_srv_training_parse(tj, &em->tr, err) : WS_OK;
     cJSON_Delete(tj);
     if (s == WS_OK) s = model_attach(e, em, err);
-    vocab_ctx vc = {ws_model_vocab(em->m), err};
-    if (s == WS_OK) s = ws_store_vocab_load(e->st, em->id, vocab_one, &vc, err);
-    em->vocab_stored = ws_vocab_size(vc.v);
+    em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
     return s;
 }
 
@@ -187,7 +166,7 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
     ws_eng_model tmp = {0};
     WS_TRY(ws_model_new(&tmp.m, cfg, e->be, seed, err));
     char path[WS_SRV_PATH_MAX + 128];
-    ckpt_path(e, name, 1, path, sizeof path);
+    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
     ws_status s = ws_checkpoint_save(tmp.m, path, 1, err);
     if (s == WS_OK) s = record_model(e, name, cfg, tr, path, &tmp.id, err);
     if (s == WS_OK) s = model_attach(e, &tmp, err);
@@ -215,22 +194,66 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
 
 ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
-    char path[WS_SRV_PATH_MAX + 128];
-    ckpt_path(e, em->name, em->version + 1, path, sizeof path);
-    WS_TRY(ws_checkpoint_save(em->m, path, 1, err));
-    WS_TRY(ws_store_version_add(e->st, em->id, em->version + 1, path, "online training", err));
+    int64_t v = 0;
+    WS_TRY(ws_srv_version_publish(e->st, e->srv->cfg.data_dir, em->name, em->id, em->m, em->version,
+                                  "online training", &v, err));
     pthread_mutex_lock(&e->mu);
-    em->version++;
+    em->version = v;
     pthread_mutex_unlock(&e->mu);
     /* Retention: online training makes a version per AdamW step, so only the
      * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
      * created); older version rows stay in SQLite as history without a file. */
-    if (em->version - WS_SRV_KEEP_VERSIONS > 1) {
-        ckpt_path(e, em->name, em->version - WS_SRV_KEEP_VERSIONS, path, sizeof path);
+    if (v - WS_SRV_KEEP_VERSIONS > 1) {
+        char path[WS_SRV_PATH_MAX + 128];
+        ws_srv_ckpt_path(e->srv->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT)
             fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path, strerror(errno));
     }
     return WS_OK;
+}
+
+/* Serves version `version` of em from now on: the checkpoint replaces the
+ * model (same configuration, so the batch and state buffers stay). */
+static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
+{
+    ws_model *m = NULL;
+    WS_TRY(ws_srv_version_load(e->st, em->id, version, e->be, &m, err));
+    /* Every field is a 4-byte int or float: no padding to compare. */
+    if (memcmp(ws_model_config_of(m), &em->cfg, sizeof em->cfg) != 0) {
+        ws_model_free(m);
+        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration", (long long)version);
+    }
+    ws_model_free(em->m);
+    em->m = m;
+    /* Symbols that never reached SQLite (a failed group commit) are dropped with
+     * the old model: no committed step refers to them. */
+    em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
+    ws_trainer_discard_gradients(em->trainer);
+    pthread_mutex_lock(&e->mu);
+    em->version = version;
+    pthread_mutex_unlock(&e->mu);
+    return WS_OK;
+}
+
+void ws_eng_models_sync(ws_engine *e)
+{
+    model_rows rows = {0};
+    ws_error err = {0};
+    if (ws_store_model_list(e->st, collect, &rows, &err) != WS_OK)
+        fprintf(stderr, "worldstated: reading model versions: %s\n", err.msg);
+    for (int i = 0; i < rows.n; i++) {
+        ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
+        if (em && em->version != rows.rows[i].version) {
+            if (adopt_version(e, em, rows.rows[i].version, &err) == WS_OK)
+                fprintf(stderr, "worldstated: model %s: serving version %lld, recorded by another process\n",
+                        em->name, (long long)em->version);
+            else
+                fprintf(stderr, "worldstated: model %s: cannot load version %lld: %s\n", em->name,
+                        (long long)rows.rows[i].version, err.msg);
+        }
+        free(rows.rows[i].training);
+    }
+    free(rows.rows);
 }
 
 void ws_eng_models_free(ws_engine *e)

@@ -180,7 +180,9 @@ static int serve(ws_srv *srv)
     ws_error err = {0};
     ws_store *st = NULL;
     int64_t n_keys = 0;
+    int lock_fd = -1; /* held until exit: one process serves a data directory */
     ws_status s = open_db(srv, &st, &err);
+    if (s == WS_OK) s = ws_srv_datadir_lock(srv->cfg.data_dir, "worldstated", &lock_fd, &err);
     if (s == WS_OK) s = ws_store_key_count_active(st, &n_keys, &err);
     if (s == WS_OK) s = ws_store_tenant_ensure(st, "default", &srv->default_tenant, &err);
     ws_store_close(st);

@@ -159,16 +159,8 @@ static ws_status log_entry(void *ctx, const ws_store_log_entry *e)
     l->n++;
     cJSON *o = cJSON_CreateObject();
     if (!o) return WS_ERR_NOMEM;
-    cJSON_AddNumberToObject(o, "step", (double)e->step);
-    /* The log holds JSON this server wrote: embed it as JSON, not as strings. */
-    cJSON_AddItemToObject(o, "instructions", cJSON_Parse(e->instructions_json));
-    cJSON_AddItemToObject(o, "queries", cJSON_Parse(e->queries_json));
-    cJSON_AddItemToObject(o, "labels", e->labels_json ? cJSON_Parse(e->labels_json) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "answers", cJSON_Parse(e->answers_json));
-    cJSON_AddNumberToObject(o, "model_version", (double)e->model_version);
-    cJSON_AddNumberToObject(o, "time_ms", (double)e->time_ms);
-    cJSON_AddItemToArray(l->arr, o);
-    return WS_OK;
+    cJSON_AddItemToArray(l->arr, o); /* freed with the array on failure */
+    return ws_srv_log_item_fill(o, e);
 }
 
 static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)

@@ -40,6 +40,10 @@ typedef struct {
 
 ws_srv_config ws_srv_config_default(void);
 
+/* Locks the data directory for this process's lifetime (datadir_lock.c); who
+ * names the caller in the message. WS_ERR_CONFLICT while another holds it. */
+ws_status ws_srv_datadir_lock(const char *data_dir, const char *who, int *fd_out, ws_error *err);
+
 /* ---- parsed facts ------------------------------------------------------- */
 typedef struct {
     int n_sym;                          /* 0: a vector fact */
@@ -163,6 +167,10 @@ void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a);
 void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 /* Model config <-> JSON (the checkpoint's field names). */
 cJSON *ws_srv_model_config_json(const ws_model_config *cfg);
+
+/* One step-log entry as the API lists it (step, instructions, queries, labels,
+ * answers, model_version, time_ms), added to o (log_json.c). */
+ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e);
 
 /* Parsing helpers (json.c). */
 ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err);

@@ -1,8 +1,8 @@
 /* training.c — online training of one model inside the engine (DESIGN §3, §4).
  *
  * Every committed step of a session is observed: its instructions update the
- * session's recent-facts cache (the last value told for each fact, newest 64
- * facts per session, for the newest 512 sessions; kept in memory only, so it
+ * session's recent-facts cache (recall.h: the last value told for each fact,
+ * newest 64 facts per session, for the newest 512 sessions; in memory only, so it
  * refills from new steps after a restart rather than re-reading the log), and
  * the step becomes a record (W_{t-1}, I_t, Q_t, recall queries). The recall
  * queries are drawn from the cache *after* I_t was applied, labelled with the
@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recall.h"
 #include "training.h"
 
 #define RING 256
 #define CACHE_SESSIONS 512
-#define CACHE_FACTS 64
 #define TRAIN_CHUNK 8
 
 typedef struct {
@@ -37,9 +37,7 @@ typedef struct {
 typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     uint64_t last_use;
-    int n;
-    int32_t ids[CACHE_FACTS][WS_MAX_FACT_LEN];
-    int8_t val[CACHE_FACTS];
+    ws_recall_facts facts;
 } fact_cache;
 
 struct ws_trainer {
@@ -56,53 +54,6 @@ struct ws_trainer {
     int loss_n;
     ws_trainer_stats stats;
 };
-
-ws_srv_training ws_srv_training_default(void)
-{
-    return (ws_srv_training){.enabled = 1, .lr = 1e-3f, .update_every = 32, .recall_queries = 4};
-}
-
-ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err)
-{
-    static const char *const fields[] = {"enabled", "lr", "update_every", "recall_queries", NULL};
-    if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
-    WS_TRY(ws_json_only(obj, fields, err));
-    ws_srv_training n = *t;
-    const cJSON *v;
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "enabled"))) {
-        if (!cJSON_IsBool(v)) return ws_error_set(err, WS_ERR_INVALID, "enabled must be a boolean");
-        n.enabled = cJSON_IsTrue(v);
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "lr"))) {
-        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))
-            return ws_error_set(err, WS_ERR_INVALID, "lr must be a number in (0, 1]");
-        n.lr = (float)v->valuedouble;
-    }
-    int64_t x;
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "update_every"))) {
-        WS_TRY(ws_json_int(v, 1, 100000, &x, "update_every", err));
-        n.update_every = (int)x;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "recall_queries"))) {
-        WS_TRY(ws_json_int(v, 0, 64, &x, "recall_queries", err));
-        n.recall_queries = (int)x;
-    }
-    *t = n;
-    return WS_OK;
-}
-
-cJSON *ws_srv_training_json(const ws_srv_training *t)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddBoolToObject(o, "enabled", t->enabled);
-    char lr[32]; /* the float's shortest decimal form, not its double expansion */
-    snprintf(lr, sizeof lr, "%.7g", (double)t->lr);
-    cJSON_AddNumberToObject(o, "lr", strtod(lr, NULL));
-    cJSON_AddNumberToObject(o, "update_every", t->update_every);
-    cJSON_AddNumberToObject(o, "recall_queries", t->recall_queries);
-    return o;
-}
 
 static void example_free(example *e)
 {
@@ -154,12 +105,6 @@ static int row_len(const int32_t *ids, int S)
     return n;
 }
 
-static uint64_t next_rand(ws_trainer *t)
-{
-    t->rng ^= t->rng << 13, t->rng ^= t->rng >> 7, t->rng ^= t->rng << 17;
-    return t->rng;
-}
-
 static fact_cache *cache_of(ws_trainer *t, const char *session)
 {
     fact_cache *oldest = &t->cache[0];
@@ -173,34 +118,14 @@ static fact_cache *cache_of(ws_trainer *t, const char *session)
     return oldest;
 }
 
-static void cache_tell(ws_trainer *t, fact_cache *c, const int32_t *ids, int val)
-{
-    size_t row = sizeof(int32_t) * (size_t)t->S;
-    for (int i = 0; i < c->n; i++) {
-        if (!memcmp(c->ids[i], ids, row)) { /* overridden: move to the newest slot */
-            memmove(&c->ids[i], &c->ids[i + 1], sizeof c->ids[0] * (size_t)(c->n - i - 1));
-            memmove(&c->val[i], &c->val[i + 1], (size_t)(c->n - i - 1));
-            c->n--;
-            break;
-        }
-    }
-    if (c->n == CACHE_FACTS) { /* forget the oldest fact */
-        memmove(&c->ids[0], &c->ids[1], sizeof c->ids[0] * (CACHE_FACTS - 1));
-        memmove(&c->val[0], &c->val[1], CACHE_FACTS - 1);
-        c->n--;
-    }
-    memcpy(c->ids[c->n], ids, row);
-    c->val[c->n++] = (int8_t)val;
-}
-
 void ws_trainer_observe(ws_trainer *t, const ws_srv_training *tr, const ws_trainer_step *st)
 {
     fact_cache *c = cache_of(t, st->session);
     c->last_use = ++t->tick;
     int S = t->S;
-    for (int i = 0; i < st->n_instr; i++) cache_tell(t, c, st->instr_ids + (size_t)i * S, st->instr_val[i]);
+    for (int i = 0; i < st->n_instr; i++) ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_val[i]);
     if (!tr->enabled || st->has_vectors) return;
-    int n_recall = c->n < tr->recall_queries ? c->n : tr->recall_queries;
+    int n_recall = c->facts.n < tr->recall_queries ? c->facts.n : tr->recall_queries;
     example *e = calloc(1, sizeof *e);
     int rows = st->n_instr + st->n_query + n_recall;
     if (!e) return; /* training is best effort: serving never fails for it */
@@ -218,10 +143,10 @@ void ws_trainer_observe(ws_trainer *t, const ws_srv_training *tr, const ws_train
     for (int i = 0; i < st->n_instr; i++) e->vals[i] = (int8_t)st->instr_val[i];
     for (int i = 0; i < st->n_query; i++) e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
     for (int i = 0; i < n_recall; i++) {
-        int k = (int)(next_rand(t) % (uint64_t)c->n);
+        int k = ws_recall_draw(&c->facts, &t->rng);
         int r = st->n_instr + st->n_query + i;
-        memcpy(e->ids + row * (size_t)r, c->ids[k], sizeof(int32_t) * row);
-        e->vals[r] = c->val[k];
+        memcpy(e->ids + row * (size_t)r, c->facts.ids[k], sizeof(int32_t) * row);
+        e->vals[r] = c->facts.val[k];
     }
     if (st->labels) {
         t->stats.examples_labelled++;
@@ -260,6 +185,11 @@ int ws_trainer_label(ws_trainer *t, const char *session, int64_t step, const int
         return 1;
     }
     return 0;
+}
+
+void ws_trainer_discard_gradients(ws_trainer *t)
+{
+    t->since_update = 0, t->calls = 0, t->loss_sum = 0, t->loss_n = 0;
 }
 
 int ws_trainer_ready(const ws_trainer *t)

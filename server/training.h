@@ -33,6 +33,9 @@ void ws_trainer_observe(ws_trainer *t, const ws_srv_training *tr, const ws_train
 /* Labels that arrived later; 1 if the step was still remembered and is now an example. */
 int ws_trainer_label(ws_trainer *t, const char *session, int64_t step, const int *labels, int n);
 int ws_trainer_ready(const ws_trainer *t);
+/* Forgets the gradients summed towards the next AdamW step (the engine replaced
+ * the model they were summed into); examples and recall facts are kept. */
+void ws_trainer_discard_gradients(ws_trainer *t);
 ws_trainer_stats ws_trainer_stats_of(const ws_trainer *t);
 /* One training pass over up to 8 ready examples; *updated = 1 after an AdamW
  * step (the caller checkpoints the new version). */

@@ -1,0 +1,43 @@
+/* versions.h — model versions on disk and in SQLite, shared by worldstated and
+ * worldstate-train: the checkpoint layout, loading a version with the model's
+ * vocabulary, and publishing a new version beside other writers.
+ *
+ * Layout: <data-dir>/models/<name>-v<version>.safetensors, one file per
+ * version, never rewritten once recorded. SQLite is the authority on versions
+ * (models.current_version) and on the vocabulary (a checkpoint's vocabulary is
+ * a prefix of the model's vocab table). */
+#ifndef WS_SRV_VERSIONS_H
+#define WS_SRV_VERSIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../model/model.h"
+#include "../storage/storage.h"
+
+void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
+                      size_t cap);
+
+/* Loads the recorded version `version` of model `model_id` on be, and extends
+ * its vocabulary with the model's symbols from SQLite. WS_ERR_NOTFOUND for an
+ * unrecorded version; the checkpoint's own errors otherwise (a file removed by
+ * retention gives WS_ERR_IO). */
+ws_status ws_srv_version_load(ws_store *st, int64_t model_id, int64_t version, ws_backend *be,
+                              ws_model **out, ws_error *err);
+
+/* Publishes m's parameters, vocabulary and AdamW state as the model's next
+ * version N and makes it current, in one SQLite write transaction: N = the
+ * greatest recorded version + 1, the checkpoint written atomically to N's path,
+ * N recorded. Because the file is written under the database's write lock, two
+ * publishers (the daemon's online training, an offline retrain) never write
+ * the same path, and a recorded path always holds the version recorded.
+ * expect_prev >= 0: publish only if the greatest version is still expect_prev,
+ * else WS_ERR_CONFLICT and nothing written (someone else published first);
+ * -1: publish on top of whatever is there. *version_out = N. The lock is held
+ * for the save (milliseconds to a few hundred for large models); writers of
+ * other processes wait for it (WS_STORE_BUSY_TIMEOUT_MS). */
+ws_status ws_srv_version_publish(ws_store *st, const char *data_dir, const char *name,
+                                 int64_t model_id, ws_model *m, int64_t expect_prev,
+                                 const char *note, int64_t *version_out, ws_error *err);
+
+#endif

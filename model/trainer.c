@@ -121,12 +121,21 @@ void ws_trainer_free(ws_trainer *t)
 
 void ws_trainer_set_iter(ws_trainer *t, long iter) { t->iter = iter; }
 
-static float schedule_lr(const ws_trainer *t)
+float ws_train_lr(const ws_train_config *c, long iter, double progress)
 {
-    const ws_train_config *c = &t->tc;
-    if (c->warmup > 0 && t->iter < c->warmup) return c->lr * (float)(t->iter + 1) / c->warmup;
+    if (c->warmup > 0 && iter < c->warmup) return c->lr * (float)(iter + 1) / c->warmup;
     double lo = c->lr * c->min_lr_ratio;
-    return (float)(lo + (c->lr - lo) * 0.5 * (1.0 + cos(M_PI * progress(t))));
+    return (float)(lo + (c->lr - lo) * 0.5 * (1.0 + cos(M_PI * progress)));
+}
+
+ws_status ws_train_adamw(ws_model *m, const ws_train_config *c, float lr, float *grad_norm,
+                         ws_error *err)
+{
+    ws_optim_config oc = ws_optim_config_default();
+    oc.lr = lr;
+    oc.weight_decay = c->weight_decay;
+    oc.clip_norm = c->clip_norm;
+    return ws_model_adamw_step(m, &oc, grad_norm, err);
 }
 
 ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err)
@@ -149,15 +158,10 @@ ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err
             t->lifetime[i] = draw_lifetime(t);
         }
     }
-    stats->lr = schedule_lr(t);
+    stats->lr = ws_train_lr(&t->tc, t->iter, progress(t));
     t->iter++;
-    if (t->iter % t->tc.update_every == 0) {
-        ws_optim_config oc = ws_optim_config_default();
-        oc.lr = stats->lr;
-        oc.weight_decay = t->tc.weight_decay;
-        oc.clip_norm = t->tc.clip_norm;
-        WS_TRY(ws_model_adamw_step(t->m, &oc, &stats->grad_norm, err));
-    }
+    if (t->iter % t->tc.update_every == 0)
+        WS_TRY(ws_train_adamw(t->m, &t->tc, stats->lr, &stats->grad_norm, err));
     stats->iter = t->iter;
     stats->optim_steps = ws_model_optim_steps(t->m);
     stats->elapsed = now_s() - t->t0;

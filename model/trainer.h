@@ -38,6 +38,15 @@ typedef struct {
 
 ws_train_config ws_train_config_default(void);
 
+/* The schedule, shared with log retraining (worldstate-train retrain): the
+ * learning rate of iteration iter at progress in [0, 1] — linear warmup over
+ * c->warmup iterations, then cosine decay from c->lr to c->lr·c->min_lr_ratio. */
+float ws_train_lr(const ws_train_config *c, long iter, double progress);
+/* One AdamW step at learning rate lr with c's weight decay and clipping (then
+ * the gradients are zero); grad_norm (nullable) as ws_model_adamw_step. */
+ws_status ws_train_adamw(ws_model *m, const ws_train_config *c, float lr, float *grad_norm,
+                         ws_error *err);
+
 typedef struct {
     long iter;          /* iterations done */
     long optim_steps;

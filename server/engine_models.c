@@ -75,36 +75,7 @@ ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name)
     return NULL;
 }
 
-typedef struct {
-    int64_t id, version;
-    char name[WS_STORE_NAME_MAX + 1];
-    char *training;
-} model_row;
-
-typedef struct {
-    model_row *rows;
-    int n, cap;
-} model_rows;
-
-static ws_status collect(void *ctx, const ws_store_model *m)
-{
-    model_rows *r = ctx;
-    if (r->n == r->cap) {
-        int cap = r->cap ? 2 * r->cap : 8;
-        model_row *t = realloc(r->rows, sizeof *t * (size_t)cap);
-        if (!t) return WS_ERR_NOMEM;
-        r->rows = t, r->cap = cap;
-    }
-    model_row *row = &r->rows[r->n];
-    row->id = m->id, row->version = m->current_version;
-    strcpy(row->name, m->name);
-    row->training = strdup(m->training_json ? m->training_json : "{}");
-    if (!row->training) return WS_ERR_NOMEM;
-    r->n++;
-    return WS_OK;
-}
-
-static ws_status load_one(ws_engine *e, const model_row *row, ws_error *err)
+static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
 {
     ws_eng_model *em = table_add(e, err);
     if (!em) return WS_ERR_NOMEM;
@@ -127,11 +98,10 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
-    model_rows rows = {0};
-    ws_status s = ws_store_model_list(e->st, collect, &rows, err);
+    ws_srv_model_rows rows = {0};
+    ws_status s = ws_srv_model_rows_read(e->st, &rows, err);
     for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
-    for (int i = 0; i < rows.n; i++) free(rows.rows[i].training);
-    free(rows.rows);
+    ws_srv_model_rows_free(&rows);
     if (s == WS_OK && e->n_models == 0) { /* first start: the default model */
         ws_model_config cfg = ws_model_config_default();
         cfg.vocab_cap = 4096;
@@ -237,9 +207,9 @@ static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, 
 
 void ws_eng_models_sync(ws_engine *e)
 {
-    model_rows rows = {0};
+    ws_srv_model_rows rows = {0};
     ws_error err = {0};
-    if (ws_store_model_list(e->st, collect, &rows, &err) != WS_OK)
+    if (ws_srv_model_rows_read(e->st, &rows, &err) != WS_OK)
         fprintf(stderr, "worldstated: reading model versions: %s\n", err.msg);
     for (int i = 0; i < rows.n; i++) {
         ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
@@ -251,9 +221,8 @@ void ws_eng_models_sync(ws_engine *e)
                 fprintf(stderr, "worldstated: model %s: cannot load version %lld: %s\n", em->name,
                         (long long)rows.rows[i].version, err.msg);
         }
-        free(rows.rows[i].training);
     }
-    free(rows.rows);
+    ws_srv_model_rows_free(&rows);
 }
 
 void ws_eng_models_free(ws_engine *e)

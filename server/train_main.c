@@ -1,9 +1,12 @@
 /* train_main.c — worldstate-train: train a model on a built-in task with
- * truncated gradients, or evaluate a checkpoint at long horizons.
+ * truncated gradients, or evaluate a checkpoint at long horizons; and, on a
+ * daemon's data directory, export step logs, retrain on them, re-derive
+ * sessions' states (offline_cli.c takes those three).
  *
  *   worldstate-train train --task facts --seconds 400 --checkpoint facts.safetensors
  *   worldstate-train eval  --task facts --checkpoint facts.safetensors \
  *                          --horizons 8,100,1000,10000
+ *   worldstate-train retrain --data-dir worldstate-data --model default --epochs 5
  * A live progress line goes to stderr on a terminal; --log appends JSON lines. */
 #include <errno.h>
 #include <math.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../server/offline.h"
 #include "checkpoint.h"
 #include "trainer.h"
 
@@ -40,6 +44,7 @@ static void usage(FILE *f)
             "          --threads N\n"
             "eval:     --horizons H1,H2,... --trajectories N --window N --eval-seed N\n"
             "          (train evaluates at the end too, unless --no-eval)\n");
+    ws_off_usage(f);
 }
 
 /* Parses an integer/float flag value or fails with a message. */
@@ -250,6 +255,12 @@ static int train(options *o, ws_model *m, FILE *log)
 int main(int argc, char **argv)
 {
     ws_backend_prefer_passive_waits(argv);
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc >= 2 && (!strcmp(argv[1], "export") || !strcmp(argv[1], "retrain") || !strcmp(argv[1], "rederive")))
+        return ws_off_main(argc, argv);
     options o;
     memset(&o, 0, sizeof o);
     if (parse_args(argc, argv, &o)) {

@@ -2,8 +2,43 @@
 #include "versions.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "../model/checkpoint.h"
+
+static ws_status collect(void *ctx, const ws_store_model *m)
+{
+    ws_srv_model_rows *r = ctx;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        ws_srv_model_row *t = realloc(r->rows, sizeof *t * (size_t)cap);
+        if (!t) return WS_ERR_NOMEM;
+        r->rows = t, r->cap = cap;
+    }
+    ws_srv_model_row *row = &r->rows[r->n];
+    row->id = m->id, row->version = m->current_version;
+    strcpy(row->name, m->name);
+    row->training = strdup(m->training_json ? m->training_json : "{}");
+    if (!row->training) return WS_ERR_NOMEM;
+    r->n++;
+    return WS_OK;
+}
+
+ws_status ws_srv_model_rows_read(ws_store *st, ws_srv_model_rows *out, ws_error *err)
+{
+    memset(out, 0, sizeof *out);
+    ws_status s = ws_store_model_list(st, collect, out, err);
+    if (s == WS_ERR_NOMEM) ws_error_set(err, s, "out of memory");
+    return s;
+}
+
+void ws_srv_model_rows_free(ws_srv_model_rows *r)
+{
+    for (int i = 0; i < r->n; i++) free(r->rows[i].training);
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}
 
 void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
                       size_t cap)

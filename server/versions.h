@@ -15,6 +15,20 @@
 #include "../model/model.h"
 #include "../storage/storage.h"
 
+/* Every model's id, name, current version and training settings (owned
+ * copies: a listing's callback may not call into the store). */
+typedef struct {
+    int64_t id, version;
+    char name[WS_STORE_NAME_MAX + 1];
+    char *training;
+} ws_srv_model_row;
+typedef struct {
+    ws_srv_model_row *rows;
+    int n, cap;
+} ws_srv_model_rows;
+ws_status ws_srv_model_rows_read(ws_store *st, ws_srv_model_rows *out, ws_error *err);
+void ws_srv_model_rows_free(ws_srv_model_rows *r);
+
 void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
                       size_t cap);
 

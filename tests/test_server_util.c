@@ -120,6 +120,39 @@ int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, 
     return 0;
 }
 
+int ws_ts_train(const char *const *args, char *out, size_t cap)
+{
+    const char *prog = getenv("WS_TRAIN") ? getenv("WS_TRAIN") : "worldstate-train";
+    const char *argv[40] = {prog};
+    int n = 1;
+    for (int i = 0; args[i] && n < 39; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (dup2(fds[1], 1) < 0) _exit(127);
+        close(fds[0]);
+        setenv("OMP_NUM_THREADS", "1", 1);
+        execv(prog, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t got;
+    char sinkbuf[4096];
+    while ((got = read(fds[0], len + 1 < cap ? out + len : sinkbuf,
+                       len + 1 < cap ? cap - 1 - len : sizeof sinkbuf)) > 0)
+        if (len + 1 < cap) len += (size_t)got;
+    close(fds[0]);
+    out[len] = '\0';
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
 typedef struct {
     char *buf;
     size_t len;

@@ -1,7 +1,8 @@
 /* test_server_util.h — live-daemon harness for the server integration tests:
  * starts the real worldstated binary ($WS_DAEMON) on a free loopback port
  * (--listen 127.0.0.1:0; the port is read from its "listening on" line) with a
- * temporary data directory, and talks HTTP to it with libcurl. */
+ * temporary data directory, and talks HTTP to it with libcurl; runs the offline
+ * tool worldstate-train ($WS_TRAIN) on the same directory. */
 #ifndef WS_TEST_SERVER_UTIL_H
 #define WS_TEST_SERVER_UTIL_H
 
@@ -29,6 +30,12 @@ int ws_ts_stop(ws_ts_daemon *d);
 void ws_ts_kill9(ws_ts_daemon *d);
 /* Runs `worldstated key create --tenant T [--admin] --data-dir dir`; the key into out. */
 int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap);
+
+/* Runs $WS_TRAIN (worldstate-train) with args (NULL-terminated, after the
+ * program name), OMP_NUM_THREADS=1; its stdout into out (NUL-terminated,
+ * truncated to cap), its stderr to ours. Returns the exit status (-1: did not
+ * run or died of a signal). */
+int ws_ts_train(const char *const *args, char *out, size_t cap);
 
 typedef struct {
     long status;

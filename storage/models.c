@@ -178,10 +178,8 @@ ws_status ws_store_model_delete(ws_store *s, int64_t id, ws_error *err)
     ws_store_op op;
     WS_TRY(ws_store__op_begin(s, &op, err));
     int64_t n = 0;
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_MODEL_SESSIONS);
-    ws_status r = ws_store__bind_int64(s, st, 1, id, err);
-    if (r == WS_OK) r = ws_store__query_int64(s, st, &n, err, "storage: counting a model's sessions");
-    ws_store__done(st);
+    ws_status r = ws_store__query_int64_by(s, WS_ST_MODEL_SESSIONS, id, &n, err,
+                                           "storage: counting a model's sessions");
     if (r == WS_OK && n > 0)
         r = ws_error_set(err, WS_ERR_CONFLICT, "model %lld still has %lld sessions", (long long)id,
                          (long long)n);
@@ -221,11 +219,8 @@ static ws_status set_current(ws_store *s, int64_t model, int64_t version, ws_err
 
 static ws_status version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)
 {
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VERSION_MAX);
-    ws_status r = ws_store__bind_int64(s, st, 1, model, err);
-    if (r == WS_OK) r = ws_store__query_int64(s, st, max, err, "storage: reading model versions");
-    ws_store__done(st);
-    return r;
+    return ws_store__query_int64_by(s, WS_ST_VERSION_MAX, model, max, err,
+                                    "storage: reading model versions");
 }
 
 ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)

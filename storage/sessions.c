@@ -118,10 +118,8 @@ ws_status ws_store_session_create(ws_store *s, int64_t tenant, int64_t model, co
     if (r == WS_OK && max_sessions > 0) {
         /* counted under the write lock: concurrent creates cannot overshoot */
         int64_t n = 0;
-        sqlite3_stmt *st = ws_store__stmt(s, WS_ST_SESSION_COUNT);
-        r = ws_store__bind_int64(s, st, 1, tenant, err);
-        if (r == WS_OK) r = ws_store__query_int64(s, st, &n, err, "storage: counting sessions");
-        ws_store__done(st);
+        r = ws_store__query_int64_by(s, WS_ST_SESSION_COUNT, tenant, &n, err,
+                                     "storage: counting sessions");
         if (r == WS_OK && n >= max_sessions)
             r = ws_error_set(err, WS_ERR_CONFLICT, "tenant has reached its limit of %lld sessions",
                              (long long)max_sessions);
@@ -222,11 +220,8 @@ ws_status ws_store_session_delete(ws_store *s, int64_t tenant, const char *id, w
 ws_status ws_store_session_count(ws_store *s, int64_t tenant, int64_t *n, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_SESSION_COUNT);
-    ws_status r = ws_store__bind_int64(s, st, 1, tenant, err);
-    if (r == WS_OK) r = ws_store__query_int64(s, st, n, err, "storage: counting sessions");
-    ws_store__done(st);
-    return r;
+    return ws_store__query_int64_by(s, WS_ST_SESSION_COUNT, tenant, n, err,
+                                    "storage: counting sessions");
 }
 
 /* Calls fn for every row of a session listing statement (already bound). */

@@ -62,7 +62,8 @@ ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_i
     int64_t sid = 0;
     ws_status r = find_at_step(s, tenant, session_id, expect_prev_step, &sid, current_step, err);
     int64_t next = expect_prev_step + 1, now = ws_store__now_ms();
-    if (r == WS_OK) r = write_state(s, sid, next, state, rows, cols, entry->model_version, now, err);
+    if (r == WS_OK)
+        r = write_state(s, sid, next, state, rows, cols, entry->model_version, now, err);
     if (r == WS_OK) {
         sqlite3_stmt *st = ws_store__stmt(s, WS_ST_LOG_INSERT);
         r = ws_store__bind_int64(s, st, 1, sid, err);

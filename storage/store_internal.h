@@ -146,6 +146,10 @@ ws_status ws_store__bind_blob(ws_store *s, sqlite3_stmt *st, int i, const void *
 /* Steps a statement that returns one integer in column 0 (count, max, ...). */
 ws_status ws_store__query_int64(ws_store *s, sqlite3_stmt *st, int64_t *out, ws_error *err,
                                 const char *what);
+/* The same for statement id with ?1 bound to key (a count or max per model,
+ * per tenant). */
+ws_status ws_store__query_int64_by(ws_store *s, ws_store_stmt_id id, int64_t key, int64_t *out,
+                                   ws_error *err, const char *what);
 /* Steps a write statement to completion (SQLITE_DONE). */
 ws_status ws_store__exec(ws_store *s, sqlite3_stmt *st, ws_error *err, const char *what);
 

@@ -90,6 +90,18 @@ ws_status ws_store__query_int64(ws_store *s, sqlite3_stmt *st, int64_t *out, ws_
     return r;
 }
 
+ws_status ws_store__query_int64_by(ws_store *s, ws_store_stmt_id id, int64_t key, int64_t *out,
+                                   ws_error *err, const char *what)
+{
+    sqlite3_stmt *st = ws_store__stmt(s, id);
+    ws_status r = ws_store__bind_int64(s, st, 1, key, err);
+    if (r != WS_OK) {
+        ws_store__done(st);
+        return r;
+    }
+    return ws_store__query_int64(s, st, out, err, what);
+}
+
 ws_status ws_store__exec(ws_store *s, sqlite3_stmt *st, ws_error *err, const char *what)
 {
     int rc = sqlite3_step(st);

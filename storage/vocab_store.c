@@ -7,11 +7,8 @@
 
 static ws_status next_id(ws_store *s, int64_t model, int64_t *n, ws_error *err)
 {
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VOCAB_NEXT);
-    ws_status r = ws_store__bind_int64(s, st, 1, model, err);
-    if (r == WS_OK) r = ws_store__query_int64(s, st, n, err, "storage: counting vocabulary");
-    ws_store__done(st);
-    return r;
+    return ws_store__query_int64_by(s, WS_ST_VOCAB_NEXT, model, n, err,
+                                    "storage: counting vocabulary");
 }
 
 ws_status ws_store_vocab_count(ws_store *s, int64_t model, int64_t *n, ws_error *err)

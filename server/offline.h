@@ -135,6 +135,20 @@ void ws_off_usage(FILE *f);
 /* Opens <data-dir>/worldstate.db (must exist). */
 ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err);
 
+/* What retrain and rederive work on: the database, the model's row, a CPU
+ * backend, a version of the model loaded on it, and the sessions to replay
+ * (corpus.st and corpus.m point at the store and the model). */
+typedef struct {
+    ws_store_model row;
+    ws_backend *be;
+    int64_t version;
+    ws_off_corpus corpus;
+} ws_off_work;
+
+/* Opens o->model's version `version` (0: the current one). */
+ws_status ws_off_work_open(ws_off_work *w, const ws_off_options *o, int64_t version, ws_error *err);
+void ws_off_work_close(ws_off_work *w);
+
 ws_status ws_off_export(const ws_off_options *o, FILE *out, ws_error *err);
 ws_status ws_off_retrain(const ws_off_options *o, ws_error *err);
 ws_status ws_off_rederive(const ws_off_options *o, ws_error *err);

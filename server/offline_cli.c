@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "offline.h"
+#include "versions.h"
 
 void ws_off_usage(FILE *f)
 {
@@ -33,6 +34,27 @@ ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err)
     ws_status s = ws_store_open(path, WS_STORE_DURABILITY_NORMAL, 0, out, err);
     if (s == WS_ERR_NOTFOUND) ws_error_set(err, s, "no database at %s", path);
     return s;
+}
+
+ws_status ws_off_work_open(ws_off_work *w, const ws_off_options *o, int64_t version, ws_error *err)
+{
+    memset(w, 0, sizeof *w);
+    w->corpus.model_name = o->model;
+    WS_TRY(ws_off_open_store(o->data_dir, &w->corpus.st, err));
+    WS_TRY(ws_store_model_find(w->corpus.st, o->model, &w->row, err));
+    w->version = version > 0 ? version : w->row.current_version;
+    WS_TRY(ws_backend_cpu_new(&w->be, o->threads, err));
+    return ws_srv_version_load(w->corpus.st, w->row.id, w->version, w->be, &w->corpus.m, err);
+}
+
+void ws_off_work_close(ws_off_work *w)
+{
+    ws_off_corpus_free(&w->corpus);
+    ws_model_free(w->corpus.m);
+    ws_backend_free(w->be);
+    ws_store_model_clear(&w->row);
+    ws_store_close(w->corpus.st);
+    memset(w, 0, sizeof *w);
 }
 
 /* Parses a number in [lo, hi]; 0 when s is not one. */

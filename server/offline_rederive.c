@@ -84,39 +84,28 @@ ws_status ws_off_rederive(const ws_off_options *o, ws_error *err)
 {
     int lock_fd = -1; /* held until exit: no daemon may serve these sessions meanwhile */
     WS_TRY(ws_srv_datadir_lock(o->data_dir, "worldstate-train rederive", &lock_fd, err));
-    ws_store *st = NULL;
-    WS_TRY(ws_off_open_store(o->data_dir, &st, err));
-    ws_backend *be = NULL;
-    ws_off_corpus c = {.st = st, .model_name = o->model};
-    ws_store_model row = {0};
-    rederive_ctx x = {.c = &c, .dry_run = o->dry_run};
-    ws_status s = ws_store_model_find(st, o->model, &row, err);
-    x.version = o->version > 0 ? o->version : row.current_version;
-    if (s == WS_OK) s = ws_backend_cpu_new(&be, o->threads, err);
-    x.be = be;
-    if (s == WS_OK) s = ws_srv_version_load(st, row.id, x.version, be, &c.m, err);
-    if (s == WS_OK) s = ws_off_corpus_from_db(&c, row.id, o->session, 0, err);
+    ws_off_work w;
+    ws_status s = ws_off_work_open(&w, o, o->version, err);
+    rederive_ctx x = {.c = &w.corpus, .be = w.be, .version = w.version, .dry_run = o->dry_run};
+    if (s == WS_OK) s = ws_off_corpus_from_db(&w.corpus, w.row.id, o->session, 0, err);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (s == WS_OK) {
-        x.cfg = ws_model_config_of(c.m);
+        x.cfg = ws_model_config_of(w.corpus.m);
         s = replay_all(&x, o->tc.batch, err);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     if (s == WS_OK) {
+        const ws_off_corpus *c = &w.corpus;
         long at_zero = 0;
-        for (int i = 0; i < c.n; i++) at_zero += c.sessions[i].n_steps == 0;
+        for (int i = 0; i < c->n; i++) at_zero += c->sessions[i].n_steps == 0;
         double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
         printf("{\"rederive\":\"%s\",\"version\":%lld,\"sessions\":%d,\"steps\":%lld,\"identical\":%ld,"
                "\"%s\":%ld,\"at_step_0\":%ld,\"steps_of_other_versions\":%ld,\"seconds\":%.3f}\n",
-               o->model, (long long)x.version, c.n, (long long)ws_off_corpus_steps(&c), x.identical,
+               o->model, (long long)x.version, c->n, (long long)ws_off_corpus_steps(c), x.identical,
                o->dry_run ? "would_rewrite" : "rewritten", x.rewritten, at_zero, x.other_version_steps, secs);
     }
     free(x.host);
-    ws_off_corpus_free(&c);
-    ws_model_free(c.m);
-    ws_backend_free(be);
-    ws_store_model_clear(&row);
-    ws_store_close(st);
+    ws_off_work_close(&w);
     return s;
 }

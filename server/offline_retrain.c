@@ -94,17 +94,13 @@ static ws_status epoch(ws_off_replay *rp, ws_model *m, const ws_train_config *tc
 }
 
 /* The recall queries per step: the option, else the model's online setting. */
-static ws_status recall_count(const ws_off_options *o, ws_store *st, const char *model, int *out,
-                              ws_error *err)
+static ws_status recall_count(const ws_off_options *o, const ws_store_model *row, int *out, ws_error *err)
 {
     if (o->recall >= 0) return *out = o->recall, WS_OK;
-    ws_store_model row = {0};
-    WS_TRY(ws_store_model_find(st, model, &row, err));
     ws_srv_training tr = ws_srv_training_default();
-    cJSON *tj = cJSON_Parse(row.training_json);
+    cJSON *tj = cJSON_Parse(row->training_json);
     ws_status s = tj ? ws_srv_training_parse(tj, &tr, err) : WS_OK;
     cJSON_Delete(tj);
-    ws_store_model_clear(&row);
     *out = tr.recall_queries;
     return s;
 }
@@ -142,36 +138,27 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
 
 ws_status ws_off_retrain(const ws_off_options *o, ws_error *err)
 {
-    ws_store *st = NULL;
-    WS_TRY(ws_off_open_store(o->data_dir, &st, err));
-    ws_backend *be = NULL;
-    ws_off_corpus c = {.st = st, .model_name = o->model};
-    ws_store_model row = {0};
+    ws_off_work w;
     int recall = 0;
-    ws_status s = ws_store_model_find(st, o->model, &row, err);
-    if (s == WS_OK) s = recall_count(o, st, o->model, &recall, err);
-    if (s == WS_OK) s = ws_backend_cpu_new(&be, o->threads, err);
-    if (s == WS_OK) s = ws_srv_version_load(st, row.id, row.current_version, be, &c.m, err);
-    if (s == WS_OK && o->n_jsonl == 0) s = ws_off_corpus_from_db(&c, row.id, o->session, o->rollout, err);
-    for (int i = 0; s == WS_OK && i < o->n_jsonl; i++) s = ws_off_corpus_from_jsonl(&c, o->jsonl[i], o->rollout, err);
-    int64_t steps = ws_off_corpus_steps(&c);
+    ws_status s = ws_off_work_open(&w, o, 0, err);
+    ws_off_corpus *c = &w.corpus;
+    if (s == WS_OK) s = recall_count(o, &w.row, &recall, err);
+    if (s == WS_OK && o->n_jsonl == 0) s = ws_off_corpus_from_db(c, w.row.id, o->session, o->rollout, err);
+    for (int i = 0; s == WS_OK && i < o->n_jsonl; i++) s = ws_off_corpus_from_jsonl(c, o->jsonl[i], o->rollout, err);
+    int64_t steps = ws_off_corpus_steps(c);
     if (s == WS_OK && steps == 0) s = ws_error_set(err, WS_ERR_INVALID, "no logged steps to train on");
     if (s == WS_OK) {
         printf("retrain %s from version %lld: %d sessions, %lld steps%s, %d epochs, batch %d, %d recall queries per step\n",
-               o->model, (long long)row.current_version, c.n, (long long)steps,
-               c.lines_skipped ? " (lines of other models skipped)" : "", o->epochs, o->tc.batch, recall);
-        s = train_corpus(o, &c, recall, err);
+               o->model, (long long)w.version, c->n, (long long)steps,
+               c->lines_skipped ? " (lines of other models skipped)" : "", o->epochs, o->tc.batch, recall);
+        s = train_corpus(o, c, recall, err);
     }
     char note[160];
-    snprintf(note, sizeof note, "retrain: %d epochs over %d sessions (%lld steps) from version %lld", o->epochs, c.n,
-             (long long)steps, (long long)row.current_version);
+    snprintf(note, sizeof note, "retrain: %d epochs over %d sessions (%lld steps) from version %lld", o->epochs, c->n,
+             (long long)steps, (long long)w.version);
     int64_t version = 0;
-    if (s == WS_OK) s = ws_srv_version_publish(st, o->data_dir, o->model, row.id, c.m, -1, note, &version, err);
+    if (s == WS_OK) s = ws_srv_version_publish(c->st, o->data_dir, o->model, w.row.id, c->m, -1, note, &version, err);
     if (s == WS_OK) printf("published %s version %lld\n", o->model, (long long)version);
-    ws_off_corpus_free(&c);
-    ws_model_free(c.m);
-    ws_backend_free(be);
-    ws_store_model_clear(&row);
-    ws_store_close(st);
+    ws_off_work_close(&w);
     return s;
 }

@@ -7,6 +7,21 @@
 #include "batch.h"
 #include "test_util.h"
 
+void ws_fs_start(ws_ts_daemon *d, char *dir, const char *name, const char *training)
+{
+    ws_ts_tmpdir(dir, 256);
+    static const char *const flags[] = {"--batch-wait-us", "0", NULL};
+    assert_int_equal(ws_ts_start(d, dir, flags), 0);
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"name\":\"%s\",\"seed\":7,\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,"
+             "\"n_ext_layers\":1,\"max_fact_len\":2,\"vocab_cap\":32,\"n_overflow\":4}%s%s}",
+             name, training ? ",\"training\":" : "", training ? training : "");
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(d, "POST", "/v1/models", NULL, body, &r), 201);
+    ws_ts_resp_free(&r);
+}
+
 void ws_fs_init(ws_fs *f, int entities, int places, int steps)
 {
     memset(f, 0, sizeof *f);

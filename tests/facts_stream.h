@@ -20,6 +20,13 @@ typedef struct {
     ws_batch *batch;
 } ws_fs;
 
+/* Starts the daemon on a fresh directory (dir: 256 bytes) with
+ * --batch-wait-us 0 (one client: no batch to wait for) and creates the tiny
+ * model `name` (d=32, 2 heads, T=8, 1+1 layers, 2 symbols per fact, seed 7)
+ * with the online-training settings `training` (a JSON object, or NULL for
+ * the defaults). */
+void ws_fs_start(ws_ts_daemon *d, char *dir, const char *name, const char *training);
+
 /* entities × places worlds of `steps` steps; symbols of at most 2 per fact. */
 void ws_fs_init(ws_fs *f, int entities, int places, int steps);
 void ws_fs_free(ws_fs *f);

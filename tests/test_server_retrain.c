@@ -50,16 +50,8 @@ static void test_retrain_beside_the_daemon(void **state)
 {
     (void)state;
     char dir[256];
-    ws_ts_tmpdir(dir, sizeof dir);
-    static const char *const flags[] = {"--batch-wait-us", "0", NULL}; /* one client: no batch to wait for */
-    assert_int_equal(ws_ts_start(&D, dir, flags), 0);
+    ws_fs_start(&D, dir, "facts", NULL);
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL,
-                               "{\"name\":\"facts\",\"seed\":7,\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,"
-                               "\"n_upd_layers\":1,\"n_ext_layers\":1,\"max_fact_len\":2,\"vocab_cap\":32,\"n_overflow\":4}}",
-                               &r),
-                     201);
-    ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/facts/training", NULL, "{\"enabled\":false}", &r), 200);
     ws_ts_resp_free(&r);
     ws_fs fs;

@@ -1,0 +1,160 @@
+/* models.c — /v1/models: list, create, get, training settings, checkpoint. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Runs rq and hands its object answer to the caller (rs freed by the caller). */
+static ws_client_status object_call(const ws_client *c, const wsc_request *rq, wsc_response *rs, const cJSON **body,
+                                    ws_client_error *err)
+{
+    ws_client_status s = wsc_call(c, rq, rs, err);
+    return s == WS_CLIENT_OK ? wsc_json_body(rs, body, err) : s;
+}
+
+static ws_client_status models_from_json(const cJSON *arr, ws_client_model_list *out, ws_client_error *err)
+{
+    if (!cJSON_IsArray(arr)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"models\"");
+    out->items = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *out->items);
+    if (!out->items) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        ws_client_status s = wsc_model_from_json(it, &out->items[out->n], err);
+        if (s != WS_CLIENT_OK) return s;
+        out->n++;
+    }
+    return WS_CLIENT_OK;
+}
+
+ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out, ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    wsc_request rq = {.method = "GET", .path = "/v1/models", .repeatable = 1};
+    wsc_response rs;
+    const cJSON *body;
+    ws_client_status s = object_call(c, &rq, &rs, &body, err);
+    if (s == WS_CLIENT_OK) s = models_from_json(cJSON_GetObjectItemCaseSensitive(body, "models"), out, err);
+    if (s != WS_CLIENT_OK) ws_client_model_list_free(out);
+    wsc_response_free(&rs);
+    return s;
+}
+
+static ws_client_status spec_body(const ws_client_model_spec *spec, char **body, ws_client_error *err)
+{
+    ws_client_status s = wsc_check_name(spec->name, err);
+    if (s != WS_CLIENT_OK) return s;
+    cJSON *o = cJSON_CreateObject(), *cfg = NULL, *tr = NULL;
+    if (!o || !cJSON_AddStringToObject(o, "name", spec->name)) s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    if (s == WS_CLIENT_OK && spec->config_json) {
+        cfg = cJSON_ParseWithOpts(spec->config_json, NULL, 1); /* 1: no trailing data */
+        if (cJSON_IsObject(cfg)) {
+            s = wsc_add_member(o, "config", cfg, err);
+        } else {
+            cJSON_Delete(cfg);
+            s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "config must be one JSON object");
+        }
+    }
+    if (s == WS_CLIENT_OK && spec->training) s = wsc_training_patch_to_json(spec->training, &tr, err);
+    if (s == WS_CLIENT_OK && spec->training) s = wsc_add_member(o, "training", tr, err);
+    if (s == WS_CLIENT_OK && spec->seed >= 0 && !cJSON_AddNumberToObject(o, "seed", (double)spec->seed))
+        s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    if (s != WS_CLIENT_OK) {
+        cJSON_Delete(o);
+        return s;
+    }
+    return wsc_print(o, body, err);
+}
+
+ws_client_status ws_client_model_create(const ws_client *c, const ws_client_model_spec *spec, ws_client_model *out,
+                                        ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char *body = NULL;
+    ws_client_status s = spec_body(spec, &body, err);
+    if (s != WS_CLIENT_OK) return s;
+    /* Not repeatable: after a lost reply the retry would answer 409 conflict. */
+    wsc_request rq = {.method = "POST", .path = "/v1/models", .body = body};
+    wsc_response rs;
+    const cJSON *ans;
+    s = object_call(c, &rq, &rs, &ans, err);
+    if (s == WS_CLIENT_OK) s = wsc_model_from_json(ans, out, err);
+    wsc_response_free(&rs);
+    free(body);
+    return s;
+}
+
+ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_client_model *out,
+                                     ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[128];
+    ws_client_status s = wsc_check_name(name, err);
+    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/models/%s", name);
+    if (s != WS_CLIENT_OK) return s;
+    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
+    wsc_response rs;
+    const cJSON *body;
+    s = object_call(c, &rq, &rs, &body, err);
+    if (s == WS_CLIENT_OK) s = wsc_model_from_json(body, out, err);
+    wsc_response_free(&rs);
+    return s;
+}
+
+ws_client_status ws_client_training_set(const ws_client *c, const char *name, const ws_client_training_patch *patch,
+                                        ws_client_training *out, ws_client_error *err)
+{
+    char path[128], *body = NULL;
+    cJSON *o;
+    ws_client_status s = wsc_check_name(name, err);
+    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/models/%s/training", name);
+    if (s == WS_CLIENT_OK) s = wsc_training_patch_to_json(patch, &o, err);
+    if (s == WS_CLIENT_OK) s = wsc_print(o, &body, err);
+    if (s != WS_CLIENT_OK) return s;
+    /* Setting the same values twice is harmless. */
+    wsc_request rq = {.method = "PATCH", .path = path, .body = body, .repeatable = 1};
+    wsc_response rs;
+    const cJSON *ans;
+    s = object_call(c, &rq, &rs, &ans, err);
+    if (s == WS_CLIENT_OK) s = wsc_training_from_json(ans, out, err);
+    wsc_response_free(&rs);
+    free(body);
+    return s;
+}
+
+ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name, const char *path,
+                                               int64_t *version, ws_client_error *err)
+{
+    char url_path[128], *part = NULL;
+    ws_client_status s = wsc_check_name(name, err);
+    if (s == WS_CLIENT_OK) s = wsc_path(url_path, sizeof url_path, err, "/v1/models/%s/checkpoint", name);
+    if (s == WS_CLIENT_OK && (!path || !*path)) s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "no output path");
+    if (s != WS_CLIENT_OK) return s;
+    size_t cap = strlen(path) + 6;
+    if (!(part = malloc(cap))) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    snprintf(part, cap, "%s.part", path);
+    /* Into path.part, renamed when complete: a failed download never leaves a
+     * truncated checkpoint under the real name. */
+    FILE *f = fopen(part, "w+b");
+    if (!f) {
+        s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot create %s: %s", part, strerror(errno));
+        free(part);
+        return s;
+    }
+    wsc_request rq = {.method = "GET", .path = url_path, .repeatable = 1, .sink = f};
+    wsc_response rs;
+    s = wsc_call(c, &rq, &rs, err);
+    long long v = 0;
+    char tail;
+    if (s == WS_CLIENT_OK && sscanf(rs.x_model_version, "%lld%c", &v, &tail) != 1)
+        s = wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "checkpoint answer lacks X-Model-Version");
+    if (fclose(f) != 0 && s == WS_CLIENT_OK) s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot write %s: %s", part, strerror(errno));
+    if (s == WS_CLIENT_OK && rename(part, path) != 0)
+        s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rename %s to %s: %s", part, path, strerror(errno));
+    if (s != WS_CLIENT_OK) remove(part);
+    if (s == WS_CLIENT_OK && version) *version = v;
+    wsc_response_free(&rs);
+    free(part);
+    return s;
+}

@@ -106,7 +106,7 @@ static struct curl_slist *headers_of(const ws_client *c, const wsc_request *rq)
     return list;
 }
 
-/* One request. *sent: the connection was made, so the server may have the request. */
+/* One request. *sent: some of it went out, so the server may have acted on it. */
 static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *url, wsc_response *rs,
                         attempt_ctx *ctx, char *errbuf, int *sent)
 {
@@ -122,8 +122,10 @@ static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *u
     *ctx = (attempt_ctx){.h = h, .sink = rq->sink, .rs = rs};
     CURLcode e = set_options(h, c, rq, url, headers, ctx, errbuf);
     if (e == CURLE_OK) e = curl_easy_perform(h);
-    curl_off_t connect_us = 0;
-    *sent = curl_easy_getinfo(h, CURLINFO_CONNECT_TIME_T, &connect_us) != CURLE_OK || connect_us > 0;
+    /* Bytes of request that went out: none means the server cannot have acted
+     * (connection refused or timed out), so even a POST may go again. */
+    long request_bytes = 0;
+    *sent = curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_bytes) != CURLE_OK || request_bytes > 0;
     if (e == CURLE_OK) e = curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rs->status);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);

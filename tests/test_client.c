@@ -19,8 +19,9 @@
 #include "test_util.h"
 #include "ws_client.h"
 
-static ws_ts_daemon D;
-static char DIR_[256];
+/* The daemon most tests share (ws_ts_shared_setup starts it). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
 
 static ws_client *client_for(int port, const char *key, long timeout_ms, int retries)
 {
@@ -40,7 +41,7 @@ static ws_client *client_for(int port, const char *key, long timeout_ms, int ret
 
 static ws_client *client(void)
 {
-    return client_for(D.port, NULL, 30000, 3);
+    return client_for(D->port, NULL, 30000, 3);
 }
 
 /* ---- a TCP proxy that can lose a reply, lose a request, or hang ---------------------- */
@@ -166,6 +167,33 @@ static void new_session(ws_client *c, char *id)
     memcpy(id, s.id, WS_CLIENT_ID_LEN + 1);
 }
 
+/* Per-test fixture: a client of the shared daemon, a fresh session, and room
+ * for a simple_step. */
+typedef struct {
+    ws_client *c;
+    char id[WS_CLIENT_ID_LEN + 1];
+    ws_client_instruction in[1];
+    ws_client_fact qs[2];
+} fixture;
+
+static int fixture_open(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    f->c = client();
+    new_session(f->c, f->id);
+    *state = f;
+    return 0;
+}
+
+static int fixture_close(void **state)
+{
+    fixture *f = *state;
+    ws_client_free(f->c);
+    free(f);
+    return 0;
+}
+
 static void expect_http(ws_client_status s, const ws_client_error *e, long status, const char *code)
 {
     assert_int_equal(s, WS_CLIENT_ERR_HTTP);
@@ -242,18 +270,15 @@ static void test_sessions(void **state)
 
 static void test_steps_log_queries_labels(void **state)
 {
-    (void)state;
-    ws_client *c = client();
+    fixture *f = *state;
+    ws_client *c = f->c;
+    const char *id = f->id;
     ws_client_error e;
-    char id[WS_CLIENT_ID_LEN + 1];
-    new_session(c, id);
-    ws_client_instruction in[1];
-    ws_client_fact qs[2];
     int labels[2] = {1, 0};
     ws_client_step_req sent[3];
     ws_client_answers a;
     for (int t = 0; t < 3; t++) {
-        sent[t] = simple_step(in, qs, t == 0 ? labels : NULL, t != 1, t);
+        sent[t] = simple_step(f->in, f->qs, t == 0 ? labels : NULL, t != 1, t);
         assert_int_equal(ws_client_step(c, id, &sent[t], &a, &e), WS_CLIENT_OK);
         assert_int_equal(a.step, t + 1);
         assert_int_equal(a.n_answers, 2);
@@ -286,7 +311,7 @@ static void test_steps_log_queries_labels(void **state)
     assert_int_equal(p.next_after, WS_CLIENT_NO_STEP);
     ws_client_log_page_free(&p);
     /* Queries leave the session where it is. */
-    assert_int_equal(ws_client_query(c, id, qs, 2, &a, &e), WS_CLIENT_OK);
+    assert_int_equal(ws_client_query(c, id, f->qs, 2, &a, &e), WS_CLIENT_OK);
     assert_int_equal(a.step, 3);
     assert_int_equal(a.n_answers, 2);
     ws_client_answers_free(&a);
@@ -305,24 +330,20 @@ static void test_steps_log_queries_labels(void **state)
     assert_int_equal(p.steps[0].req.labels[0], 1);
     assert_int_equal(p.steps[0].req.labels[1], 1);
     ws_client_log_page_free(&p);
-    ws_client_free(c);
 }
 
 static void test_state(void **state)
 {
-    (void)state;
-    ws_client *c = client();
+    fixture *f = *state;
+    ws_client *c = f->c;
+    const char *id = f->id;
     ws_client_error e;
-    char id[WS_CLIENT_ID_LEN + 1];
-    new_session(c, id);
     ws_client_state st;
     assert_int_equal(ws_client_state_get(c, id, &st, &e), WS_CLIENT_OK);
     assert_int_equal(st.rows * st.cols, 0);
     assert_null(st.values);
     ws_client_state_free(&st);
-    ws_client_instruction in[1];
-    ws_client_fact qs[2];
-    ws_client_step_req req = simple_step(in, qs, NULL, 1, WS_CLIENT_NO_STEP);
+    ws_client_step_req req = simple_step(f->in, f->qs, NULL, 1, WS_CLIENT_NO_STEP);
     ws_client_answers a;
     assert_int_equal(ws_client_step(c, id, &req, &a, &e), WS_CLIENT_OK);
     ws_client_answers_free(&a);
@@ -337,21 +358,17 @@ static void test_state(void **state)
     }
     assert_true(norm > 0);
     ws_client_state_free(&st);
-    ws_client_free(c);
 }
 
 /* 409 step_conflict carries current_step; the same step posted twice with
  * expect_step applies once. Bad input is a 400 that changes nothing. */
 static void test_conflict_and_bad_input(void **state)
 {
-    (void)state;
-    ws_client *c = client();
+    fixture *f = *state;
+    ws_client *c = f->c;
+    const char *id = f->id;
     ws_client_error e;
-    char id[WS_CLIENT_ID_LEN + 1];
-    new_session(c, id);
-    ws_client_instruction in[1];
-    ws_client_fact qs[2];
-    ws_client_step_req req = simple_step(in, qs, NULL, 1, 0);
+    ws_client_step_req req = simple_step(f->in, f->qs, NULL, 1, 0);
     ws_client_answers a;
     assert_int_equal(ws_client_step(c, id, &req, &a, &e), WS_CLIENT_OK);
     ws_client_answers_free(&a);
@@ -375,7 +392,6 @@ static void test_conflict_and_bad_input(void **state)
     req.queries[0] = (ws_client_fact){0};
     assert_int_equal(ws_client_step(c, id, &req, &a, &e), WS_CLIENT_ERR_INVALID);
     assert_int_equal(e.attempts, 0);
-    ws_client_free(c);
 }
 
 static void test_models(void **state)
@@ -453,17 +469,14 @@ static void test_models(void **state)
  * current_step = expect_step+1, and the client returns the logged answers. */
 static void test_lost_reply_applies_once(void **state)
 {
-    (void)state;
-    ws_client *direct = client();
+    fixture *f = *state;
+    ws_client *direct = f->c;
+    const char *id = f->id;
     proxy px;
-    proxy_start(&px, D.port);
+    proxy_start(&px, D->port);
     ws_client *c = client_for(px.port, NULL, 30000, 3);
-    char id[WS_CLIENT_ID_LEN + 1];
-    new_session(direct, id);
-    ws_client_instruction in[1];
-    ws_client_fact qs[2];
     int labels[2] = {1, 0};
-    ws_client_step_req req = simple_step(in, qs, labels, 1, 0);
+    ws_client_step_req req = simple_step(f->in, f->qs, labels, 1, 0);
     ws_client_answers a;
     ws_client_error e;
     atomic_store(&px.mode, PROXY_DROP_REPLY);
@@ -519,7 +532,6 @@ static void test_lost_reply_applies_once(void **state)
     assert_int_equal(ws_client_session_create(c, NULL, &s, &e), WS_CLIENT_ERR_TRANSPORT);
     assert_int_equal(e.attempts, 1);
     ws_client_free(c);
-    ws_client_free(direct);
     proxy_stop(&px);
 }
 
@@ -527,7 +539,7 @@ static void test_timeout_and_unreachable(void **state)
 {
     (void)state;
     proxy px;
-    proxy_start(&px, D.port);
+    proxy_start(&px, D->port);
     ws_client *c = client_for(px.port, NULL, 300, 0);
     ws_client_error e;
     atomic_store(&px.mode, PROXY_HANG);
@@ -670,35 +682,20 @@ static void test_records(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_sessions),
-        cmocka_unit_test(test_steps_log_queries_labels),
-        cmocka_unit_test(test_state),
-        cmocka_unit_test(test_conflict_and_bad_input),
+        cmocka_unit_test_setup_teardown(test_steps_log_queries_labels, fixture_open, fixture_close),
+        cmocka_unit_test_setup_teardown(test_state, fixture_open, fixture_close),
+        cmocka_unit_test_setup_teardown(test_conflict_and_bad_input, fixture_open, fixture_close),
         cmocka_unit_test(test_models),
-        cmocka_unit_test(test_lost_reply_applies_once),
+        cmocka_unit_test_setup_teardown(test_lost_reply_applies_once, fixture_open, fixture_close),
         cmocka_unit_test(test_timeout_and_unreachable),
         cmocka_unit_test(test_threads_share_a_handle),
         cmocka_unit_test(test_keys),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

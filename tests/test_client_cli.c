@@ -11,8 +11,9 @@
 #include "test_server_util.h"
 #include "test_util.h"
 
-static ws_ts_daemon D;
-static char DIR_[256];
+/* The daemon most tests share (ws_ts_shared_setup starts it). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
 
 typedef struct {
     int rc;
@@ -50,8 +51,9 @@ static run_result cli(const ws_ts_daemon *d, const char *fmt, ...)
     va_end(ap);
     snprintf(out, sizeof out, "%s/cli.out", DIR_);
     snprintf(err, sizeof err, "%s/cli.err", DIR_);
-    snprintf(cmd, sizeof cmd, "'%s' --url http://127.0.0.1:%d %s > '%s' 2> '%s'", getenv("WS_CLI"), d->port, args, out,
-             err);
+    const char *bin = getenv("WS_CLI");
+    if (!bin) fail_msg("WS_CLI is not set (the path of the worldstate binary)");
+    snprintf(cmd, sizeof cmd, "'%s' --url http://127.0.0.1:%d %s > '%s' 2> '%s'", bin, d->port, args, out, err);
     int st = system(cmd);
     assert_true(st != -1 && WIFEXITED(st));
     return (run_result){WEXITSTATUS(st), slurp(out), slurp(err)};
@@ -253,24 +255,24 @@ static void test_resume(void **state)
     char cmd[800];
     snprintf(cmd, sizeof cmd, "head -n %d '%s' > '%s'", HALF, steps, half);
     assert_int_equal(system(cmd), 0);
-    cli_session(&D, id);
+    cli_session(D, id);
     snprintf(args, sizeof args, "step %s --file '%s'", id, half);
-    cJSON *s = cli_json(&D, 0, args);
+    cJSON *s = cli_json(D, 0, args);
     assert_int_equal(num_of(s, "applied"), HALF);
     cJSON_Delete(s);
     snprintf(args, sizeof args, "step %s --file '%s'", id, steps);
-    s = cli_json(&D, 0, args);
+    s = cli_json(D, 0, args);
     assert_int_equal(num_of(s, "records"), N);
     assert_int_equal(num_of(s, "skipped"), HALF);
     assert_int_equal(num_of(s, "applied"), N - HALF);
     assert_int_equal(num_of(s, "step"), N);
     cJSON_Delete(s);
-    s = cli_json(&D, 0, args);
+    s = cli_json(D, 0, args);
     assert_int_equal(num_of(s, "applied"), 0);
     assert_int_equal(num_of(s, "skipped"), N);
     cJSON_Delete(s);
     /* Step k of the log is record k of the file. */
-    run_result r = cli(&D, "export %s", id);
+    run_result r = cli(D, "export %s", id);
     assert_int_equal(r.rc, 0);
     char *file = slurp(steps);
     cJSON *logged[N + 1], *script[N + 1];
@@ -288,21 +290,21 @@ static void test_resume(void **state)
     free(file);
     run_free(&r);
     /* --base: records start after steps the session already had. */
-    cli_session(&D, id);
+    cli_session(D, id);
     for (int t = 0; t < 2; t++) {
-        r = cli(&D, "step %s --instr x,y=true", id);
+        r = cli(D, "step %s --instr x,y=true", id);
         assert_int_equal(r.rc, 0);
         run_free(&r);
     }
     snprintf(args, sizeof args, "step %s --file '%s' --base 2", id, half);
-    s = cli_json(&D, 0, args);
+    s = cli_json(D, 0, args);
     assert_int_equal(num_of(s, "applied"), HALF);
     assert_int_equal(num_of(s, "step"), HALF + 2);
     cJSON_Delete(s);
     snprintf(args, sizeof args, "step %s --file '%s' --base %d", id, half, HALF + 5);
-    cJSON_Delete(cli_json(&D, 2, args)); /* the session is not that far */
+    cJSON_Delete(cli_json(D, 2, args)); /* the session is not that far */
     /* From stdin, already applied: skipped. */
-    r = cli(&D, "step %s --file - --base 2 < '%s'", id, half);
+    r = cli(D, "step %s --file - --base 2 < '%s'", id, half);
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "0 applied"));
     run_free(&r);
@@ -314,15 +316,15 @@ static void test_export_all(void **state)
     (void)state;
     char ids[2][33], all[300], args[1024];
     for (int i = 0; i < 2; i++) {
-        cli_session(&D, ids[i]);
+        cli_session(D, ids[i]);
         for (int t = 0; t <= i; t++) {
-            run_result r = cli(&D, "step %s --instr s%d,t%d=true --query s%d,t%d --label true", ids[i], i, t, i, t);
+            run_result r = cli(D, "step %s --instr s%d,t%d=true --query s%d,t%d --label true", ids[i], i, t, i, t);
             assert_int_equal(r.rc, 0);
             run_free(&r);
         }
     }
     snprintf(all, sizeof all, "%s/all.jsonl", DIR_);
-    export_to(&D, "--all", all);
+    export_to(D, "--all", all);
     char *text = slurp(all);
     int per[2] = {0, 0}, total = 0;
     for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), total++) {
@@ -336,13 +338,13 @@ static void test_export_all(void **state)
     assert_int_equal(per[1], 2);
     assert_true(total >= 3);
     char copy[33];
-    cli_session(&D, copy);
+    cli_session(D, copy);
     snprintf(args, sizeof args, "step %s --file '%s' --only-session %s", copy, all, ids[1]);
-    cJSON *s = cli_json(&D, 0, args);
+    cJSON *s = cli_json(D, 0, args);
     assert_int_equal(num_of(s, "records"), 2);
     assert_int_equal(num_of(s, "step"), 2);
     cJSON_Delete(s);
-    run_result r = cli(&D, "export %s --after 1", copy);
+    run_result r = cli(D, "export %s --after 1", copy);
     assert_int_equal(r.rc, 0);
     cJSON *last = cJSON_Parse(r.out);
     assert_int_equal(num_of(last, "step"), 2);
@@ -355,72 +357,72 @@ static void test_commands(void **state)
 {
     (void)state;
     char id[33], args[512], path[300];
-    cJSON *j = cli_json(&D, 0, "health");
+    cJSON *j = cli_json(D, 0, "health");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ready")));
     cJSON_Delete(j);
-    j = cli_json(&D, 0, "session create --model default");
+    j = cli_json(D, 0, "session create --model default");
     snprintf(id, sizeof id, "%s", str_of(j, "id"));
     assert_int_equal(num_of(j, "step"), 0);
     cJSON_Delete(j);
     snprintf(args, sizeof args, "step %s --instr mary,kitchen=true --query mary,kitchen --query john,garden "
                                 "--label true --label false --expect 0", id);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_int_equal(num_of(j, "step"), 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "answers")), 2);
     cJSON_Delete(j);
-    cJSON_Delete(cli_json(&D, 1, args)); /* --expect 0 again: step_conflict */
-    run_result r = cli(&D, "step %s --query mary,kitchen --expect 0", id);
+    cJSON_Delete(cli_json(D, 1, args)); /* --expect 0 again: step_conflict */
+    run_result r = cli(D, "step %s --query mary,kitchen --expect 0", id);
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "step_conflict"));
     run_free(&r);
     snprintf(args, sizeof args, "query %s --query mary,kitchen", id);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_int_equal(num_of(j, "step"), 1);
     cJSON_Delete(j);
     snprintf(args, sizeof args, "labels %s 1 --label false,false --replace", id);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "stored")));
     cJSON_Delete(j);
     snprintf(args, sizeof args, "session show %s", id);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_int_equal(num_of(j, "step"), 1);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "state_shape")), 2);
     cJSON_Delete(j);
-    j = cli_json(&D, 0, "session list --limit 1");
+    j = cli_json(D, 0, "session list --limit 1");
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "sessions")), 1);
     cJSON_Delete(j);
-    r = cli(&D, "session list");
+    r = cli(D, "session list");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, id));
     run_free(&r);
     /* Models. */
-    j = cli_json(&D, 0, "model create small --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}' --seed 3 --disable");
+    j = cli_json(D, 0, "model create small --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}' --seed 3 --disable");
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "training"), "enabled")));
     cJSON_Delete(j);
-    cJSON_Delete(cli_json(&D, 1, "model create small")); /* taken */
-    j = cli_json(&D, 0, "model list");
+    cJSON_Delete(cli_json(D, 1, "model create small")); /* taken */
+    j = cli_json(D, 0, "model list");
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "models")) >= 2);
     cJSON_Delete(j);
-    j = cli_json(&D, 0, "model status small");
+    j = cli_json(D, 0, "model status small");
     assert_string_equal(str_of(cJSON_GetObjectItem(j, "status"), "state"), "loaded");
     assert_int_equal(num_of(cJSON_GetObjectItem(j, "config"), "d"), 16);
     cJSON_Delete(j);
-    j = cli_json(&D, 0, "training small --enable --lr 0.005 --update-every 4");
+    j = cli_json(D, 0, "training small --enable --lr 0.005 --update-every 4");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "enabled")));
     assert_int_equal(num_of(j, "update_every"), 4);
     cJSON_Delete(j);
     snprintf(path, sizeof path, "%s/small.safetensors", DIR_);
     snprintf(args, sizeof args, "model checkpoint small --out '%s'", path);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_int_equal(num_of(j, "version"), 1);
     cJSON_Delete(j);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     fclose(f);
     snprintf(args, sizeof args, "session delete %s", id);
-    cJSON_Delete(cli_json(&D, 0, args));
+    cJSON_Delete(cli_json(D, 0, args));
     /* Errors: the server's (1), usage (2), unreachable (3), input (4). */
-    r = cli(&D, "session show %s", id);
+    r = cli(D, "session show %s", id);
     assert_int_equal(r.rc, 1);
     assert_non_null(strstr(r.err, "not_found"));
     assert_non_null(strstr(r.err, "HTTP 404"));
@@ -429,48 +431,29 @@ static void test_commands(void **state)
                                         "training default --lr x", "--timeout-ms 0 health", "export",
                                         "labels x 0 --label true", "session show abc"};
     for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
-        r = cli(&D, "%s", usage[i]);
+        r = cli(D, "%s", usage[i]);
         if (r.rc != 2) fail_msg("worldstate %s: exit %d, wanted 2; stderr: %s", usage[i], r.rc, r.err);
         assert_true(strlen(r.err) > 0);
         run_free(&r);
     }
-    r = cli(&D, "--url http://127.0.0.1:1 --retries 0 health");
+    r = cli(D, "--url http://127.0.0.1:1 --retries 0 health");
     assert_int_equal(r.rc, 3);
     assert_non_null(strstr(r.err, "cannot reach"));
     run_free(&r);
-    cli_session(&D, id);
+    cli_session(D, id);
     snprintf(path, sizeof path, "%s/bad.jsonl", DIR_);
     f = fopen(path, "w");
     assert_non_null(f);
     fputs("{\"queries\":[{\"fact\":[\"a\"]}]}\n\n{\"instrs\":[]}\n", f);
     assert_int_equal(fclose(f), 0);
-    r = cli(&D, "step %s --file '%s'", id, path);
+    r = cli(D, "step %s --file '%s'", id, path);
     assert_int_equal(r.rc, 4);
     assert_non_null(strstr(r.err, "bad.jsonl:3: unknown field \"instrs\""));
     run_free(&r);
     snprintf(args, sizeof args, "session show %s", id);
-    j = cli_json(&D, 0, args);
+    j = cli_json(D, 0, args);
     assert_int_equal(num_of(j, "step"), 1); /* the good line before it was applied */
     cJSON_Delete(j);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    if (!getenv("WS_CLI")) {
-        fprintf(stderr, "WS_CLI is not set (the path of the worldstate binary)\n");
-        return -1;
-    }
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
 }
 
 int main(void)
@@ -481,5 +464,5 @@ int main(void)
         cmocka_unit_test(test_export_all),
         cmocka_unit_test(test_commands),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

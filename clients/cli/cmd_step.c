@@ -13,6 +13,19 @@
 #define QUERY_USAGE "worldstate query ID --query SYM,SYM [--query ...]"
 #define LABELS_USAGE "worldstate labels ID STEP --label true|false [--label ...] [--replace]"
 
+/* Posts req as a step (step = 1) or asks its queries alone, and prints the answers. */
+static int answer(cli_ctx *ctx, const char *id, const ws_client_step_req *req, int step)
+{
+    ws_client_answers a;
+    ws_client_error e;
+    ws_client_status s = step ? ws_client_step(ctx->client, id, req, &a, &e)
+                              : ws_client_query(ctx->client, id, req->queries, req->n_queries, &a, &e);
+    if (s != WS_CLIENT_OK) return cli_fail(&e, step ? "step" : "query");
+    int rc = cli_print_answers(ctx, &a, req->queries, req->n_queries);
+    ws_client_answers_free(&a);
+    return rc;
+}
+
 int cli_cmd_step(cli_ctx *ctx, int argc, char **argv)
 {
     cli_list instr = {0}, query = {0}, labels = {0};
@@ -34,14 +47,7 @@ int cli_cmd_step(cli_ctx *ctx, int argc, char **argv)
         ws_client_step_req req;
         rc = cli_step_req_build(&instr, &query, &labels, &req) == 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         req.expect_step = expect;
-        ws_client_answers a;
-        ws_client_error e;
-        if (rc == CLI_EXIT_OK && ws_client_step(ctx->client, id, &req, &a, &e) != WS_CLIENT_OK)
-            rc = cli_fail(&e, "step");
-        else if (rc == CLI_EXIT_OK) {
-            rc = cli_print_answers(ctx, &a, req.queries, req.n_queries);
-            ws_client_answers_free(&a);
-        }
+        if (rc == CLI_EXIT_OK) rc = answer(ctx, id, &req, 1);
         ws_client_step_req_free(&req);
     }
     cli_opts_free(opts);
@@ -57,14 +63,7 @@ int cli_cmd_query(cli_ctx *ctx, int argc, char **argv)
     if (rc == CLI_EXIT_OK && !query.n) rc = cli_usage(QUERY_USAGE, "give at least one --query");
     ws_client_step_req req = {0};
     if (rc == CLI_EXIT_OK && cli_step_req_build(&none, &query, &none, &req) != 0) rc = CLI_EXIT_USAGE;
-    ws_client_answers a;
-    ws_client_error e;
-    if (rc == CLI_EXIT_OK && ws_client_query(ctx->client, id, req.queries, req.n_queries, &a, &e) != WS_CLIENT_OK)
-        rc = cli_fail(&e, "query");
-    else if (rc == CLI_EXIT_OK) {
-        rc = cli_print_answers(ctx, &a, req.queries, req.n_queries);
-        ws_client_answers_free(&a);
-    }
+    if (rc == CLI_EXIT_OK) rc = answer(ctx, id, &req, 0);
     ws_client_step_req_free(&req);
     cli_opts_free(opts);
     return rc;

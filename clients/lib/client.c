@@ -126,6 +126,18 @@ ws_client_status wsc_path(char *buf, size_t cap, ws_client_error *err, const cha
     return n >= 0 && (size_t)n < cap ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_INVALID, "request path too long");
 }
 
+ws_client_status wsc_session_path(char *buf, size_t cap, const char *id, const char *suffix, ws_client_error *err)
+{
+    ws_client_status s = wsc_check_id(id, err);
+    return s == WS_CLIENT_OK ? wsc_path(buf, cap, err, "/v1/sessions/%s%s", id, suffix) : s;
+}
+
+ws_client_status wsc_model_path(char *buf, size_t cap, const char *name, const char *suffix, ws_client_error *err)
+{
+    ws_client_status s = wsc_check_name(name, err);
+    return s == WS_CLIENT_OK ? wsc_path(buf, cap, err, "/v1/models/%s%s", name, suffix) : s;
+}
+
 ws_client_status wsc_json_body(const wsc_response *rs, const cJSON **out, ws_client_error *err)
 {
     *out = rs->json;

@@ -217,3 +217,32 @@ void wsc_response_free(wsc_response *rs)
     cJSON_Delete(rs->json);
     memset(rs, 0, sizeof *rs);
 }
+
+ws_client_status wsc_fetch(const ws_client *c, const wsc_request *rq, wsc_decoder decode, void *out,
+                           ws_client_error *err)
+{
+    wsc_response rs;
+    const cJSON *body;
+    ws_client_status s = wsc_call(c, rq, &rs, err);
+    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &body, err);
+    if (s == WS_CLIENT_OK) s = decode(body, out, err);
+    wsc_response_free(&rs);
+    return s;
+}
+
+ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const char *path, wsc_decoder decode,
+                         void *out, ws_client_error *err)
+{
+    if (path_status != WS_CLIENT_OK) return path_status;
+    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
+    return wsc_fetch(c, &rq, decode, out, err);
+}
+
+ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method, const char *path,
+                          char *body, int repeatable, wsc_decoder decode, void *out, ws_client_error *err)
+{
+    wsc_request rq = {.method = method, .path = path, .body = body, .repeatable = repeatable};
+    ws_client_status s = prior == WS_CLIENT_OK ? wsc_fetch(c, &rq, decode, out, err) : prior;
+    free(body);
+    return s;
+}

@@ -52,8 +52,25 @@ ws_client_status wsc_check_name(const char *name, ws_client_error *err);
 /* snprintf into buf; WS_CLIENT_ERR_INVALID when it does not fit. */
 ws_client_status wsc_path(char *buf, size_t cap, ws_client_error *err, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* "/v1/sessions/<id><suffix>" / "/v1/models/<name><suffix>", the id or name checked first. */
+ws_client_status wsc_session_path(char *buf, size_t cap, const char *id, const char *suffix, ws_client_error *err);
+ws_client_status wsc_model_path(char *buf, size_t cap, const char *name, const char *suffix, ws_client_error *err);
 /* The object body of a 2xx answer, or WS_CLIENT_ERR_PROTOCOL. */
 ws_client_status wsc_json_body(const wsc_response *rs, const cJSON **out, ws_client_error *err);
+
+/* Decodes an answer's JSON object into a typed result. */
+typedef ws_client_status (*wsc_decoder)(const cJSON *body, void *out, ws_client_error *err);
+/* Runs rq and decodes its JSON object answer into out. */
+ws_client_status wsc_fetch(const ws_client *c, const wsc_request *rq, wsc_decoder decode, void *out,
+                           ws_client_error *err);
+/* wsc_fetch of a GET (repeatable); path may be NULL after a failed path helper,
+ * whose status is then passed on. */
+ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const char *path, wsc_decoder decode,
+                         void *out, ws_client_error *err);
+/* wsc_fetch of a request with a JSON body, which it frees; a failed
+ * preparation (prior != WS_CLIENT_OK) is passed on without a request. */
+ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method, const char *path,
+                          char *body, int repeatable, wsc_decoder decode, void *out, ws_client_error *err);
 /* cJSON_PrintUnformatted of obj (which is deleted), or WS_CLIENT_ERR_NOMEM. */
 ws_client_status wsc_print(cJSON *obj, char **out, ws_client_error *err);
 

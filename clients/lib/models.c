@@ -5,16 +5,20 @@
 
 #include "internal.h"
 
-/* Runs rq and hands its object answer to the caller (rs freed by the caller). */
-static ws_client_status object_call(const ws_client *c, const wsc_request *rq, wsc_response *rs, const cJSON **body,
-                                    ws_client_error *err)
+static ws_client_status decode_model(const cJSON *body, void *out, ws_client_error *err)
 {
-    ws_client_status s = wsc_call(c, rq, rs, err);
-    return s == WS_CLIENT_OK ? wsc_json_body(rs, body, err) : s;
+    return wsc_model_from_json(body, out, err);
 }
 
-static ws_client_status models_from_json(const cJSON *arr, ws_client_model_list *out, ws_client_error *err)
+static ws_client_status decode_training(const cJSON *body, void *out, ws_client_error *err)
 {
+    return wsc_training_from_json(body, out, err);
+}
+
+static ws_client_status decode_models(const cJSON *body, void *dst, ws_client_error *err)
+{
+    ws_client_model_list *out = dst;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "models");
     if (!cJSON_IsArray(arr)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"models\"");
     out->items = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *out->items);
     if (!out->items) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
@@ -31,13 +35,8 @@ static ws_client_status models_from_json(const cJSON *arr, ws_client_model_list 
 ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out, ws_client_error *err)
 {
     memset(out, 0, sizeof *out);
-    wsc_request rq = {.method = "GET", .path = "/v1/models", .repeatable = 1};
-    wsc_response rs;
-    const cJSON *body;
-    ws_client_status s = object_call(c, &rq, &rs, &body, err);
-    if (s == WS_CLIENT_OK) s = models_from_json(cJSON_GetObjectItemCaseSensitive(body, "models"), out, err);
+    ws_client_status s = wsc_get(c, WS_CLIENT_OK, "/v1/models", decode_models, out, err);
     if (s != WS_CLIENT_OK) ws_client_model_list_free(out);
-    wsc_response_free(&rs);
     return s;
 }
 
@@ -73,16 +72,8 @@ ws_client_status ws_client_model_create(const ws_client *c, const ws_client_mode
     memset(out, 0, sizeof *out);
     char *body = NULL;
     ws_client_status s = spec_body(spec, &body, err);
-    if (s != WS_CLIENT_OK) return s;
     /* Not repeatable: after a lost reply the retry would answer 409 conflict. */
-    wsc_request rq = {.method = "POST", .path = "/v1/models", .body = body};
-    wsc_response rs;
-    const cJSON *ans;
-    s = object_call(c, &rq, &rs, &ans, err);
-    if (s == WS_CLIENT_OK) s = wsc_model_from_json(ans, out, err);
-    wsc_response_free(&rs);
-    free(body);
-    return s;
+    return wsc_send(c, s, "POST", "/v1/models", body, 0, decode_model, out, err);
 }
 
 ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_client_model *out,
@@ -90,16 +81,7 @@ ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_cl
 {
     memset(out, 0, sizeof *out);
     char path[128];
-    ws_client_status s = wsc_check_name(name, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/models/%s", name);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
-    wsc_response rs;
-    const cJSON *body;
-    s = object_call(c, &rq, &rs, &body, err);
-    if (s == WS_CLIENT_OK) s = wsc_model_from_json(body, out, err);
-    wsc_response_free(&rs);
-    return s;
+    return wsc_get(c, wsc_model_path(path, sizeof path, name, "", err), path, decode_model, out, err);
 }
 
 ws_client_status ws_client_training_set(const ws_client *c, const char *name, const ws_client_training_patch *patch,
@@ -107,28 +89,18 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name, co
 {
     char path[128], *body = NULL;
     cJSON *o;
-    ws_client_status s = wsc_check_name(name, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/models/%s/training", name);
+    ws_client_status s = wsc_model_path(path, sizeof path, name, "/training", err);
     if (s == WS_CLIENT_OK) s = wsc_training_patch_to_json(patch, &o, err);
     if (s == WS_CLIENT_OK) s = wsc_print(o, &body, err);
-    if (s != WS_CLIENT_OK) return s;
     /* Setting the same values twice is harmless. */
-    wsc_request rq = {.method = "PATCH", .path = path, .body = body, .repeatable = 1};
-    wsc_response rs;
-    const cJSON *ans;
-    s = object_call(c, &rq, &rs, &ans, err);
-    if (s == WS_CLIENT_OK) s = wsc_training_from_json(ans, out, err);
-    wsc_response_free(&rs);
-    free(body);
-    return s;
+    return wsc_send(c, s, "PATCH", path, body, 1, decode_training, out, err);
 }
 
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name, const char *path,
                                                int64_t *version, ws_client_error *err)
 {
     char url_path[128], *part = NULL;
-    ws_client_status s = wsc_check_name(name, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(url_path, sizeof url_path, err, "/v1/models/%s/checkpoint", name);
+    ws_client_status s = wsc_model_path(url_path, sizeof url_path, name, "/checkpoint", err);
     if (s == WS_CLIENT_OK && (!path || !*path)) s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "no output path");
     if (s != WS_CLIENT_OK) return s;
     size_t cap = strlen(path) + 6;

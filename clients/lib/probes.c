@@ -4,18 +4,18 @@
 
 #include "internal.h"
 
+static ws_client_status decode_ok(const cJSON *body, void *unused, ws_client_error *err)
+{
+    (void)unused;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(body, "status");
+    return cJSON_IsString(st) && !strcmp(st->valuestring, "ok")
+               ? WS_CLIENT_OK
+               : wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "healthz did not answer {\"status\":\"ok\"}");
+}
+
 ws_client_status ws_client_healthz(const ws_client *c, ws_client_error *err)
 {
-    wsc_request rq = {.method = "GET", .path = "/healthz", .repeatable = 1};
-    wsc_response rs;
-    const cJSON *body;
-    ws_client_status s = wsc_call(c, &rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &body, err);
-    const cJSON *st = s == WS_CLIENT_OK ? cJSON_GetObjectItemCaseSensitive(body, "status") : NULL;
-    if (s == WS_CLIENT_OK && !(cJSON_IsString(st) && !strcmp(st->valuestring, "ok")))
-        s = wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "healthz did not answer {\"status\":\"ok\"}");
-    wsc_response_free(&rs);
-    return s;
+    return wsc_get(c, WS_CLIENT_OK, "/healthz", decode_ok, NULL, err);
 }
 
 ws_client_status ws_client_readyz(const ws_client *c, ws_client_ready *out, ws_client_error *err)

@@ -4,17 +4,9 @@
 
 #include "internal.h"
 
-/* Runs rq and decodes its object answer into a session. */
-static ws_client_status session_call(const ws_client *c, const wsc_request *rq, ws_client_session *out,
-                                     ws_client_error *err)
+static ws_client_status decode_session(const cJSON *body, void *out, ws_client_error *err)
 {
-    wsc_response rs;
-    const cJSON *body;
-    ws_client_status s = wsc_call(c, rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &body, err);
-    if (s == WS_CLIENT_OK) s = wsc_session_from_json(body, 0, out, err);
-    wsc_response_free(&rs);
-    return s;
+    return wsc_session_from_json(body, 0, out, err);
 }
 
 ws_client_status ws_client_session_create(const ws_client *c, const char *model, ws_client_session *out,
@@ -29,23 +21,16 @@ ws_client_status ws_client_session_create(const ws_client *c, const char *model,
         cJSON_Delete(o);
         o = NULL;
     }
-    if ((s = wsc_print(o, &body, err)) != WS_CLIENT_OK) return s;
+    s = wsc_print(o, &body, err);
     /* Not repeatable: a second POST after a lost reply would make a second session. */
-    wsc_request rq = {.method = "POST", .path = "/v1/sessions", .body = body};
-    s = session_call(c, &rq, out, err);
-    free(body);
-    return s;
+    return wsc_send(c, s, "POST", "/v1/sessions", body, 0, decode_session, out, err);
 }
 
 ws_client_status ws_client_session_get(const ws_client *c, const char *id, ws_client_session *out,
                                        ws_client_error *err)
 {
     char path[96];
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/sessions/%s", id);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
-    return session_call(c, &rq, out, err);
+    return wsc_get(c, wsc_session_path(path, sizeof path, id, "", err), path, decode_session, out, err);
 }
 
 void ws_client_session_page_free(ws_client_session_page *p)
@@ -54,11 +39,13 @@ void ws_client_session_page_free(ws_client_session_page *p)
     memset(p, 0, sizeof *p);
 }
 
-static ws_client_status page_from_json(const cJSON *body, ws_client_session_page *out, ws_client_error *err)
+static ws_client_status decode_page(const cJSON *body, void *dst, ws_client_error *err)
 {
+    ws_client_session_page *out = dst;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "sessions");
     const cJSON *next = cJSON_GetObjectItemCaseSensitive(body, "next_after");
-    if (!cJSON_IsArray(arr) || !(cJSON_IsNull(next) || (cJSON_IsString(next) && wsc_check_id(next->valuestring, NULL) == WS_CLIENT_OK)))
+    int next_ok = cJSON_IsNull(next) || (cJSON_IsString(next) && wsc_check_id(next->valuestring, NULL) == WS_CLIENT_OK);
+    if (!cJSON_IsArray(arr) || !next_ok)
         return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "a session page needs \"sessions\" and \"next_after\"");
     if (cJSON_IsString(next)) memcpy(out->next_after, next->valuestring, WS_CLIENT_ID_LEN + 1);
     out->items = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *out->items);
@@ -85,23 +72,15 @@ ws_client_status ws_client_session_list(const ws_client *c, const char *after, i
     if (s == WS_CLIENT_OK)
         s = wsc_path(path, sizeof path, err, "/v1/sessions?limit=%d%s%s", limit, from_start ? "" : "&after=",
                      from_start ? "" : after);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
-    wsc_response rs;
-    const cJSON *body;
-    s = wsc_call(c, &rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &body, err);
-    if (s == WS_CLIENT_OK) s = page_from_json(body, out, err);
+    s = wsc_get(c, s, path, decode_page, out, err);
     if (s != WS_CLIENT_OK) ws_client_session_page_free(out);
-    wsc_response_free(&rs);
     return s;
 }
 
 ws_client_status ws_client_session_delete(const ws_client *c, const char *id, ws_client_error *err)
 {
     char path[96];
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/sessions/%s", id);
+    ws_client_status s = wsc_session_path(path, sizeof path, id, "", err);
     if (s != WS_CLIENT_OK) return s;
     wsc_request rq = {.method = "DELETE", .path = path, .repeatable = 1};
     wsc_response rs;
@@ -148,13 +127,11 @@ ws_client_status ws_client_state_get(const ws_client *c, const char *id, ws_clie
 {
     memset(out, 0, sizeof *out);
     char path[96];
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/sessions/%s/state", id);
-    if (s != WS_CLIENT_OK) return s;
     wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
-    wsc_response rs;
-    s = wsc_call(c, &rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = decode_state(&rs, out, err);
+    wsc_response rs = {0};
+    ws_client_status s = wsc_session_path(path, sizeof path, id, "/state", err);
+    if (s == WS_CLIENT_OK) s = wsc_call(c, &rq, &rs, err);
+    if (s == WS_CLIENT_OK) s = decode_state(&rs, out, err); /* binary: not wsc_fetch */
     if (s != WS_CLIENT_OK) ws_client_state_free(out);
     wsc_response_free(&rs);
     return s;

@@ -5,20 +5,15 @@
 
 #include "internal.h"
 
-/* POSTs body to path and decodes {"step","answers","model_version"}. */
-static ws_client_status answers_call(const ws_client *c, const wsc_request *rq, wsc_response *rs,
-                                     ws_client_answers *out, ws_client_error *err)
+static ws_client_status decode_answers(const cJSON *body, void *out, ws_client_error *err)
 {
-    const cJSON *body;
-    ws_client_status s = wsc_call(c, rq, rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(rs, &body, err);
-    if (s == WS_CLIENT_OK) s = wsc_answers_from_json(body, out, err);
-    return s;
+    return wsc_answers_from_json(body, out, err);
 }
 
-static ws_client_status page_from_json(const cJSON *body, const char *id, ws_client_log_page *out,
-                                       ws_client_error *err)
+/* The entries' session ids are the caller's to fill. */
+static ws_client_status decode_page(const cJSON *body, void *dst, ws_client_error *err)
 {
+    ws_client_log_page *out = dst;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "steps");
     const cJSON *next = cJSON_GetObjectItemCaseSensitive(body, "next_after");
     int64_t after = WS_CLIENT_NO_STEP;
@@ -35,7 +30,6 @@ static ws_client_status page_from_json(const cJSON *body, const char *id, ws_cli
         ws_client_status s = wsc_log_entry_from_json(it, 0, e, err);
         if (s != WS_CLIENT_OK) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "step log: %s", err ? err->message : "");
         out->n++;
-        memcpy(e->session, id, WS_CLIENT_ID_LEN + 1);
         if (e->step < 1) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "step log entry without a step number");
     }
     return WS_CLIENT_OK;
@@ -46,21 +40,13 @@ ws_client_status ws_client_step_log(const ws_client *c, const char *id, int64_t 
 {
     memset(out, 0, sizeof *out);
     out->next_after = WS_CLIENT_NO_STEP;
-    char path[160];
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK && (after < 0 || limit < 1 || limit > 1000))
-        s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "after must be >= 0 and limit 1..1000");
-    if (s == WS_CLIENT_OK)
-        s = wsc_path(path, sizeof path, err, "/v1/sessions/%s/steps?after=%lld&limit=%d", id, (long long)after, limit);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
-    wsc_response rs;
-    const cJSON *body;
-    s = wsc_call(c, &rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &body, err);
-    if (s == WS_CLIENT_OK) s = page_from_json(body, id, out, err);
+    char suffix[64], path[160];
+    if (after < 0 || limit < 1 || limit > 1000)
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "after must be >= 0 and limit 1..1000");
+    snprintf(suffix, sizeof suffix, "/steps?after=%lld&limit=%d", (long long)after, limit);
+    ws_client_status s = wsc_get(c, wsc_session_path(path, sizeof path, id, suffix, err), path, decode_page, out, err);
     if (s != WS_CLIENT_OK) ws_client_log_page_free(out);
-    wsc_response_free(&rs);
+    for (int i = 0; i < out->n; i++) memcpy(out->steps[i].session, id, WS_CLIENT_ID_LEN + 1);
     return s;
 }
 
@@ -93,16 +79,18 @@ ws_client_status ws_client_step(const ws_client *c, const char *id, const ws_cli
     memset(out, 0, sizeof *out);
     char path[96], *body = NULL;
     cJSON *o;
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/sessions/%s/steps", id);
+    ws_client_status s = wsc_session_path(path, sizeof path, id, "/steps", err);
     if (s == WS_CLIENT_OK) s = wsc_step_req_to_json(req, 1, &o, err);
     if (s == WS_CLIENT_OK) s = wsc_print(o, &body, err);
     if (s != WS_CLIENT_OK) return s;
     /* With expect_step a repeated POST cannot apply twice (409 instead). */
     wsc_request rq = {.method = "POST", .path = path, .body = body, .repeatable = req->expect_step >= 0};
     wsc_response rs;
+    const cJSON *ans;
     ws_client_error local;
-    s = answers_call(c, &rq, &rs, out, &local);
+    s = wsc_call(c, &rq, &rs, &local);
+    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &ans, &local);
+    if (s == WS_CLIENT_OK) s = wsc_answers_from_json(ans, out, &local);
     if (s == WS_CLIENT_ERR_HTTP && rs.lost && !strcmp(local.code, "step_conflict") &&
         local.current_step == req->expect_step + 1 && recover(c, id, req, out) == WS_CLIENT_OK)
         s = WS_CLIENT_OK;
@@ -131,18 +119,19 @@ ws_client_status ws_client_query(const ws_client *c, const char *id, const ws_cl
 {
     memset(out, 0, sizeof *out);
     char path[96], *body = NULL;
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK && n < 0) s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "negative query count");
-    if (s == WS_CLIENT_OK) s = wsc_path(path, sizeof path, err, "/v1/sessions/%s/queries", id);
+    ws_client_status s = n < 0 ? wsc_fail(err, WS_CLIENT_ERR_INVALID, "negative query count")
+                               : wsc_session_path(path, sizeof path, id, "/queries", err);
     if (s == WS_CLIENT_OK) s = query_body(queries, n, &body, err);
-    if (s != WS_CLIENT_OK) return s;
     /* Queries change no state (only the vocabulary may grow): safe to repeat. */
-    wsc_request rq = {.method = "POST", .path = path, .body = body, .repeatable = 1};
-    wsc_response rs;
-    s = answers_call(c, &rq, &rs, out, err);
-    wsc_response_free(&rs);
-    free(body);
-    return s;
+    return wsc_send(c, s, "POST", path, body, 1, decode_answers, out, err);
+}
+
+static ws_client_status decode_labelled(const cJSON *body, void *training_example, ws_client_error *err)
+{
+    const cJSON *te = cJSON_GetObjectItemCaseSensitive(body, "training_example");
+    if (!cJSON_IsBool(te)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "labels answer lacks \"training_example\"");
+    *(int *)training_example = cJSON_IsTrue(te);
+    return WS_CLIENT_OK;
 }
 
 /* {"labels":[…],"replace":true?} */
@@ -166,25 +155,15 @@ static ws_client_status labels_body(const int *labels, int n, int replace, char 
 ws_client_status ws_client_labels_put(const ws_client *c, const char *id, int64_t step, const int *labels, int n,
                                       int replace, int *training_example, ws_client_error *err)
 {
-    char path[128], *body = NULL;
-    ws_client_status s = wsc_check_id(id, err);
-    if (s == WS_CLIENT_OK && (step < 1 || n < 0 || (n && !labels)))
-        s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "step must be >= 1 and labels given");
-    if (s == WS_CLIENT_OK)
-        s = wsc_path(path, sizeof path, err, "/v1/sessions/%s/steps/%lld/labels", id, (long long)step);
+    char suffix[64], path[128], *body = NULL;
+    if (step < 1 || n < 0 || (n && !labels))
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "step must be >= 1 and labels given");
+    snprintf(suffix, sizeof suffix, "/steps/%lld/labels", (long long)step);
+    ws_client_status s = wsc_session_path(path, sizeof path, id, suffix, err);
     if (s == WS_CLIENT_OK) s = labels_body(labels, n, replace, &body, err);
-    if (s != WS_CLIENT_OK) return s;
     /* The same labels again change nothing; different ones answer labels_conflict. */
-    wsc_request rq = {.method = "PUT", .path = path, .body = body, .repeatable = 1};
-    wsc_response rs;
-    const cJSON *ans;
-    s = wsc_call(c, &rq, &rs, err);
-    if (s == WS_CLIENT_OK) s = wsc_json_body(&rs, &ans, err);
-    const cJSON *te = s == WS_CLIENT_OK ? cJSON_GetObjectItemCaseSensitive(ans, "training_example") : NULL;
-    if (s == WS_CLIENT_OK && !cJSON_IsBool(te))
-        s = wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "labels answer lacks \"training_example\"");
-    if (s == WS_CLIENT_OK && training_example) *training_example = cJSON_IsTrue(te);
-    wsc_response_free(&rs);
-    free(body);
+    int queued = 0;
+    s = wsc_send(c, s, "PUT", path, body, 1, decode_labelled, &queued, err);
+    if (s == WS_CLIENT_OK && training_example) *training_example = queued;
     return s;
 }

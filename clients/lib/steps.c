@@ -27,8 +27,9 @@ static ws_client_status decode_page(const cJSON *body, void *dst, ws_client_erro
     cJSON_ArrayForEach(it, arr)
     {
         ws_client_log_entry *e = &out->steps[out->n];
-        ws_client_status s = wsc_log_entry_from_json(it, 0, e, err);
-        if (s != WS_CLIENT_OK) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "step log: %s", err ? err->message : "");
+        ws_client_error why;
+        if (wsc_log_entry_from_json(it, 0, e, &why) != WS_CLIENT_OK)
+            return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "step log: %s", why.message);
         out->n++;
         if (e->step < 1) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "step log entry without a step number");
     }

@@ -109,8 +109,9 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
                     if (in->bar) fputc('\n', stderr);
                     rc = cli_fail(&e, what);
                     if (!strcmp(e.code, "step_conflict"))
-                        fprintf(stderr, "worldstate: this record is step %lld but the session moved to step %lld "
-                                        "meanwhile; run the command again to resume\n",
+                        fprintf(stderr, "worldstate: this record is step %lld but the session is at step %lld: "
+                                        "another writer moved it (if that was a second run of this same file, "
+                                        "run again to resume)\n",
                                 base + t->records, (long long)e.current_step);
                 }
             }
@@ -146,7 +147,10 @@ int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base
     tally t = {.step = s.step};
     int rc = post_all(ctx, &in, id, base, only_session, &t);
     progress(&in, (long)t.applied, 1);
-    if (!from_stdin) fclose(in.f); /* read-only: nothing to lose on close */
+    if (!from_stdin && fclose(in.f) != 0 && rc == CLI_EXIT_OK) {
+        perror(path);
+        rc = CLI_EXIT_INPUT;
+    }
     if (rc != CLI_EXIT_OK) return rc;
     if (ctx->json) {
         cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "session", id), "records", (double)t.records);

@@ -147,7 +147,8 @@ typedef struct {
     int64_t next_after; /* pass as `after` for the next page; WS_CLIENT_NO_STEP: last page */
 } ws_client_log_page;
 
-/* Frees what the library allocated inside these (decoded steps, answers, pages). */
+/* Free the arrays and strings inside these, all malloc'd (as the decoders make
+ * them; a step_req built by hand the same way may be freed here too). */
 void ws_client_step_req_free(ws_client_step_req *r);
 void ws_client_answers_free(ws_client_answers *a);
 void ws_client_log_entry_free(ws_client_log_entry *e);

@@ -79,18 +79,13 @@ static void resolve_offsets(ws_model *m)
     if (!m->readout) o->head = lin_off(m, "ext.head");
 }
 
-/* Every mixer the config names must have its ops on this backend. */
-static ws_status check_backend(const ws_model *m, ws_error *err)
+int ws_model_config_supported(const ws_model_config *c, const ws_backend *be)
 {
-    const ws_model_config *c = &m->cfg;
     const ws_mixer *self = ws_mixer_find(c->upd_mixer), *cross = ws_mixer_find(c->ext_mixer);
-    int ok = (!self || self->supported(m->be)) && (!cross || cross->supported(m->be)) &&
-             (!m->upd_variant || m->upd_variant->supported(m->be)) &&
-             (!m->readout || m->readout->supported(m->be));
-    if (ok) return WS_OK;
-    return ws_error_set(err, WS_ERR_INVALID,
-                        "model: backend %s has no ops for mixers upd=%s ext=%s", m->be->ops->name,
-                        ws_mixer_name(c->upd_mixer), ws_mixer_name(c->ext_mixer));
+    const ws_updater_variant *upd = ws_updater_variant_find(c->upd_mixer);
+    const ws_readout_variant *readout = ws_readout_variant_find(c->ext_mixer);
+    return (!self || self->supported(be)) && (!cross || cross->supported(be)) &&
+           (!upd || upd->supported(be)) && (!readout || readout->supported(be));
 }
 
 /* ---- initialisation ------------------------------------------------------- */
@@ -157,10 +152,12 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
     m->be = be;
     m->upd_variant = ws_updater_variant_find(cfg->upd_mixer);
     m->readout = ws_readout_variant_find(cfg->ext_mixer);
-    ws_status bad = check_backend(m, err);
-    if (bad != WS_OK) {
+    if (!ws_model_config_supported(cfg, be)) {
         free(m);
-        return bad;
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "model: backend %s has no ops for mixers upd=%s ext=%s",
+                            be->ops->name, ws_mixer_name(cfg->upd_mixer),
+                            ws_mixer_name(cfg->ext_mixer));
     }
     m->n_tensors = ws_params_layout(cfg, NULL, &m->n_params);
     m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);

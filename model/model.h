@@ -126,6 +126,9 @@ int ws_batch_query_count(const ws_batch *b, int traj);
 const float *ws_batch_labels(const ws_batch *b); /* one per query */
 
 /* ---- the model ----------------------------------------------------------- */
+/* Non-zero when the backend has the ops of every mixer cfg names (ws_model_new
+ * refuses a model otherwise; callers may pick the CPU backend for it). */
+int ws_model_config_supported(const ws_model_config *cfg, const ws_backend *be);
 ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *be,
                        uint64_t seed, ws_error *err);
 void ws_model_free(ws_model *m);

@@ -35,6 +35,9 @@ static ws_model_config small_config(void)
     c.n_overflow = 4;
     c.d_raw = 3; /* so that embed.raw exists */
     c.state_norm = 1;
+    /* Mixer fields away from their defaults: the checkpoint must carry them all. */
+    c.s2_virtual = 3, c.s2_heads = 2, c.s2_dim = 6, c.s2_tau = 0.1f, c.comp_searches = 2;
+    c.comp_retrievals = 3, c.comp_dim = 5, c.rn_width = 7, c.rn_layers = 3;
     return c;
 }
 
@@ -98,16 +101,8 @@ static float *download_all(ws_model *m, const float *dev)
 static void assert_same_model(ws_model *a, ws_model *b, int with_optim)
 {
     const ws_model_config *ca = ws_model_config_of(a), *cb = ws_model_config_of(b);
-    assert_int_equal(ca->d, cb->d);
-    assert_int_equal(ca->n_heads, cb->n_heads);
-    assert_int_equal(ca->n_state, cb->n_state);
-    assert_int_equal(ca->n_upd_layers, cb->n_upd_layers);
-    assert_int_equal(ca->n_ext_layers, cb->n_ext_layers);
-    assert_int_equal(ca->max_fact_len, cb->max_fact_len);
-    assert_int_equal(ca->vocab_cap, cb->vocab_cap);
-    assert_int_equal(ca->n_overflow, cb->n_overflow);
-    assert_int_equal(ca->d_raw, cb->d_raw);
-    assert_int_equal(ca->state_norm, cb->state_norm);
+    /* every field, the float s2_tau included, bit for bit */
+    assert_memory_equal(ca, cb, sizeof *ca);
     assert_int_equal(ws_model_n_tensors(a), ws_model_n_tensors(b));
     ws_error err = {0};
     for (int i = 0; i < ws_model_n_tensors(a); i++) {
@@ -344,7 +339,10 @@ static const damage damages[] = {
     {.what = "control: undamaged", .code = WS_OK},
     {.what = "control: undamaged, optim", .optim = 1, .code = WS_OK},
     {.what = "control: config reordered", .meta_key = "config",
-     .meta_value = "{\"state_norm\":1,\"d_raw\":3,\"n_overflow\":4,\"vocab_cap\":8,"
+     .meta_value = "{\"rn_layers\":3,\"rn_width\":7,\"comp_dim\":5,\"comp_retrievals\":3,"
+                   "\"comp_searches\":2,\"s2_tau\":0.1,\"s2_dim\":6,\"s2_heads\":2,"
+                   "\"s2_virtual\":3,\"ext_mixer\":\"mha\",\"upd_mixer\":\"mha\","
+                   "\"state_norm\":1,\"d_raw\":3,\"n_overflow\":4,\"vocab_cap\":8,"
                    "\"max_fact_len\":3,\"n_ext_layers\":1,\"n_upd_layers\":1,\"n_state\":4,"
                    "\"n_heads\":2,\"d\":16}",
      .code = WS_OK},
@@ -409,6 +407,21 @@ static const damage damages[] = {
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
                    "\"d_raw\":3,\"state_norm\":1}",
      .code = WS_ERR_FORMAT, .needle = "field \"d\" appears twice"},
+    {.what = "config unknown mixer", .meta_key = "config",
+     .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
+                   "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
+                   "\"d_raw\":3,\"state_norm\":1,\"upd_mixer\":\"lstm\"}",
+     .code = WS_ERR_FORMAT, .needle = "upd_mixer must be one of"},
+    {.what = "config mixer in wrong slot", .meta_key = "config",
+     .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
+                   "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
+                   "\"d_raw\":3,\"state_norm\":1,\"ext_mixer\":\"rmc\"}",
+     .code = WS_ERR_FORMAT, .needle = "ext_mixer rmc cannot"},
+    {.what = "config infinite tau", .meta_key = "config",
+     .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
+                   "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"
+                   "\"d_raw\":3,\"state_norm\":1,\"s2_tau\":1e999}",
+     .code = WS_ERR_FORMAT, .needle = "s2_tau must be a finite number"},
     {.what = "config invalid (heads)", .meta_key = "config",
      .meta_value = "{\"d\":16,\"n_heads\":3,\"n_state\":4,\"n_upd_layers\":1,"
                    "\"n_ext_layers\":1,\"max_fact_len\":3,\"vocab_cap\":8,\"n_overflow\":4,"

@@ -101,6 +101,20 @@ static void test_flow(void **state)
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL, "{\"name\":\"tiny\"}", &r), 409);
     ws_ts_resp_free(&r);
+    /* mixer fields: names, not numbers; each slot takes only its own mixers */
+    static const char *const bad_mixers[] = {
+        "{\"name\":\"bad\",\"config\":{\"upd_mixer\":2}}",
+        "{\"name\":\"bad\",\"config\":{\"upd_mixer\":\"rn\"}}",
+        "{\"name\":\"bad\",\"config\":{\"ext_mixer\":\"lstm\"}}",
+        "{\"name\":\"bad\",\"config\":{\"s2_tau\":0}}",
+        "{\"name\":\"bad\",\"config\":{\"s2_tau\":\"1\"}}",
+    };
+    for (size_t i = 0; i < sizeof bad_mixers / sizeof bad_mixers[0]; i++) {
+        assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL, bad_mixers[i], &r), 400);
+        ws_ts_resp_free(&r);
+    }
+    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bad", NULL, NULL, &r), 404);
+    ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/tiny/training", NULL, "{\"enabled\":false,\"lr\":0.01}", &r), 200);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "enabled")));
     ws_ts_resp_free(&r);

@@ -98,6 +98,24 @@ int ws_ts_stop(ws_ts_daemon *d)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+ws_ts_daemon ws_ts_shared;
+char ws_ts_shared_dir[256];
+
+int ws_ts_shared_setup(void **state)
+{
+    (void)state;
+    ws_ts_tmpdir(ws_ts_shared_dir, sizeof ws_ts_shared_dir);
+    return ws_ts_start(&ws_ts_shared, ws_ts_shared_dir, NULL);
+}
+
+int ws_ts_shared_teardown(void **state)
+{
+    (void)state;
+    if (ws_ts_stop(&ws_ts_shared) != 0) return -1;
+    ws_ts_cleanup(ws_ts_shared_dir);
+    return 0;
+}
+
 void ws_ts_kill9(ws_ts_daemon *d)
 {
     if (d->pid <= 0) return;

@@ -25,6 +25,12 @@ void ws_ts_cleanup(const char *dir);
 /* Starts the daemon on dir with extra flags (NULL-terminated list, may be NULL);
  * returns 0 once /healthz answers, -1 on failure (the log is printed). */
 int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra);
+/* One daemon shared by the tests of a file: cmocka group fixtures that start it
+ * on a fresh directory / stop it and remove the directory. */
+extern ws_ts_daemon ws_ts_shared;
+extern char ws_ts_shared_dir[256];
+int ws_ts_shared_setup(void **state);
+int ws_ts_shared_teardown(void **state);
 /* SIGTERM and wait: returns the exit status (0 on a clean shutdown). */
 int ws_ts_stop(ws_ts_daemon *d);
 void ws_ts_kill9(ws_ts_daemon *d);

@@ -1,0 +1,177 @@
+/* cmd_model.c — worldstate model list|create|status|checkpoint, and training. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MODEL_USAGE                                                                                             \
+    "worldstate model list | status NAME | checkpoint NAME --out FILE\n"                                        \
+    "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
+#define TRAINING_USAGE                                                                                          \
+    "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] [--recall-queries N]"
+
+/* The training flags of `model create` and `training`. */
+typedef struct {
+    int enable, disable;
+    double lr;
+    long long update_every, recall_queries;
+} training_flags;
+
+#define TRAINING_OPTS(tf)                                                                                       \
+    {"--enable", CLI_FLAG, &(tf).enable}, {"--disable", CLI_FLAG, &(tf).disable}, {"--lr", CLI_NUM, &(tf).lr},  \
+        {"--update-every", CLI_INT, &(tf).update_every}, {"--recall-queries", CLI_INT, &(tf).recall_queries}
+
+#define UNSET LLONG_MIN
+
+static training_flags training_flags_unset(void)
+{
+    return (training_flags){.lr = -1, .update_every = UNSET, .recall_queries = UNSET};
+}
+
+/* The server checks the ranges (api.md); here only values a patch cannot carry
+ * (they mean "keep"), and int overflow. */
+static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *any, const char *usage)
+{
+    if (tf->enable && tf->disable) return cli_usage(usage, "--enable or --disable, not both");
+    if ((tf->lr != -1 && tf->lr <= 0) || (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
+        (tf->recall_queries != UNSET && (tf->recall_queries < 0 || tf->recall_queries > INT_MAX)))
+        return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries >= 0");
+    *p = WS_CLIENT_TRAINING_KEEP;
+    p->enabled = tf->enable ? 1 : tf->disable ? 0 : -1;
+    if (tf->lr != -1) p->lr = tf->lr;
+    if (tf->update_every != UNSET) p->update_every = (int)tf->update_every;
+    if (tf->recall_queries != UNSET) p->recall_queries = (int)tf->recall_queries;
+    *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0;
+    return CLI_EXIT_OK;
+}
+
+static void print_training(const char *label, const ws_client_training *t)
+{
+    printf("%-14s %s, lr %g, update every %d examples, %d recall queries\n", label, t->enabled ? "on" : "off",
+           t->lr, t->update_every, t->recall_queries);
+}
+
+static void print_model(const ws_client_model *m)
+{
+    char created[32];
+    cli_time(m->created_ms, created, sizeof created);
+    printf("name           %s\nversion        %lld\ncreated        %s\nconfig         %s\n", m->name,
+           (long long)m->version, created, m->config_json);
+    print_training("training", &m->training);
+    const ws_client_model_status *st = &m->status;
+    if (!st->present) return;
+    printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, %lld trained, "
+           "%lld dropped\nupdates        %lld (last loss %.4f)\n",
+           st->state, (long long)st->serving_version, (long long)st->examples_ready, (long long)st->examples_labelled,
+           (long long)st->examples_trained, (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
+}
+
+static int list(cli_ctx *ctx)
+{
+    ws_client_model_list l;
+    ws_client_error e;
+    if (ws_client_model_list_get(ctx->client, &l, &e) != WS_CLIENT_OK) return cli_fail(&e, "model list");
+    int rc = CLI_EXIT_OK;
+    cJSON *arr = ctx->json ? cJSON_CreateArray() : NULL;
+    if (!ctx->json) printf("%-24s %8s %5s %6s %6s %7s  %s\n", "NAME", "VERSION", "D", "HEADS", "STATE", "LAYERS", "TRAINING");
+    for (int i = 0; i < l.n; i++) {
+        const ws_client_model *m = &l.items[i];
+        if (ctx->json) {
+            if (!arr || !cJSON_AddItemToArray(arr, cli_model_json(m))) rc = CLI_EXIT_OTHER;
+            continue;
+        }
+        printf("%-24s %8lld %5d %6d %6d %3d+%-3d  %s (lr %g)\n", m->name, (long long)m->version, m->config.d,
+               m->config.n_heads, m->config.n_state, m->config.n_upd_layers, m->config.n_ext_layers,
+               m->training.enabled ? "on" : "off", m->training.lr);
+    }
+    ws_client_model_list_free(&l);
+    if (!ctx->json) return CLI_EXIT_OK;
+    if (rc != CLI_EXIT_OK) {
+        cJSON_Delete(arr);
+        arr = NULL;
+    }
+    return cli_print_json(cli_json_item(cJSON_CreateObject(), "models", arr));
+}
+
+static int create(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *name, *config = NULL;
+    long long seed = -1;
+    training_flags tf = training_flags_unset();
+    const cli_opt opts[] = {{"--config", CLI_STR, &config}, {"--seed", CLI_INT, &seed}, TRAINING_OPTS(tf),
+                            {NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any;
+    ws_client_training_patch patch;
+    if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_model_spec spec = {.name = name, .config_json = config, .training = any ? &patch : NULL, .seed = seed};
+    ws_client_model m;
+    ws_client_error e;
+    if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK) return cli_fail(&e, "model create");
+    if (ctx->json) rc = cli_print_json(cli_model_json(&m));
+    else print_model(&m);
+    ws_client_model_free(&m);
+    return rc;
+}
+
+/* status NAME / checkpoint NAME --out FILE */
+static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
+{
+    const char *name, *out = NULL;
+    const cli_opt opts[] = {{"--out", CLI_STR, &out}, {NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, checkpoint ? opts : opts + 1, &name, 1, 1, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_error e;
+    if (checkpoint) {
+        int64_t version;
+        if (!out) return cli_usage(MODEL_USAGE, "checkpoint needs --out FILE");
+        if (ws_client_checkpoint_download(ctx->client, name, out, &version, &e) != WS_CLIENT_OK)
+            return cli_fail(&e, "model checkpoint");
+        if (!ctx->json) {
+            printf("wrote %s (%s version %lld)\n", out, name, (long long)version);
+            return CLI_EXIT_OK;
+        }
+        cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "name", name), "version", (double)version);
+        return cli_print_json(cli_json_str(o, "path", out));
+    }
+    ws_client_model m;
+    if (ws_client_model_get(ctx->client, name, &m, &e) != WS_CLIENT_OK) return cli_fail(&e, "model status");
+    if (ctx->json) rc = cli_print_json(cli_model_json(&m));
+    else print_model(&m);
+    ws_client_model_free(&m);
+    return rc;
+}
+
+int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)
+{
+    if (argc < 1) return cli_usage(MODEL_USAGE, "model needs a subcommand");
+    const char *sub = argv[0];
+    if (!strcmp(sub, "list")) {
+        const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+        int rc = cli_parse(argc - 1, argv + 1, none, NULL, 0, 0, NULL, MODEL_USAGE);
+        return rc != CLI_EXIT_OK ? rc : list(ctx);
+    }
+    if (!strcmp(sub, "create")) return create(ctx, argc - 1, argv + 1);
+    if (!strcmp(sub, "status")) return one(ctx, argc - 1, argv + 1, 0);
+    if (!strcmp(sub, "checkpoint")) return one(ctx, argc - 1, argv + 1, 1);
+    return cli_usage(MODEL_USAGE, "unknown model subcommand \"%s\"", sub);
+}
+
+int cli_cmd_training(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *name;
+    training_flags tf = training_flags_unset();
+    const cli_opt opts[] = {TRAINING_OPTS(tf), {NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, TRAINING_USAGE), any;
+    ws_client_training_patch patch;
+    if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, TRAINING_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_training t;
+    ws_client_error e;
+    /* No flags: an empty PATCH, which answers the current settings. */
+    if (ws_client_training_set(ctx->client, name, &patch, &t, &e) != WS_CLIENT_OK) return cli_fail(&e, "training");
+    if (ctx->json) return cli_print_json(cli_training_json(&t));
+    print_training(name, &t);
+    return CLI_EXIT_OK;
+}

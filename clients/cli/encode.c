@@ -1,0 +1,73 @@
+/* encode.c — typed results back to JSON for --json output (the API's field
+ * names, so scripts read the same shapes as from the REST API). */
+#include "cli.h"
+
+cJSON *cli_json_num(cJSON *o, const char *name, double value)
+{
+    if (o && !cJSON_AddNumberToObject(o, name, value)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *cli_json_str(cJSON *o, const char *name, const char *value)
+{
+    if (o && !cJSON_AddStringToObject(o, name, value)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *cli_json_item(cJSON *o, const char *name, cJSON *value)
+{
+    if (!o || !value || !cJSON_AddItemToObject(o, name, value)) {
+        cJSON_Delete(value);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *cli_session_json(const ws_client_session *s, int listing)
+{
+    cJSON *o = cli_json_str(cJSON_CreateObject(), "id", s->id);
+    o = cli_json_num(o, "step", (double)s->step);
+    o = cli_json_num(o, "updated_ms", (double)s->updated_ms);
+    if (listing) return o;
+    o = cli_json_str(o, "model", s->model);
+    o = cli_json_num(o, "state_version", (double)s->state_version);
+    o = cli_json_item(o, "state_shape", cJSON_CreateIntArray((const int[]){s->state_rows, s->state_cols}, 2));
+    return cli_json_num(o, "created_ms", (double)s->created_ms);
+}
+
+cJSON *cli_training_json(const ws_client_training *t)
+{
+    cJSON *o = cli_json_item(cJSON_CreateObject(), "enabled", cJSON_CreateBool(t->enabled));
+    o = cli_json_num(o, "lr", t->lr);
+    o = cli_json_num(o, "update_every", t->update_every);
+    return cli_json_num(o, "recall_queries", t->recall_queries);
+}
+
+static cJSON *status_json(const ws_client_model_status *st)
+{
+    cJSON *o = cli_json_str(cJSON_CreateObject(), "state", st->state);
+    o = cli_json_num(o, "serving_version", (double)st->serving_version);
+    o = cli_json_num(o, "examples_ready", (double)st->examples_ready);
+    o = cli_json_num(o, "examples_labelled", (double)st->examples_labelled);
+    o = cli_json_num(o, "examples_trained", (double)st->examples_trained);
+    o = cli_json_num(o, "examples_dropped", (double)st->examples_dropped);
+    o = cli_json_num(o, "updates", (double)st->updates);
+    return cli_json_num(o, "last_loss", st->last_loss);
+}
+
+cJSON *cli_model_json(const ws_client_model *m)
+{
+    cJSON *o = cli_json_str(cJSON_CreateObject(), "name", m->name);
+    o = cli_json_num(o, "version", (double)m->version);
+    o = cli_json_item(o, "config", cJSON_Parse(m->config_json ? m->config_json : "{}"));
+    o = cli_json_item(o, "training", cli_training_json(&m->training));
+    o = cli_json_num(o, "created_ms", (double)m->created_ms);
+    return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
+}

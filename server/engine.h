@@ -11,6 +11,7 @@ typedef struct {
     ws_model *m;
     ws_model_config cfg;
     int64_t version;
+    int64_t unloadable;   /* a recorded version that failed to load: not tried again */
     int vocab_stored;     /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_trainer *trainer;

@@ -213,13 +213,16 @@ void ws_eng_models_sync(ws_engine *e)
         fprintf(stderr, "worldstated: reading model versions: %s\n", err.msg);
     for (int i = 0; i < rows.n; i++) {
         ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
-        if (em && em->version != rows.rows[i].version) {
-            if (adopt_version(e, em, rows.rows[i].version, &err) == WS_OK)
+        int64_t v = rows.rows[i].version;
+        if (em && em->version != v && em->unloadable != v) {
+            if (adopt_version(e, em, v, &err) == WS_OK) {
                 fprintf(stderr, "worldstated: model %s: serving version %lld, recorded by another process\n",
-                        em->name, (long long)em->version);
-            else
-                fprintf(stderr, "worldstated: model %s: cannot load version %lld: %s\n", em->name,
-                        (long long)rows.rows[i].version, err.msg);
+                        em->name, (long long)v);
+            } else { /* keep serving the loaded version; say so once */
+                em->unloadable = v;
+                fprintf(stderr, "worldstated: model %s: cannot load version %lld, still serving %lld: %s\n",
+                        em->name, (long long)v, (long long)em->version, err.msg);
+            }
         }
     }
     ws_srv_model_rows_free(&rows);

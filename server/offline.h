@@ -80,7 +80,8 @@ typedef struct {
 } ws_off_cursor;
 
 void ws_off_cursor_start(ws_off_cursor *k, const ws_off_session *s);
-/* The next step (valid until the next call), or *out = NULL after the last. */
+/* The next step (valid until the next call), or *out = NULL after the last.
+ * WS_ERR_NOTFOUND: the session was deleted since it was listed. */
 ws_status ws_off_cursor_next(ws_off_corpus *c, ws_off_cursor *k, const ws_off_step **out,
                              ws_error *err);
 void ws_off_cursor_free(ws_off_cursor *k);
@@ -111,7 +112,8 @@ void ws_off_replay_begin(ws_off_replay *r, const int *order, int n);
  * logged step (from the learned W_0 at the first) with its instructions and
  * the queries `queries` adds (nullable: none), in one ws_model_step of `mode`;
  * rows whose session ended are reported to `end` (nullable) and take the next
- * session of the pass. *n_rows = rows stepped: 0 when the pass is over. */
+ * session of the pass; a session deleted meanwhile ends unreported.
+ * *n_rows = rows stepped: 0 when the pass is over. */
 ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_scale,
                              ws_off_queries_fn queries, ws_off_end_fn end, void *ctx,
                              int *n_rows, ws_step_result *res, ws_error *err);

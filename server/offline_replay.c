@@ -70,11 +70,10 @@ void ws_off_replay_begin(ws_off_replay *r, const int *order, int n)
     while (r->n_busy < r->cap && take_session(r, r->n_busy)) r->n_busy++;
 }
 
-/* Appends row's next step (instructions, then the caller's queries). */
+/* Appends row's step (instructions, then the caller's queries). */
 static ws_status add_row(ws_off_replay *r, ws_off_row *row, ws_off_queries_fn queries, void *ctx,
                          ws_error *err)
 {
-    WS_TRY(ws_off_cursor_next(r->c, &row->cursor, &row->step, err));
     const ws_off_step *st = row->step;
     row->first = row->cursor.next == 1;
     row->last = row->cursor.next == row->cursor.sess->n_steps;
@@ -108,8 +107,17 @@ ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_sca
                              ws_off_queries_fn queries, ws_off_end_fn end, void *ctx,
                              int *n_rows, ws_step_result *res, ws_error *err)
 {
-    *n_rows = r->n_busy;
     memset(res, 0, sizeof *res);
+    /* Every busy row takes its next step; a session deleted since the listing is
+     * simply over, and its row takes another (or the last busy row). */
+    for (int i = 0; i < r->n_busy;) {
+        ws_off_row *row = &r->rows[i];
+        ws_status s = ws_off_cursor_next(r->c, &row->cursor, &row->step, err);
+        if (s == WS_ERR_NOTFOUND) WS_TRY(retire(r, i, err));
+        else if (s != WS_OK) return s;
+        else i++;
+    }
+    *n_rows = r->n_busy;
     if (r->n_busy == 0) return WS_OK;
     ws_batch_clear(r->batch);
     for (int i = 0; i < r->n_busy; i++) WS_TRY(add_row(r, &r->rows[i], queries, ctx, err));

@@ -8,10 +8,10 @@
 #include "offline.h"
 #include "versions.h"
 
-void ws_off_usage(FILE *f)
+void ws_off_usage(FILE *f, int alone)
 {
     fprintf(f,
-            "       worldstate-train export   --data-dir D [--model NAME] [--session ID] > steps.jsonl\n"
+            "%s worldstate-train export   --data-dir D [--model NAME] [--session ID] > steps.jsonl\n"
             "       worldstate-train retrain  --data-dir D --model NAME [--epochs N] [--jsonl FILE]...\n"
             "                                 [--session ID] [--lr X] [--batch N] [--update-every N]\n"
             "                                 [--warmup N] [--min-lr-ratio X] [--clip X] [--wd X]\n"
@@ -24,7 +24,8 @@ void ws_off_usage(FILE *f)
             "serves within about a second; rederive replays every session under one version\n"
             "(default: the current one) and stores the states it ends in (not while the daemon runs).\n"
             "--rollout N replays only each session's first N steps; --recall N recall queries per\n"
-            "step (default: the model's recall_queries).\n");
+            "step (default: the model's recall_queries).\n",
+            alone ? "usage:" : "      ");
 }
 
 ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err)
@@ -136,7 +137,7 @@ int ws_off_main(int argc, char **argv)
 {
     ws_off_options o;
     if (!parse(argc, argv, &o)) {
-        ws_off_usage(stderr);
+        ws_off_usage(stderr, 1);
         return 2;
     }
     ws_error err = {0};

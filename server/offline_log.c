@@ -149,8 +149,9 @@ static ws_status add_line(ws_off_corpus *c, const cJSON *o, int64_t rollout, ws_
     const cJSON *sess = cJSON_GetObjectItemCaseSensitive(o, "session");
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(o, "step");
-    if (!cJSON_IsString(sess) || !ws_store_session_id_valid(sess->valuestring))
-        return ws_error_set(err, WS_ERR_INVALID, "\"session\" must be a session id");
+    if (!cJSON_IsString(sess) || !sess->valuestring[0] || strlen(sess->valuestring) > WS_STORE_ID_LEN)
+        return ws_error_set(err, WS_ERR_INVALID, "\"session\" must name the session in 1..%d bytes",
+                            WS_STORE_ID_LEN);
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, c->model_name) != 0)) {
         c->lines_skipped++;
         return WS_OK;

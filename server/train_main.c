@@ -44,7 +44,7 @@ static void usage(FILE *f)
             "          --threads N\n"
             "eval:     --horizons H1,H2,... --trajectories N --window N --eval-seed N\n"
             "          (train evaluates at the end too, unless --no-eval)\n");
-    ws_off_usage(f);
+    ws_off_usage(f, 0);
 }
 
 /* Parses an integer/float flag value or fails with a message. */

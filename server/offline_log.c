@@ -200,7 +200,7 @@ ws_status ws_off_corpus_from_jsonl(ws_off_corpus *c, const char *path, int64_t r
     }
     if (s == WS_OK && ferror(f)) s = ws_error_set(err, WS_ERR_IO, "reading %s: %s", path, strerror(errno));
     free(line);
-    if (f != stdin) fclose(f);
+    if (f != stdin && fclose(f) != 0 && s == WS_OK) s = ws_error_set(err, WS_ERR_IO, "closing %s", path);
     return s;
 }
 

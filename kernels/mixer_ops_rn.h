@@ -36,15 +36,18 @@ struct ws_rn_ops {
                               const ws_rn_args *a);
     /* With dz = dpairs ⊙ [pairs > 0] (the ReLU, read off its output):
      * dobj[k_off+i, 0:w] += Σ_{r,j} dz[r,i,j], dobj[k_off+j, w:2w] += Σ_{r,i} dz[r,i,j],
-     * dqry[r] += Σ_{i,j} dz[r,i,j]. Either output may be NULL. */
+     * dqry[r] += Σ_{i,j} dz[r,i,j]. */
     ws_status (*pair_backward)(ws_backend *be, float *dobj, float *dqry, const float *dpairs,
                                const float *pairs, const ws_rn_args *a);
     /* out[r] = scale · Σ_{p < per} in[r·per + p] over rows of width w, r < n. */
     ws_status (*pair_sum_forward)(ws_backend *be, float *out, const float *in, int n, int per,
                                   int width, float scale);
-    /* din[r·per + p] += scale · dout[r] */
-    ws_status (*pair_sum_backward)(ws_backend *be, float *din, const float *dout, int n, int per,
-                                   int width, float scale);
+    /* din[r·per + p] += scale · dout[r], masked by [relu_out[r·per + p] > 0] when
+     * relu_out is given: then din is the gradient of the pre-activations of a
+     * ReLU whose outputs were summed (one pass instead of two). */
+    ws_status (*pair_sum_backward)(ws_backend *be, float *din, const float *dout,
+                                   const float *relu_out, int n, int per, int width,
+                                   float scale);
     /* out = max(in, 0) (out may alias in); backward din += dout ⊙ [out > 0]. */
     ws_status (*relu_forward)(ws_backend *be, float *out, const float *in, size_t n);
     ws_status (*relu_backward)(ws_backend *be, float *din, const float *out, const float *dout,

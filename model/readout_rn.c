@@ -183,6 +183,34 @@ static ws_status backward_f(ws_model *m, const rn_act *a, const rn_scratch *g,
                                     g->d_z0, a->sum, WS_P(m, f0w), nq, W, W);
 }
 
+/* g's layers L_g−1 .. 1, from x = ∂L/∂ of layer L_g−1's pre-activations down to
+ * ∂L/∂h_0, the split layer's output; *dh0 receives the buffer that holds it. */
+static ws_status backward_g(ws_model *m, const rn_act *a, const rn_scratch *g, rn_dims s,
+                            const float **dh0)
+{
+    ws_backend *be = m->be;
+    int W = (int)s.w, n_pairs = (int)(s.pair_floats / s.w);
+    float *dz = g->x, *dh = g->y;
+    for (int l = s.layers - 1; l >= 1; l--) {
+        const float *h_in = a->pairs + (size_t)(l - 1) * s.pair_floats;
+        size_t lw = off(m, "g", l, ".w");
+        /* dW_l, db_l from dz; then ∂L/∂h_{l−1} = dz·W_l, written (beta 0) rather
+         * than accumulated, so the buffer needs no clearing. */
+        ws_gemm_args back = {.m = n_pairs, .n = W, .k = W, .alpha = 1.0f, .beta = 0.0f,
+                             .a = dz, .lda = W, .b = WS_P(m, lw), .ldb = W, .c = dh, .ldc = W,
+                             .batch = 1};
+        WS_TRY(be->ops->linear_backward(be, NULL, WS_G(m, lw), WS_G(m, off(m, "g", l, ".b")), dz,
+                                        h_in, WS_P(m, lw), n_pairs, W, W));
+        WS_TRY(be->ops->gemm(be, &back));
+        if (l == 1) break; /* h_0's ReLU is folded into pair_backward */
+        /* ∂L/∂z_{l−1} into dz, which is free again. */
+        WS_TRY(be->ops->fill(be, dz, 0.0f, s.pair_floats));
+        WS_TRY(be->ops->rn->relu_backward(be, dz, h_in, dh, s.pair_floats));
+    }
+    *dh0 = s.layers > 1 ? dh : dz;
+    return WS_OK;
+}
+
 static ws_status backward(ws_model *m, float *act, float *scratch, const float *q,
                           const float *w, const float *d_logits, float *d_q, float *d_w)
 {
@@ -192,23 +220,19 @@ static ws_status backward(ws_model *m, float *act, float *scratch, const float *
     rn_act a = carve_act(act, s);
     rn_scratch g = carve_scratch(scratch, s);
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
-    int n_pairs = nq * K * K;
-    /* The small buffers and x (∂L/∂ of the top pair layer) start from zero. */
+    /* The small buffers and x start from zero (the ops accumulate). */
     WS_TRY(be->ops->fill(be, scratch, 0.0f, small_scratch(s) + s.pair_floats));
     WS_TRY(backward_f(m, &a, &g, d_logits, nq, W));
-    WS_TRY(rn->pair_sum_backward(be, g.x, g.d_sum, nq, K * K, W, 1.0f / (float)(K * K)));
-    /* Layers L_g−1 .. 1: x holds ∂L/∂h_l, y receives ∂L/∂z_l, x then ∂L/∂h_{l−1}. */
-    for (int l = s.layers - 1; l >= 1; l--) {
-        const float *h = a.pairs + (size_t)l * s.pair_floats;
-        WS_TRY(be->ops->fill(be, g.y, 0.0f, s.pair_floats));
-        WS_TRY(rn->relu_backward(be, g.y, h, g.x, s.pair_floats));
-        WS_TRY(be->ops->fill(be, g.x, 0.0f, s.pair_floats));
-        size_t lw = off(m, "g", l, ".w");
-        WS_TRY(be->ops->linear_backward(be, g.x, WS_G(m, lw), WS_G(m, off(m, "g", l, ".b")), g.y,
-                                        h - s.pair_floats, WS_P(m, lw), n_pairs, W, W));
-    }
+    /* The sum's backward broadcasts ∂L/∂sum to every pair row; with L_g > 1 it
+     * also applies the top layer's ReLU (its split layer's ReLU, when L_g = 1,
+     * is pair_backward's). */
+    const float *top = a.pairs + (size_t)(s.layers - 1) * s.pair_floats;
+    WS_TRY(rn->pair_sum_backward(be, g.x, g.d_sum, s.layers > 1 ? top : NULL, nq, K * K, W,
+                                 1.0f / (float)(K * K)));
+    const float *dh0;
+    WS_TRY(backward_g(m, &a, &g, s, &dh0));
     ws_rn_args args = rn_args(m);
-    WS_TRY(rn->pair_backward(be, g.d_obj, g.d_qry, g.x, a.pairs, &args));
+    WS_TRY(rn->pair_backward(be, g.d_obj, g.d_qry, dh0, a.pairs, &args));
     size_t ow = off(m, "g", 0, ".obj.w"), qw = off(m, "g", 0, ".query.w");
     WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.d_obj, w, WS_P(m, ow),
                                     (int)s.ns, d, 2 * W));

@@ -5,7 +5,8 @@
  *   pair_backward against central finite differences of L = Σ pairs ⊙ R over
  *   every object and query element, its += contract, and exact zeros (unchanged
  *   prefill) for unread object rows;
- *   pair_sum and relu forward/backward the same way (relu also in place).
+ *   pair_sum and relu forward/backward the same way (relu also in place; the
+ *   sum's backward also with the ReLU mask it can fold in).
  * Inputs sit on a grid that keeps every ReLU input at least 0.04 from the kink,
  * so the 1e-2 finite-difference stencil never crosses it and the checks can be
  * tight. All buffers cross through ws_backend_alloc/upload/download. */
@@ -217,6 +218,52 @@ static void sum_forward(void *ctx)
                      WS_OK);
 }
 
+/* pair_sum_backward: += scale·dout broadcast (masked by a ReLU output when one
+ * is given), against a direct reference and the += contract; unmasked also
+ * against FD of Σ out ⊙ R through the forward. */
+static void check_pair_sum_backward(sum_case *c, ws_test_rng *rng, int masked)
+{
+    size_t ni = (size_t)c->n * c->per * c->w, no = (size_t)c->n * c->w;
+    double *R = random_weights(rng, NULL, no);
+    float *dout = xmalloc(no * sizeof *dout), *pre = xmalloc(ni * sizeof *pre);
+    float *got = xmalloc(ni * sizeof *got), *fresh = calloc(ni, sizeof *fresh);
+    float *relu_out = xmalloc(ni * sizeof *relu_out);
+    double *want = xmalloc(ni * sizeof *want);
+    assert_non_null(fresh);
+    for (size_t i = 0; i < no; i++) dout[i] = (float)R[i];
+    for (size_t i = 0; i < ni; i++) relu_out[i] = ws_test_int(rng, 0, 2) ? 0.5f : 0.0f;
+    float *d_dout = dev_from(dout, no), *d_din = dev_from(fresh, ni);
+    float *d_mask = masked ? dev_from(relu_out, ni) : NULL;
+    const struct ws_rn_ops *rn = g_be->ops->rn;
+    assert_int_equal(rn->pair_sum_backward(g_be, d_din, d_dout, d_mask, c->n, c->per, c->w,
+                                           c->scale),
+                     WS_OK);
+    get(fresh, d_din, ni);
+    for (size_t i = 0; i < ni; i++) {
+        size_t r = i / ((size_t)c->per * c->w), col = i % c->w;
+        want[i] = masked && relu_out[i] == 0.0f ? 0.0 : (double)c->scale * dout[r * c->w + col];
+    }
+    check_close(masked ? "rn pair_sum_backward masked" : "rn pair_sum_backward", fresh, want, ni,
+                NULL, 1e-7, 1e-6);
+    ws_test_fill_normal(rng, pre, ni, 1.0f);
+    put(d_din, pre, ni);
+    assert_int_equal(rn->pair_sum_backward(g_be, d_din, d_dout, d_mask, c->n, c->per, c->w,
+                                           c->scale),
+                     WS_OK);
+    get(got, d_din, ni);
+    check_accumulated("rn pair_sum_backward +=", got, pre, fresh, ni, NULL);
+    if (!masked) {
+        loss_fn l = {sum_forward, c, c->d_out, no, R, xmalloc(no * sizeof(float))};
+        double *fd = xmalloc(ni * sizeof *fd);
+        fd_grad(&l, c->d_in, ni, NULL, FD_H, fd);
+        check_close("rn pair_sum_backward vs FD", fresh, fd, ni, NULL, 1e-4, 1e-4);
+        free(l.scratch), free(fd);
+    }
+    dev_free(d_dout), dev_free(d_din);
+    if (d_mask) dev_free(d_mask);
+    free(R), free(dout), free(pre), free(got), free(fresh), free(relu_out), free(want);
+}
+
 static void test_rn_pair_sum(void **state)
 {
     (void)state;
@@ -245,32 +292,10 @@ static void test_rn_pair_sum(void **state)
         snprintf(what, sizeof what, "rn pair_sum n%d per%d w%d", c.n, c.per, c.w);
         check_close(what, out, want, no + TAIL, mask, 1e-6, 1e-5);
         check_untouched(what, out, mask, no + TAIL);
-
-        /* backward: += scale·dout broadcast, against FD of Σ out ⊙ R */
-        double *R = random_weights(&rng, NULL, no);
-        float *dout = xmalloc(no * sizeof *dout), *pre = xmalloc(ni * sizeof *pre);
-        float *got = xmalloc(ni * sizeof *got), *fresh = calloc(ni, sizeof *fresh);
-        assert_non_null(fresh);
-        for (size_t i = 0; i < no; i++) dout[i] = (float)R[i];
-        float *d_dout = dev_from(dout, no), *d_din = dev_from(fresh, ni);
-        assert_int_equal(g_be->ops->rn->pair_sum_backward(g_be, d_din, d_dout, c.n, c.per, c.w,
-                                                          c.scale),
-                         WS_OK);
-        get(fresh, d_din, ni);
-        ws_test_fill_normal(&rng, pre, ni, 1.0f);
-        put(d_din, pre, ni);
-        assert_int_equal(g_be->ops->rn->pair_sum_backward(g_be, d_din, d_dout, c.n, c.per, c.w,
-                                                          c.scale),
-                         WS_OK);
-        get(got, d_din, ni);
-        check_accumulated("rn pair_sum_backward +=", got, pre, fresh, ni, NULL);
-        loss_fn l = {sum_forward, &c, c.d_out, no, R, xmalloc(no * sizeof(float))};
-        double *fd = xmalloc(ni * sizeof *fd);
-        fd_grad(&l, c.d_in, ni, NULL, FD_H, fd);
-        check_close("rn pair_sum_backward vs FD", fresh, fd, ni, NULL, 1e-4, 1e-4);
-        dev_free(c.d_in), dev_free(c.d_out), dev_free(d_dout), dev_free(d_din);
-        free(in), free(out), free(mask), free(want), free(R), free(dout), free(pre), free(got);
-        free(fresh), free(l.scratch), free(fd);
+        check_pair_sum_backward(&c, &rng, 0);
+        check_pair_sum_backward(&c, &rng, 1);
+        dev_free(c.d_in), dev_free(c.d_out);
+        free(in), free(out), free(mask), free(want);
     }
 }
 

@@ -1,9 +1,9 @@
 /* cpu_rn.c — the relation-network ops (kernels/mixer_ops_rn.h) on the CPU.
  *
- * Work splits over (segment, query) items for everything a query owns (its K²
- * pair rows, its query-row gradient) and over (segment, object) items for the
- * object-row gradients, which sum over all of a segment's queries: each item
- * writes only its own rows, so no atomics are needed. */
+ * The forward splits over (segment, query) items, each writing its query's K²
+ * pair rows; the pair backward over segments, since object-row gradients sum
+ * over all of a segment's queries. Each item writes only its own rows, so no
+ * atomics are needed. */
 #include "../mixer_ops_rn.h"
 #include "cpu_internal.h"
 
@@ -37,47 +37,32 @@ static ws_status rn_pair_forward(ws_backend *be, float *pairs, const float *obj,
     return WS_OK;
 }
 
-/* dst += dpairs ⊙ [pairs > 0] over one pair row. */
-static void add_masked(float *dst, const float *dpairs, const float *pairs, int w)
-{
-#pragma omp simd
-    for (int c = 0; c < w; c++) dst[c] += pairs[c] > 0.0f ? dpairs[c] : 0.0f;
-}
-
+/* One pass over a segment's pair rows: with dz = dpairs ⊙ [pairs > 0] (the
+ * ReLU, read off its output), each pair row adds into its query's row and the
+ * A half of object i and B half of object j. The segment owns all three. */
 static ws_status rn_pair_backward(ws_backend *be, float *dobj, float *dqry,
                                   const float *dpairs, const float *pairs, const ws_rn_args *a)
 {
-    int K = a->n_obj, w = a->width, max_q = a->max_q_len > 0 ? a->max_q_len : 1;
-    int threads = ws_cpu_threads(be);
-    long per = (long)K * K;
-    if (dqry) {
-        long items = (long)a->n_segs * max_q;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (long it = 0; it < items; it++) {
-            const ws_attn_seg *s = &a->segs[it / max_q];
-            int k = (int)(it % max_q);
-            if (k >= s->q_len) continue;
-            long r = s->q_off + k;
-            for (long p = 0; p < per; p++)
-                add_masked(dqry + r * w, dpairs + (r * per + p) * w, pairs + (r * per + p) * w, w);
-        }
-    }
-    if (dobj) {
-        /* Item (segment, i) owns object row k_off+i: its A half sums the pairs
-         * (·, i, ·), its B half the pairs (·, ·, i), over the segment's queries. */
-        long items = (long)a->n_segs * K;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (long it = 0; it < items; it++) {
-            const ws_attn_seg *s = &a->segs[it / K];
-            int i = (int)(it % K);
-            float *da = dobj + (long)(s->k_off + i) * 2 * w, *db = da + w;
-            for (long r = s->q_off; r < s->q_off + s->q_len; r++)
+    int K = a->n_obj, w = a->width;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ws_cpu_threads(be))
+    for (int sg = 0; sg < a->n_segs; sg++) {
+        const ws_attn_seg *s = &a->segs[sg];
+        for (long r = s->q_off; r < s->q_off + s->q_len; r++)
+            for (int i = 0; i < K; i++) {
+                float *dq = dqry + r * w, *da = dobj + (long)(s->k_off + i) * 2 * w;
                 for (int j = 0; j < K; j++) {
-                    long as_i = (r * K + i) * K + j, as_j = (r * K + j) * K + i;
-                    add_masked(da, dpairs + as_i * w, pairs + as_i * w, w);
-                    add_masked(db, dpairs + as_j * w, pairs + as_j * w, w);
+                    long row = ((r * K + i) * K + j) * w;
+                    const float *dp = dpairs + row, *h = pairs + row;
+                    float *db = dobj + (long)(s->k_off + j) * 2 * w + w;
+#pragma omp simd
+                    for (int c = 0; c < w; c++) {
+                        float dz = h[c] > 0.0f ? dp[c] : 0.0f;
+                        dq[c] += dz;
+                        da[c] += dz;
+                        db[c] += dz;
+                    }
                 }
-        }
+            }
     }
     return WS_OK;
 }
@@ -100,17 +85,25 @@ static ws_status rn_pair_sum_forward(ws_backend *be, float *out, const float *in
     return WS_OK;
 }
 
-static ws_status rn_pair_sum_backward(ws_backend *be, float *din, const float *dout, int n,
-                                      int per, int width, float scale)
+static ws_status rn_pair_sum_backward(ws_backend *be, float *din, const float *dout,
+                                      const float *relu_out, int n, int per, int width,
+                                      float scale)
 {
     int threads = (long)n * per * width >= WS_PAR_MIN ? ws_cpu_threads(be) : 1;
 #pragma omp parallel for num_threads(threads)
     for (int r = 0; r < n; r++) {
         const float *g = dout + (long)r * width;
         for (int p = 0; p < per; p++) {
-            float *row = din + ((long)r * per + p) * width;
+            long row = ((long)r * per + p) * width;
+            float *d = din + row;
+            if (relu_out) {
+                const float *h = relu_out + row;
 #pragma omp simd
-            for (int c = 0; c < width; c++) row[c] += scale * g[c];
+                for (int c = 0; c < width; c++) d[c] += h[c] > 0.0f ? scale * g[c] : 0.0f;
+            } else {
+#pragma omp simd
+                for (int c = 0; c < width; c++) d[c] += scale * g[c];
+            }
         }
     }
     return WS_OK;

@@ -12,8 +12,9 @@
  *
  * The pair sum is scaled by 1/T² (the mean over pairs). T is fixed per model,
  * so this is the paper's sum with f's first weight scaled by T²; it keeps f's
- * input O(1) under the generic N(0, 1/in) init, where the plain sum of T² = 256
- * rectified vectors puts logits in the hundreds at the first step.
+ * input O(1) under the generic N(0, 1/in) init. With the plain sum of T² = 256
+ * rectified vectors (T = 16, w = 64, LN'd inputs) the initial logits have mean
+ * |logit| ≈ 73 (up to ~200: saturated, huge BCE); with the mean, ≈ 0.3.
  *
  * Tensors (registered in place of ext.head):
  *   ext.rn.g.0.obj.w   [2w, d]  rows [0, w): A (on w_i), rows [w, 2w): B (on w_j)
@@ -36,16 +37,6 @@
 
 #define WS_RN_MAX_STATE 64 /* T² pair rows per query: 4096 at most */
 
-/* Activation and scratch regions, carved in this order. */
-typedef struct {
-    float *obj, *qry, *sum, *f0; /* [ns, 2w], [nq, w], [nq, w], [nq, w] */
-    float *pairs;                /* L_g layers of [nq·T², w] (act) */
-} rn_act;
-typedef struct {
-    float *d_obj, *d_qry, *d_sum, *d_f0, *d_z0; /* as the act rows */
-    float *x, *y;                               /* [nq·T², w] ping-pong (y only L_g > 1) */
-} rn_scratch;
-
 typedef struct {
     size_t ns, nq, w, pair_floats; /* pair_floats: nq·T²·w, one layer */
     int layers;
@@ -60,28 +51,35 @@ static rn_dims dims(const ws_model *m, const ws_plan *p)
     return s;
 }
 
-static rn_act carve_act(float *base, rn_dims s)
+/* The per-row buffers, laid out alike in the activations (values) and the
+ * backward scratch (their gradients), each region going on after them:
+ *   act:     obj [ns, 2w] | qry [nq, w] | sum [nq, w] | f0 [nq, w] | L_g × [nq·T², w] pairs
+ *   scratch: ∂obj | ∂qry | ∂sum | ∂f0 | ∂z0 [nq, w] | x, y [nq·T², w] (y only if L_g > 1) */
+typedef struct {
+    float *obj, *qry, *sum, *f0, *rest;
+} rn_bufs;
+
+static rn_bufs carve(float *base, rn_dims s)
 {
-    rn_act a;
-    a.obj = base;
-    a.qry = a.obj + s.ns * 2 * s.w;
-    a.sum = a.qry + s.nq * s.w;
-    a.f0 = a.sum + s.nq * s.w;
-    a.pairs = a.f0 + s.nq * s.w;
-    return a;
+    rn_bufs b;
+    b.obj = base;
+    b.qry = b.obj + s.ns * 2 * s.w;
+    b.sum = b.qry + s.nq * s.w;
+    b.f0 = b.sum + s.nq * s.w;
+    b.rest = b.f0 + s.nq * s.w;
+    return b;
 }
 
-static rn_scratch carve_scratch(float *base, rn_dims s)
+/* The scratch beyond the per-row gradients. */
+typedef struct {
+    float *d_z0, *x, *y;
+} rn_pair_grads;
+
+static rn_pair_grads carve_pair_grads(const rn_bufs *g, rn_dims s)
 {
-    rn_scratch g;
-    g.d_obj = base;
-    g.d_qry = g.d_obj + s.ns * 2 * s.w;
-    g.d_sum = g.d_qry + s.nq * s.w;
-    g.d_f0 = g.d_sum + s.nq * s.w;
-    g.d_z0 = g.d_f0 + s.nq * s.w;
-    g.x = g.d_z0 + s.nq * s.w;
-    g.y = s.layers > 1 ? g.x + s.pair_floats : NULL;
-    return g;
+    rn_pair_grads p = {g->rest, g->rest + s.nq * s.w, NULL};
+    if (s.layers > 1) p.y = p.x + s.pair_floats;
+    return p;
 }
 
 static size_t act_floats(const ws_model *m, const ws_plan *p)
@@ -146,7 +144,8 @@ static ws_status forward(ws_model *m, float *act, const float *q, const float *w
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
     rn_dims s = dims(m, &m->plan);
-    rn_act a = carve_act(act, s);
+    rn_bufs a = carve(act, s);
+    float *pairs = a.rest;
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
     int n_pairs = nq * K * K;
     WS_TRY(be->ops->linear_forward(be, a.obj, w, WS_P(m, off(m, "g", 0, ".obj.w")), NULL,
@@ -154,14 +153,14 @@ static ws_status forward(ws_model *m, float *act, const float *q, const float *w
     WS_TRY(be->ops->linear_forward(be, a.qry, q, WS_P(m, off(m, "g", 0, ".query.w")),
                                    WS_P(m, off(m, "g", 0, ".query.b")), nq, d, W));
     ws_rn_args args = rn_args(m);
-    WS_TRY(rn->pair_forward(be, a.pairs, a.obj, a.qry, &args));
+    WS_TRY(rn->pair_forward(be, pairs, a.obj, a.qry, &args));
     for (int l = 1; l < s.layers; l++) {
-        float *h = a.pairs + (size_t)l * s.pair_floats;
+        float *h = pairs + (size_t)l * s.pair_floats;
         WS_TRY(be->ops->linear_forward(be, h, h - s.pair_floats, WS_P(m, off(m, "g", l, ".w")),
                                        WS_P(m, off(m, "g", l, ".b")), n_pairs, W, W));
         WS_TRY(rn->relu_forward(be, h, h, s.pair_floats));
     }
-    const float *top = a.pairs + (size_t)(s.layers - 1) * s.pair_floats;
+    const float *top = pairs + (size_t)(s.layers - 1) * s.pair_floats;
     WS_TRY(rn->pair_sum_forward(be, a.sum, top, nq, K * K, W, 1.0f / (float)(K * K)));
     WS_TRY(be->ops->linear_forward(be, a.f0, a.sum, WS_P(m, off(m, "f", 0, ".w")),
                                    WS_P(m, off(m, "f", 0, ".b")), nq, W, W));
@@ -171,28 +170,28 @@ static ws_status forward(ws_model *m, float *act, const float *q, const float *w
 }
 
 /* f backward: d_logits → d_sum. */
-static ws_status backward_f(ws_model *m, const rn_act *a, const rn_scratch *g,
+static ws_status backward_f(ws_model *m, const rn_bufs *a, const rn_bufs *g, float *d_z0,
                             const float *d_logits, int nq, int W)
 {
     ws_backend *be = m->be;
     size_t f0w = off(m, "f", 0, ".w"), f1w = off(m, "f", 1, ".w");
-    WS_TRY(be->ops->linear_backward(be, g->d_f0, WS_G(m, f1w), WS_G(m, off(m, "f", 1, ".b")),
+    WS_TRY(be->ops->linear_backward(be, g->f0, WS_G(m, f1w), WS_G(m, off(m, "f", 1, ".b")),
                                     d_logits, a->f0, WS_P(m, f1w), nq, W, 1));
-    WS_TRY(be->ops->rn->relu_backward(be, g->d_z0, a->f0, g->d_f0, (size_t)nq * W));
-    return be->ops->linear_backward(be, g->d_sum, WS_G(m, f0w), WS_G(m, off(m, "f", 0, ".b")),
-                                    g->d_z0, a->sum, WS_P(m, f0w), nq, W, W);
+    WS_TRY(be->ops->rn->relu_backward(be, d_z0, a->f0, g->f0, (size_t)nq * W));
+    return be->ops->linear_backward(be, g->sum, WS_G(m, f0w), WS_G(m, off(m, "f", 0, ".b")),
+                                    d_z0, a->sum, WS_P(m, f0w), nq, W, W);
 }
 
 /* g's layers L_g−1 .. 1, from x = ∂L/∂ of layer L_g−1's pre-activations down to
  * ∂L/∂h_0, the split layer's output; *dh0 receives the buffer that holds it. */
-static ws_status backward_g(ws_model *m, const rn_act *a, const rn_scratch *g, rn_dims s,
-                            const float **dh0)
+static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads *g,
+                            rn_dims s, const float **dh0)
 {
     ws_backend *be = m->be;
     int W = (int)s.w, n_pairs = (int)(s.pair_floats / s.w);
     float *dz = g->x, *dh = g->y;
     for (int l = s.layers - 1; l >= 1; l--) {
-        const float *h_in = a->pairs + (size_t)(l - 1) * s.pair_floats;
+        const float *h_in = pairs + (size_t)(l - 1) * s.pair_floats;
         size_t lw = off(m, "g", l, ".w");
         /* dW_l, db_l from dz; then ∂L/∂h_{l−1} = dz·W_l, written (beta 0) rather
          * than accumulated, so the buffer needs no clearing. */
@@ -217,27 +216,27 @@ static ws_status backward(ws_model *m, float *act, float *scratch, const float *
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
     rn_dims s = dims(m, &m->plan);
-    rn_act a = carve_act(act, s);
-    rn_scratch g = carve_scratch(scratch, s);
+    rn_bufs a = carve(act, s), g = carve(scratch, s);
+    rn_pair_grads pg = carve_pair_grads(&g, s);
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
     /* The small buffers and x start from zero (the ops accumulate). */
     WS_TRY(be->ops->fill(be, scratch, 0.0f, small_scratch(s) + s.pair_floats));
-    WS_TRY(backward_f(m, &a, &g, d_logits, nq, W));
+    WS_TRY(backward_f(m, &a, &g, pg.d_z0, d_logits, nq, W));
     /* The sum's backward broadcasts ∂L/∂sum to every pair row; with L_g > 1 it
      * also applies the top layer's ReLU (its split layer's ReLU, when L_g = 1,
      * is pair_backward's). */
-    const float *top = a.pairs + (size_t)(s.layers - 1) * s.pair_floats;
-    WS_TRY(rn->pair_sum_backward(be, g.x, g.d_sum, s.layers > 1 ? top : NULL, nq, K * K, W,
+    const float *top = a.rest + (size_t)(s.layers - 1) * s.pair_floats;
+    WS_TRY(rn->pair_sum_backward(be, pg.x, g.sum, s.layers > 1 ? top : NULL, nq, K * K, W,
                                  1.0f / (float)(K * K)));
     const float *dh0;
-    WS_TRY(backward_g(m, &a, &g, s, &dh0));
+    WS_TRY(backward_g(m, a.rest, &pg, s, &dh0));
     ws_rn_args args = rn_args(m);
-    WS_TRY(rn->pair_backward(be, g.d_obj, g.d_qry, dh0, a.pairs, &args));
+    WS_TRY(rn->pair_backward(be, g.obj, g.qry, dh0, a.rest, &args));
     size_t ow = off(m, "g", 0, ".obj.w"), qw = off(m, "g", 0, ".query.w");
-    WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.d_obj, w, WS_P(m, ow),
+    WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.obj, w, WS_P(m, ow),
                                     (int)s.ns, d, 2 * W));
     return be->ops->linear_backward(be, d_q, WS_G(m, qw), WS_G(m, off(m, "g", 0, ".query.b")),
-                                    g.d_qry, q, WS_P(m, qw), nq, d, W);
+                                    g.qry, q, WS_P(m, qw), nq, d, W);
 }
 
 const ws_readout_variant ws_readout_rn = {

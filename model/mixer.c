@@ -6,10 +6,11 @@
 #include <stdlib.h>
 
 extern const ws_mixer ws_mixer_mha;
+extern const ws_readout_variant ws_readout_rn;
 
 static const ws_mixer *const block_mixers[] = {&ws_mixer_mha};
 static const ws_updater_variant *const updater_variants[] = {NULL};
-static const ws_readout_variant *const readout_variants[] = {NULL};
+static const ws_readout_variant *const readout_variants[] = {&ws_readout_rn};
 
 #define FIND(table, kind)                                                  \
     for (size_t i = 0; i < sizeof(table) / sizeof((table)[0]); i++)       \

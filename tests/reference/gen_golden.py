@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mix_rn  # noqa: E402,F401  (registers the rn readout)
 import st  # noqa: E402
 import ws_ref  # noqa: E402
 
@@ -45,6 +46,10 @@ STEPS = 3
 GOLDEN = [
     ("model_small.safetensors", {"state_norm": 1}),
     ("model_nonorm.safetensors", {"state_norm": 0}),
+    # the rn readout after 2 Extractor layers, and alone on LN_o(facts) with a middle g layer
+    ("model_rn.safetensors", {"ext_mixer": "rn", "rn_width": 16, "rn_layers": 2}),
+    ("model_rn_noext.safetensors", {"ext_mixer": "rn", "n_ext_layers": 0, "rn_width": 24,
+                                    "rn_layers": 3}),
 ]
 
 
@@ -133,7 +138,9 @@ def generate(cfg, seed=1234):
     for n, p in trained.named_c_parameters():
         out["adam3." + n] = p.detach().numpy().astype(np.float32)
     meta = {
-        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS}),
+        # the mixer fields an entry sets (absent ones are the defaults)
+        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS + tuple(ws_ref.MIXER_DEFAULTS)
+                              if k in cfg}),
         "optim": json.dumps(OPTIM),
         "steps": str(STEPS),
         "grad_norms": "[" + ", ".join("%.9g" % n for n in norms) + "]",

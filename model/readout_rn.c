@@ -1,0 +1,246 @@
+/* readout_rn.c — the relation-network readout (Santoro et al. 2017; MIXERS.md §5),
+ * a ws_readout_variant in place of ext.head (cfg.ext_mixer = rn).
+ *
+ * Per query q = LN_o(Q) row of trajectory b with state rows w_1..w_T:
+ *     logit = f( (1/T²) Σ_{i,j} g(w_i, w_j, q) )   over all ordered pairs, i = j too.
+ * g: rn_layers ReLU layers of width w = rn_width; f: w → w (ReLU) → 1.
+ * g's first layer is split per token (MIXERS §5 "cheap trick"):
+ *     W₁[w_i; w_j; q] + b₁ = A w_i + B w_j + (C q + b₁),
+ * so A w and B w are computed once per state row, C q + b₁ once per query, and
+ * each pair costs an add and a ReLU (backend rn ops); layers 2.. of g are
+ * linear ops over the n_query·T² pair rows.
+ *
+ * The pair sum is scaled by 1/T² (the mean over pairs). T is fixed per model,
+ * so this is the paper's sum with f's first weight scaled by T²; it keeps f's
+ * input O(1) under the generic N(0, 1/in) init. With the plain sum of T² = 256
+ * rectified vectors (T = 16, w = 64, LN'd inputs) the initial logits have mean
+ * |logit| ≈ 73 (up to ~200: saturated, huge BCE); with the mean, ≈ 0.3.
+ *
+ * Tensors (registered in place of ext.head):
+ *   ext.rn.g.0.obj.w   [2w, d]  rows [0, w): A (on w_i), rows [w, 2w): B (on w_j)
+ *   ext.rn.g.0.query.w [w, d]   C      ext.rn.g.0.query.b [w]  b₁
+ *   ext.rn.g.{l}.w [w, w] .b [w]       l = 1 .. rn_layers−1
+ *   ext.rn.f.0.w [w, w] .b [w]         ext.rn.f.1.w [1, w] .b [1]
+ *
+ * Cost (forward FLOPs, MIXERS §7 "RN (first-layer split)" with N = T, d_o = d_q = d;
+ * a multiply-add is 2): per trajectory 4·T·d·w (A w_i, B w_j), per query
+ *   2·d·w (C q) + 2·T²·w (add, ReLU) + 2·T²·(L_g−1)·w² (layers 2..) + T²·w (sum)
+ *   + 2·w² + 2·w (f).
+ * The naive form would instead spend 2·T²·3d·w per query on the first layer.
+ * Memory: activations n_query·T²·w·L_g floats (every layer's pair rows, kept for
+ * the backward), plus O((n_state_rows + n_query)·w); backward scratch two more
+ * n_query·T²·w buffers when L_g > 1 (one otherwise). */
+#include <stdio.h>
+
+#include "../kernels/mixer_ops_rn.h"
+#include "mixer.h"
+
+#define WS_RN_MAX_STATE 64 /* T² pair rows per query: 4096 at most */
+
+typedef struct {
+    size_t ns, nq, w, pair_floats; /* pair_floats: nq·T²·w, one layer */
+    int layers;
+} rn_dims;
+
+static rn_dims dims(const ws_model *m, const ws_plan *p)
+{
+    size_t T = (size_t)m->cfg.n_state;
+    rn_dims s = {(size_t)p->n_state_rows, (size_t)p->n_query, (size_t)m->cfg.rn_width, 0,
+                 m->cfg.rn_layers};
+    s.pair_floats = s.nq * T * T * s.w;
+    return s;
+}
+
+/* The per-row buffers, laid out alike in the activations (values) and the
+ * backward scratch (their gradients), each region going on after them:
+ *   act:     obj [ns, 2w] | qry [nq, w] | sum [nq, w] | f0 [nq, w] | L_g × [nq·T², w] pairs
+ *   scratch: ∂obj | ∂qry | ∂sum | ∂f0 | ∂z0 [nq, w] | x, y [nq·T², w] (y only if L_g > 1) */
+typedef struct {
+    float *obj, *qry, *sum, *f0, *rest;
+} rn_bufs;
+
+static rn_bufs carve(float *base, rn_dims s)
+{
+    rn_bufs b;
+    b.obj = base;
+    b.qry = b.obj + s.ns * 2 * s.w;
+    b.sum = b.qry + s.nq * s.w;
+    b.f0 = b.sum + s.nq * s.w;
+    b.rest = b.f0 + s.nq * s.w;
+    return b;
+}
+
+/* The scratch beyond the per-row gradients. */
+typedef struct {
+    float *d_z0, *x, *y;
+} rn_pair_grads;
+
+static rn_pair_grads carve_pair_grads(const rn_bufs *g, rn_dims s)
+{
+    rn_pair_grads p = {g->rest, g->rest + s.nq * s.w, NULL};
+    if (s.layers > 1) p.y = p.x + s.pair_floats;
+    return p;
+}
+
+static size_t act_floats(const ws_model *m, const ws_plan *p)
+{
+    rn_dims s = dims(m, p);
+    return s.ns * 2 * s.w + 3 * s.nq * s.w + (size_t)s.layers * s.pair_floats;
+}
+
+/* The part of scratch before the pair buffers (zeroed in full each backward). */
+static size_t small_scratch(rn_dims s) { return s.ns * 2 * s.w + 4 * s.nq * s.w; }
+
+static size_t scratch_floats(const ws_model *m, const ws_plan *p)
+{
+    rn_dims s = dims(m, p);
+    return small_scratch(s) + (s.layers > 1 ? 2 : 1) * s.pair_floats;
+}
+
+static ws_status validate(const ws_model_config *c, ws_error *err)
+{
+    if (c->n_state > WS_RN_MAX_STATE)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "config: ext_mixer rn keeps n_state² pair rows per query; n_state "
+                            "must be <= %d, got %d",
+                            WS_RN_MAX_STATE, c->n_state);
+    return WS_OK;
+}
+
+static int supported(const ws_backend *be) { return be->ops->rn != NULL; }
+
+static void layout(ws_param_layout *L, const ws_model_config *c)
+{
+    char name[48];
+    int d = c->d, w = c->rn_width;
+    ws_layout_add(L, "ext.rn.g.0.obj.w", 2 * w, d, 1);
+    ws_layout_add_linear(L, "ext.rn.g.0.query", w, d);
+    for (int l = 1; l < c->rn_layers; l++) {
+        snprintf(name, sizeof name, "ext.rn.g.%d", l);
+        ws_layout_add_linear(L, name, w, w);
+    }
+    ws_layout_add_linear(L, "ext.rn.f.0", w, w);
+    ws_layout_add_linear(L, "ext.rn.f.1", 1, w);
+}
+
+/* Offset of "ext.rn.<mlp>.<l><suffix>", mlp "g" or "f". */
+static size_t off(const ws_model *m, const char *mlp, int l, const char *suffix)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "ext.rn.%s.%d", mlp, l);
+    return ws_model_param_off(m, prefix, suffix);
+}
+
+static ws_rn_args rn_args(const ws_model *m)
+{
+    const ws_plan *p = &m->plan;
+    return (ws_rn_args){.segs = p->seg_ext, .n_segs = p->n_ext_segs, .n_obj = m->cfg.n_state,
+                        .width = m->cfg.rn_width, .max_q_len = p->max_query};
+}
+
+static ws_status forward(ws_model *m, float *act, const float *q, const float *w,
+                         float *logits)
+{
+    ws_backend *be = m->be;
+    const struct ws_rn_ops *rn = be->ops->rn;
+    rn_dims s = dims(m, &m->plan);
+    rn_bufs a = carve(act, s);
+    float *pairs = a.rest;
+    int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
+    int n_pairs = nq * K * K;
+    WS_TRY(be->ops->linear_forward(be, a.obj, w, WS_P(m, off(m, "g", 0, ".obj.w")), NULL,
+                                   (int)s.ns, d, 2 * W));
+    WS_TRY(be->ops->linear_forward(be, a.qry, q, WS_P(m, off(m, "g", 0, ".query.w")),
+                                   WS_P(m, off(m, "g", 0, ".query.b")), nq, d, W));
+    ws_rn_args args = rn_args(m);
+    WS_TRY(rn->pair_forward(be, pairs, a.obj, a.qry, &args));
+    for (int l = 1; l < s.layers; l++) {
+        float *h = pairs + (size_t)l * s.pair_floats;
+        WS_TRY(be->ops->linear_forward(be, h, h - s.pair_floats, WS_P(m, off(m, "g", l, ".w")),
+                                       WS_P(m, off(m, "g", l, ".b")), n_pairs, W, W));
+        WS_TRY(rn->relu_forward(be, h, h, s.pair_floats));
+    }
+    const float *top = pairs + (size_t)(s.layers - 1) * s.pair_floats;
+    WS_TRY(rn->pair_sum_forward(be, a.sum, top, nq, K * K, W, 1.0f / (float)(K * K)));
+    WS_TRY(be->ops->linear_forward(be, a.f0, a.sum, WS_P(m, off(m, "f", 0, ".w")),
+                                   WS_P(m, off(m, "f", 0, ".b")), nq, W, W));
+    WS_TRY(rn->relu_forward(be, a.f0, a.f0, s.nq * s.w));
+    return be->ops->linear_forward(be, logits, a.f0, WS_P(m, off(m, "f", 1, ".w")),
+                                   WS_P(m, off(m, "f", 1, ".b")), nq, W, 1);
+}
+
+/* f backward: d_logits → d_sum. */
+static ws_status backward_f(ws_model *m, const rn_bufs *a, const rn_bufs *g, float *d_z0,
+                            const float *d_logits, int nq, int W)
+{
+    ws_backend *be = m->be;
+    size_t f0w = off(m, "f", 0, ".w"), f1w = off(m, "f", 1, ".w");
+    WS_TRY(be->ops->linear_backward(be, g->f0, WS_G(m, f1w), WS_G(m, off(m, "f", 1, ".b")),
+                                    d_logits, a->f0, WS_P(m, f1w), nq, W, 1));
+    WS_TRY(be->ops->rn->relu_backward(be, d_z0, a->f0, g->f0, (size_t)nq * W));
+    return be->ops->linear_backward(be, g->sum, WS_G(m, f0w), WS_G(m, off(m, "f", 0, ".b")),
+                                    d_z0, a->sum, WS_P(m, f0w), nq, W, W);
+}
+
+/* g's layers L_g−1 .. 1, from x = ∂L/∂ of layer L_g−1's pre-activations down to
+ * ∂L/∂h_0, the split layer's output; *dh0 receives the buffer that holds it. */
+static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads *g,
+                            rn_dims s, const float **dh0)
+{
+    ws_backend *be = m->be;
+    int W = (int)s.w, n_pairs = (int)(s.pair_floats / s.w);
+    float *dz = g->x, *dh = g->y;
+    for (int l = s.layers - 1; l >= 1; l--) {
+        const float *h_in = pairs + (size_t)(l - 1) * s.pair_floats;
+        size_t lw = off(m, "g", l, ".w");
+        /* dW_l, db_l from dz; then ∂L/∂h_{l−1} = dz·W_l, written (beta 0) rather
+         * than accumulated, so the buffer needs no clearing. */
+        ws_gemm_args back = {.m = n_pairs, .n = W, .k = W, .alpha = 1.0f, .beta = 0.0f,
+                             .a = dz, .lda = W, .b = WS_P(m, lw), .ldb = W, .c = dh, .ldc = W,
+                             .batch = 1};
+        WS_TRY(be->ops->linear_backward(be, NULL, WS_G(m, lw), WS_G(m, off(m, "g", l, ".b")), dz,
+                                        h_in, WS_P(m, lw), n_pairs, W, W));
+        WS_TRY(be->ops->gemm(be, &back));
+        if (l == 1) break; /* h_0's ReLU is folded into pair_backward */
+        /* ∂L/∂z_{l−1} into dz, which is free again. */
+        WS_TRY(be->ops->fill(be, dz, 0.0f, s.pair_floats));
+        WS_TRY(be->ops->rn->relu_backward(be, dz, h_in, dh, s.pair_floats));
+    }
+    *dh0 = s.layers > 1 ? dh : dz;
+    return WS_OK;
+}
+
+static ws_status backward(ws_model *m, float *act, float *scratch, const float *q,
+                          const float *w, const float *d_logits, float *d_q, float *d_w)
+{
+    ws_backend *be = m->be;
+    const struct ws_rn_ops *rn = be->ops->rn;
+    rn_dims s = dims(m, &m->plan);
+    rn_bufs a = carve(act, s), g = carve(scratch, s);
+    rn_pair_grads pg = carve_pair_grads(&g, s);
+    int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
+    /* The small buffers and x start from zero (the ops accumulate). */
+    WS_TRY(be->ops->fill(be, scratch, 0.0f, small_scratch(s) + s.pair_floats));
+    WS_TRY(backward_f(m, &a, &g, pg.d_z0, d_logits, nq, W));
+    /* The sum's backward broadcasts ∂L/∂sum to every pair row; with L_g > 1 it
+     * also applies the top layer's ReLU (its split layer's ReLU, when L_g = 1,
+     * is pair_backward's). */
+    const float *top = a.rest + (size_t)(s.layers - 1) * s.pair_floats;
+    WS_TRY(rn->pair_sum_backward(be, pg.x, g.sum, s.layers > 1 ? top : NULL, nq, K * K, W,
+                                 1.0f / (float)(K * K)));
+    const float *dh0;
+    WS_TRY(backward_g(m, a.rest, &pg, s, &dh0));
+    ws_rn_args args = rn_args(m);
+    WS_TRY(rn->pair_backward(be, g.obj, g.qry, dh0, a.rest, &args));
+    size_t ow = off(m, "g", 0, ".obj.w"), qw = off(m, "g", 0, ".query.w");
+    WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.obj, w, WS_P(m, ow),
+                                    (int)s.ns, d, 2 * W));
+    return be->ops->linear_backward(be, d_q, WS_G(m, qw), WS_G(m, off(m, "g", 0, ".query.b")),
+                                    g.qry, q, WS_P(m, qw), nq, d, W);
+}
+
+const ws_readout_variant ws_readout_rn = {
+    .kind = WS_MIXER_RN, .name = "rn", .validate = validate, .supported = supported,
+    .layout = layout, .act_floats = act_floats, .scratch_floats = scratch_floats,
+    .forward = forward, .backward = backward,
+};

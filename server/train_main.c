@@ -29,11 +29,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: worldstate-train train|eval [options]\n"
-            "task:     --task recall|facts|life|numbers  --entities N --places N --move-rate X\n"
+            "task:     --task recall|facts|conj|life|numbers  --entities N --places N\n"
+            "          --move-rate X\n"
             "          --density X --intervention-rate X --images N --non-thorough --horizon N\n"
             "          --data-dir DIR\n"
             "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
             "          --fact-len N --vocab N --no-state-norm\n"
+            "          --upd-mixer NAME --ext-mixer NAME (mha|simplicial2|...)\n"
+            "          --s2-virtual N --s2-heads N --s2-dim N --s2-tau X\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
@@ -110,6 +113,10 @@ static int parse_args(int argc, char **argv, options *o)
         {"--ext-layers", 'i', &o->mc.n_ext_layers, 0, 64},
         {"--fact-len", 'i', &o->mc.max_fact_len, 1, WS_MAX_FACT_LEN},
         {"--vocab", 'i', &o->mc.vocab_cap, 0, 1 << 24},
+        {"--s2-virtual", 'i', &o->mc.s2_virtual, 1, 64},
+        {"--s2-heads", 'i', &o->mc.s2_heads, 0, 16},
+        {"--s2-dim", 'i', &o->mc.s2_dim, 1, 1024},
+        {"--s2-tau", 'f', &o->mc.s2_tau, 1e-6, 1e4},
         {"--batch", 'i', &o->tc.batch, 1, 65536},
         {"--rollout", 'i', &o->tc.rollout, 1, 1e6},
         {"--max-age", 'i', &o->tc.max_age, 1, 1e7},
@@ -144,6 +151,11 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
+        else if (!strcmp(a, "--upd-mixer") && v) {
+            if ((o->mc.upd_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
+        } else if (!strcmp(a, "--ext-mixer") && v) {
+            if ((o->mc.ext_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
+        }
         else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
         else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
         else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];

@@ -3,17 +3,18 @@
  * pairs, aggregation of the pair values; and the backward.
  *
  * Work splits over (segment, head) pairs, which own disjoint rows and columns.
- * Forward: the Gram pieces x = p·l1, y = p·l2, z = l1·l2 come from three
- * products, then w = x l2 − y l1 + z p is formed per triple (≈ 8δ FLOPs) so
- * that ‖w‖² never rounds negative.
+ * Per (segment, head) three products give the Gram pieces x = P L1ᵀ, y = P L2ᵀ,
+ * z = L1 L2ᵀ, and the norms A = ‖p‖², B = ‖l1‖², C = ‖l2‖² (MIXERS.md §2.3);
+ * every triple then costs O(1): s = x²C + y²B + z²A − 2xyz (the header says
+ * why that is safe), vectorised over the second key k.
  * Backward (MIXERS.md §2.4.6): with c_ijk = ∂L/∂logit · τ²/logit (the chain rule
- * through τ√(s + ε)) and the norms A = ‖p‖², B = ‖l1‖², C = ‖l2‖²,
+ * through τ√(s + ε)),
  *   ∂s/∂p = 2[z² p + (xC − yz) l1 + (yB − xz) l2]
  *   ∂s/∂l1 = 2[(xC − yz) p + y² l1 + (zA − xy) l2]
  *   ∂s/∂l2 = 2[(yB − xz) p + (zA − xy) l1 + x² l2]
- * so every triple folds into a few scalar sums (q×k and k×k coefficient
- * matrices, three diagonals) and the vector work is six small products:
- * O(q k² + q k δ) per head instead of O(q k² δ). */
+ * so every triple folds into scalar sums (q×k and k×k coefficient matrices and
+ * three diagonals) and the vector work is six small products: O(q k² + q k δ)
+ * per head instead of O(q k² δ). */
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -48,57 +49,91 @@ static s2_view view(const ws_s2_args *a, const ws_s2_seg *s, int h)
     return v;
 }
 
-/* x = P L1ᵀ, y = P L2ᵀ [nq, nk] and z = L1 L2ᵀ [nk, nk]. */
-static void gram(const ws_s2_args *a, const s2_view *v, float *x, float *y, float *z)
+/* The Gram pieces of one (segment, head): x [nq, nk], y [nq, nk], z [nk, nk],
+ * na [nq], nb [nk], nc [nk]. */
+typedef struct {
+    float *x, *y, *z, *na, *nb, *nc;
+} s2_gram;
+
+static size_t gram_floats(int nq, int nk)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nq, v->nk, v->dl, 1.0f, v->p,
-                a->ldp, v->l1, a->ldl1, 0.0f, x, v->nk);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nq, v->nk, v->dl, 1.0f, v->p,
-                a->ldp, v->l2, a->ldl2, 0.0f, y, v->nk);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nk, v->nk, v->dl, 1.0f, v->l1,
-                a->ldl1, v->l2, a->ldl2, 0.0f, z, v->nk);
+    return 2 * (size_t)nq * nk + (size_t)nk * nk + (size_t)nq + 2 * (size_t)nk;
 }
 
-/* Logits of query i into lg[nk²], then its softmax into pr[nk²]. */
-static void row_forward(const ws_s2_args *a, const s2_view *v, int i, const float *x,
-                        const float *y, const float *z, float *lg, float *pr)
+static s2_gram carve_gram(float *base, int nq, int nk)
 {
-    int nk = v->nk, dl = v->dl;
-    const float *pi = v->p + (long)i * a->ldp;
-    float mx = -INFINITY;
+    s2_gram g;
+    g.x = base, g.y = g.x + (size_t)nq * nk, g.z = g.y + (size_t)nq * nk;
+    g.na = g.z + (size_t)nk * nk, g.nb = g.na + nq, g.nc = g.nb + nk;
+    return g;
+}
+
+static void sq_norms(float *out, const float *rows, int ld, int n, int dl)
+{
+    for (int i = 0; i < n; i++) {
+        const float *r = rows + (long)i * ld;
+        float s = 0.0f;
+        for (int c = 0; c < dl; c++) s += r[c] * r[c];
+        out[i] = s;
+    }
+}
+
+static void gram(const ws_s2_args *a, const s2_view *v, const s2_gram *g)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nq, v->nk, v->dl, 1.0f, v->p,
+                a->ldp, v->l1, a->ldl1, 0.0f, g->x, v->nk);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nq, v->nk, v->dl, 1.0f, v->p,
+                a->ldp, v->l2, a->ldl2, 0.0f, g->y, v->nk);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, v->nk, v->nk, v->dl, 1.0f, v->l1,
+                a->ldl1, v->l2, a->ldl2, 0.0f, g->z, v->nk);
+    sq_norms(g->na, v->p, a->ldp, v->nq, v->dl);
+    sq_norms(g->nb, v->l1, a->ldl1, v->nk, v->dl);
+    sq_norms(g->nc, v->l2, a->ldl2, v->nk, v->dl);
+}
+
+/* Logits of query i into lg[nk²], then its softmax into pr[nk²]. The loops
+ * avoid fmaxf, a library call here (NaN rules), so that they vectorise.
+ * Probabilities below e^-40 of the row's largest (4e-18: nothing at float
+ * precision) are exactly 0: with the authors' unscaled logits (tens, spread
+ * over tens) they would otherwise underflow to subnormals, which made every
+ * product touching them (and the backward) 20x slower. */
+static void row_forward(float tau, const s2_view *v, int i, const s2_gram *g, float *restrict lg,
+                        float *restrict pr)
+{
+    int nk = v->nk, nn = nk * nk;
+    float na = g->na[i], mx = -INFINITY;
+    const float *restrict yi = g->y + (long)i * nk, *restrict nc = g->nc;
     for (int j = 0; j < nk; j++) {
-        const float *l1 = v->l1 + (long)j * a->ldl1;
-        float xij = x[(long)i * nk + j];
+        float x = g->x[(long)i * nk + j], nb = g->nb[j];
+        const float *restrict zj = g->z + (long)j * nk;
+        float *restrict lj = lg + (long)j * nk;
+#pragma omp simd
         for (int k = 0; k < nk; k++) {
-            const float *l2 = v->l2 + (long)k * a->ldl2;
-            float yik = y[(long)i * nk + k], zjk = z[(long)j * nk + k], s = 0.0f;
-#pragma omp simd reduction(+ : s)
-            for (int c = 0; c < dl; c++) {
-                float w = xij * l2[c] - yik * l1[c] + zjk * pi[c];
-                s += w * w;
-            }
-            float l = a->tau * sqrtf(s + WS_S2_EPS);
-            lg[j * nk + k] = l;
-            mx = fmaxf(mx, l);
+            float y = yi[k], z = zj[k];
+            float s = x * x * nc[k] + y * y * nb + z * z * na - 2.0f * x * y * z;
+            lj[k] = s > 0.0f ? s : 0.0f;
         }
     }
+    for (int t = 0; t < nn; t++) {
+        float l = tau * sqrtf(lg[t] + WS_S2_EPS);
+        lg[t] = l;
+        mx = l > mx ? l : mx;
+    }
     float sum = 0.0f;
-    for (int t = 0; t < nk * nk; t++) sum += pr[t] = ws_expf(lg[t] - mx);
+#pragma omp simd reduction(+ : sum)
+    for (int t = 0; t < nn; t++) {
+        float dl = lg[t] - mx;
+        pr[t] = dl < -40.0f ? 0.0f : ws_expf(dl);
+        sum += pr[t];
+    }
     float inv = 1.0f / sum;
-    for (int t = 0; t < nk * nk; t++) pr[t] *= inv;
-}
-
-/* Scratch floats per thread: forward x, y, z; backward adds dA, the
- * coefficient matrices and the norms/diagonals. */
-static size_t fwd_floats(int nq, int nk) { return 2 * (size_t)nq * nk + (size_t)nk * nk; }
-static size_t bwd_floats(int nq, int nk)
-{
-    return 2 * fwd_floats(nq, nk) + (size_t)nq * nk * nk + 2 * (size_t)nq + 4 * (size_t)nk;
+    for (int t = 0; t < nn; t++) pr[t] *= inv;
 }
 
 static size_t bound(int n) { return (size_t)(n > 0 ? n : 1); }
 
-/* Key rows' own values as their output (virtual entities). */
+/* Key rows' own values as their output (virtual entities); or, accumulating,
+ * the gradient of that identity. */
 static void values_rows(const ws_s2_args *a, const ws_s2_seg *s, int h, float *dst, int ld_dst,
                         const float *src, int ld_src, int accumulate)
 {
@@ -113,7 +148,7 @@ static void values_rows(const ws_s2_args *a, const ws_s2_seg *s, int h, float *d
 static ws_status s2_attention_forward(ws_backend *be, const ws_s2_args *a)
 {
     int threads = ws_cpu_threads(be), units = a->n_segs * a->n_heads;
-    size_t per_thread = fwd_floats((int)bound(a->max_q_len), (int)bound(a->max_k_len));
+    size_t per_thread = gram_floats((int)bound(a->max_q_len), (int)bound(a->max_k_len));
     float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
     if (!scratch) return WS_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -128,13 +163,12 @@ static ws_status s2_attention_forward(ws_backend *be, const ws_s2_args *a)
             for (int i = 0; i < v.nq; i++) memset(out + (long)i * a->ldo, 0, v.dl * sizeof *out);
             continue;
         }
-        float *x = scratch + (size_t)omp_get_thread_num() * per_thread;
-        float *y = x + (size_t)v.nq * v.nk, *z = y + (size_t)v.nq * v.nk;
-        gram(a, &v, x, y, z);
+        s2_gram g = carve_gram(scratch + (size_t)omp_get_thread_num() * per_thread, v.nq, v.nk);
+        gram(a, &v, &g);
         long nn = (long)v.nk * v.nk;
         float *pr = v.probs + v.pl_off;
         for (int i = 0; i < v.nq; i++)
-            row_forward(a, &v, i, x, y, z, a->logits + v.pl_off + i * nn, pr + i * nn);
+            row_forward(a->tau, &v, i, &g, a->logits + v.pl_off + i * nn, pr + i * nn);
         /* o = A T: [nq, nk²] × [nk², δ] */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, v.nq, v.dl, (int)nn, 1.0f, pr,
                     (int)nn, v.pair, a->d2, 0.0f, out, a->ldo);
@@ -142,65 +176,62 @@ static ws_status s2_attention_forward(ws_backend *be, const ws_s2_args *a)
     return WS_OK;
 }
 
-/* Coefficients of one (segment, head): from dA (∂L/∂A, overwritten) to the sums
- * c1 = Σ_k c(xC − yz) [nq, nk], c2 = Σ_j c(yB − xz) [nq, nk], c3 = Σ_i c(zA − xy)
- * [nk, nk], da = Σ_jk c z² [nq], db = Σ_ik c y² [nk], dc = Σ_ij c x² [nk]. The
- * norms (A, B, C) come in na, nb, nc. */
+/* The backward's coefficients: c1 = Σ_k c(xC − yz) [nq, nk], c2 = Σ_j c(yB − xz)
+ * [nq, nk], c3 = Σ_i c(zA − xy) [nk, nk], da = Σ_jk c z² [nq], db = Σ_ik c y²
+ * [nk], dc = Σ_ij c x² [nk]; dA holds ∂L/∂A [nq, nk²] on entry. */
 typedef struct {
-    float *x, *y, *z, *c1, *c2, *c3, *na, *nb, *nc, *da, *db, *dc, *dA;
+    float *c1, *c2, *c3, *da, *db, *dc, *dA;
 } s2_coef;
+
+static size_t coef_floats(int nq, int nk)
+{
+    return 2 * (size_t)nq * nk + (size_t)nk * nk + (size_t)nq + 2 * (size_t)nk +
+           (size_t)nq * nk * nk;
+}
 
 static s2_coef carve_coef(float *base, int nq, int nk)
 {
     s2_coef c;
-    size_t qk = (size_t)nq * nk, kk = (size_t)nk * nk;
-    c.x = base, c.y = c.x + qk, c.z = c.y + qk;
-    c.c1 = c.z + kk, c.c2 = c.c1 + qk, c.c3 = c.c2 + qk;
-    c.na = c.c3 + kk, c.da = c.na + nq;
-    c.nb = c.da + nq, c.nc = c.nb + nk, c.db = c.nc + nk, c.dc = c.db + nk;
-    c.dA = c.dc + nk;
+    c.c1 = base, c.c2 = c.c1 + (size_t)nq * nk, c.c3 = c.c2 + (size_t)nq * nk;
+    c.da = c.c3 + (size_t)nk * nk, c.db = c.da + nq, c.dc = c.db + nk, c.dA = c.dc + nk;
     return c;
 }
 
-static void sq_norms(float *out, const float *rows, int ld, int n, int dl)
-{
-    for (int i = 0; i < n; i++) {
-        const float *r = rows + (long)i * ld;
-        float s = 0.0f;
-        for (int c = 0; c < dl; c++) s += r[c] * r[c];
-        out[i] = s;
-    }
-}
-
-static void coefficients(const ws_s2_args *a, const s2_view *v, const s2_coef *c)
+static void coefficients(float tau, const s2_view *v, const s2_gram *g, const s2_coef *c)
 {
     int nq = v->nq, nk = v->nk;
     long nn = (long)nk * nk;
-    float tau2 = a->tau * a->tau;
-    sq_norms(c->na, v->p, a->ldp, nq, v->dl);
-    sq_norms(c->nb, v->l1, a->ldl1, nk, v->dl);
-    sq_norms(c->nc, v->l2, a->ldl2, nk, v->dl);
-    memset(c->c1, 0, sizeof(float) * (2 * (size_t)nq * nk + nn));
-    memset(c->da, 0, sizeof(float) * nq);
-    memset(c->db, 0, sizeof(float) * 2 * nk);
+    float tau2 = tau * tau;
+    memset(c->c1, 0, sizeof(float) * (2 * (size_t)nq * nk + nn + nq + 2 * (size_t)nk));
+    float *restrict dc = c->dc;
+    const float *restrict nc = g->nc;
     for (int i = 0; i < nq; i++) {
         const float *pr = v->probs + v->pl_off + i * nn, *lg = v->logits + v->pl_off + i * nn;
-        float *dr = c->dA + i * nn;
-        float dot = 0.0f;
+        const float *dr = c->dA + i * nn;
+        float dot = 0.0f, da = 0.0f, na = g->na[i];
         for (long t = 0; t < nn; t++) dot += pr[t] * dr[t];
-        for (int j = 0; j < nk; j++)
+        const float *restrict yi = g->y + (long)i * nk;
+        float *restrict c2i = c->c2 + (long)i * nk;
+        for (int j = 0; j < nk; j++) {
+            const float *restrict pj = pr + (long)j * nk, *restrict lj = lg + (long)j * nk;
+            const float *restrict dj = dr + (long)j * nk, *restrict zj = g->z + (long)j * nk;
+            float *restrict c3j = c->c3 + (long)j * nk;
+            float x = g->x[(long)i * nk + j], nb = g->nb[j], c1 = 0.0f, db = 0.0f;
+#pragma omp simd reduction(+ : c1, db, da)
             for (int k = 0; k < nk; k++) {
-                long t = (long)j * nk + k;
                 /* dlogit = A(dA − Σ A dA); ∂logit/∂s = τ²/(2 logit) */
-                float cf = pr[t] * (dr[t] - dot) * tau2 / lg[t];
-                float x = c->x[i * nk + j], y = c->y[i * nk + k], z = c->z[j * nk + k];
-                c->c1[i * nk + j] += cf * (x * c->nc[k] - y * z);
-                c->c2[i * nk + k] += cf * (y * c->nb[j] - x * z);
-                c->c3[j * nk + k] += cf * (z * c->na[i] - x * y);
-                c->da[i] += cf * z * z;
-                c->db[j] += cf * y * y;
-                c->dc[k] += cf * x * x;
+                float cf = pj[k] * (dj[k] - dot) * tau2 / lj[k], y = yi[k], z = zj[k];
+                c1 += cf * (x * nc[k] - y * z);
+                c2i[k] += cf * (y * nb - x * z);
+                c3j[k] += cf * (z * na - x * y);
+                da += cf * z * z;
+                db += cf * y * y;
+                dc[k] += cf * x * x;
             }
+            c->c1[(long)i * nk + j] = c1;
+            c->db[j] += db;
+        }
+        c->da[i] = da;
     }
 }
 
@@ -223,7 +254,8 @@ static void add_product(float *dst, int ld, const float *coef, int trans, int m,
 static ws_status s2_attention_backward(ws_backend *be, const ws_s2_args *a, const ws_s2_grads *g)
 {
     int threads = ws_cpu_threads(be), units = a->n_segs * a->n_heads;
-    size_t per_thread = bwd_floats((int)bound(a->max_q_len), (int)bound(a->max_k_len));
+    int mq = (int)bound(a->max_q_len), mk = (int)bound(a->max_k_len);
+    size_t per_thread = gram_floats(mq, mk) + coef_floats(mq, mk);
     float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
     if (!scratch) return WS_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -234,16 +266,18 @@ static ws_status s2_attention_backward(ws_backend *be, const ws_s2_args *a, cons
         if (a->values_out) values_rows(a, s, h, g->du, a->ldu, g->dout, a->ldo, 1);
         if (v.nq <= 0 || v.nk <= 0) continue;
         int nq = v.nq, nk = v.nk, dl = v.dl, nn = nk * nk;
-        s2_coef c = carve_coef(scratch + (size_t)omp_get_thread_num() * per_thread, nq, nk);
+        float *base = scratch + (size_t)omp_get_thread_num() * per_thread;
+        s2_gram gr = carve_gram(base, nq, nk);
+        s2_coef c = carve_coef(base + gram_floats(nq, nk), nq, nk);
         const float *gout = g->dout + (long)s->q_off * a->ldo + h * dl;
-        const float *pr = a->probs + v.pl_off;
+        const float *pr = v.probs + v.pl_off;
         /* dT += Aᵀ G [nk², δ]; dA = G Tᵀ [nq, nk²] */
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nn, dl, nq, 1.0f, pr, nn, gout,
                     a->ldo, 1.0f, g->dpair + (long)s->t_off * a->d2 + h * dl, a->d2);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nn, dl, 1.0f, gout, a->ldo,
                     v.pair, a->d2, 0.0f, c.dA, nn);
-        gram(a, &v, c.x, c.y, c.z);
-        coefficients(a, &v, &c);
+        gram(a, &v, &gr);
+        coefficients(a->tau, &v, &gr, &c);
         float *dp = g->dp + (long)s->q_off * a->ldp + h * dl;
         float *dl1 = g->dl1 + (long)s->k_off * a->ldl1 + h * dl;
         float *dl2 = g->dl2 + (long)s->k_off * a->ldl2 + h * dl;

@@ -1,29 +1,30 @@
 /* cpu_simplicial2_pair.c — the pair values of 2-simplicial attention,
  * T_jk = B_h(u_j ⊗ u_k) (mixer_ops_simplicial2.h), and their backward.
  *
- * B_h [δ, δ·δ] is the linear map H⊗H → H with in-index r·δ + s. Contracting u_j
- * first, Ū_j[q, s] = Σ_r B_h[q, r·δ + s] u_j[r] (one δ×δ matrix per key), gives
- * T_jk = Ū_j u_k at O(k_len·δ³ + k_len²·δ²) instead of O(k_len²·δ³)
- * (MIXERS.md §2.3 step 6). The backward reuses the same factorisation:
- *   dŪ_j = Σ_k dT_jk ⊗ u_k           (then du_j and dB through Ū_j = B_h u_j)
- *   du_k += Σ_j Ū_jᵀ dT_jk           (u in the second slot)
- * dB is shared by every segment: phase 1 (over segment, head) writes each key's
- * dŪ to scratch, phase 2 (over head, output index q) sums them into dB in a
- * fixed order, so the result does not depend on the thread count. */
+ * B_h [δ, δ·δ] (in-index r·δ + s) read as a [δ², δ] matrix Bm (row q·δ + r,
+ * column s) lets one product contract the second slot of every key at once:
+ * Ũ_k[q][r] = Σ_s B_h[q, r·δ + s] u_k[s], i.e. Ũ = U Bmᵀ [k, δ²]; then
+ * T_jk = Ũ_k u_j (MIXERS.md §2.3 step 6): O(k·δ³ + k²·δ²) instead of O(k²·δ³).
+ * The backward uses the same factorisation:
+ *   du_j += Σ_k Ũ_kᵀ dT_jk          (u in the first slot)
+ *   dŨ_k = Σ_j dT_jk ⊗ u_j,  du += dŨ Bm,  dBm += dŨᵀ U   (the second slot)
+ * dB is shared by every segment: phase 1 (over segment, head) writes each
+ * segment's dŨ and U rows to scratch, phase 2 sums them into dB with one product
+ * per head, split over row blocks of Bm, in a fixed order — the result does not
+ * depend on the thread count. */
 #include <cblas.h>
 #include <omp.h>
+#include <string.h>
 
 #include "../mixer_ops_simplicial2.h"
 #include "cpu_internal.h"
 #include "cpu_simplicial2.h"
 
-/* Ū[j][q][s] for the k keys of u (stride ldu) under bh = B_h: one product per q. */
-static void contract_first(float *ubar, const float *u, int ldu, const float *bh, int k,
-                           int dl)
+/* Ũ [k, δ²] of the k keys of u (stride ldu) under head h's B. */
+static void contract_second(float *ut, const float *u, int ldu, const float *bh, int k, int dl)
 {
-    for (int q = 0; q < dl; q++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, dl, dl, 1.0f, u, ldu,
-                    bh + (long)q * dl * dl, dl, 0.0f, ubar + (long)q * dl, dl * dl);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, dl * dl, dl, 1.0f, u, ldu, bh, dl,
+                0.0f, ut, dl * dl);
 }
 
 ws_status ws_cpu_s2_pair_forward(ws_backend *be, const ws_s2_args *a)
@@ -37,14 +38,14 @@ ws_status ws_cpu_s2_pair_forward(ws_backend *be, const ws_s2_args *a)
         const ws_s2_seg *s = &a->segs[t / a->n_heads];
         int h = t % a->n_heads, k = s->k_len;
         if (k <= 0) continue;
-        float *ubar = scratch + (size_t)omp_get_thread_num() * per_thread;
+        float *ut = scratch + (size_t)omp_get_thread_num() * per_thread;
         const float *u = a->u + (long)s->k_off * a->ldu + h * dl;
-        contract_first(ubar, u, a->ldu, a->b + (long)h * dl * dl * dl, k, dl);
-        /* rows j·k .. j·k + k − 1 of T: T_jk[q] = Σ_s u_k[s] Ū_j[q][s] */
-        for (int j = 0; j < k; j++)
+        contract_second(ut, u, a->ldu, a->b + (long)h * dl * dl * dl, k, dl);
+        /* T_jk[q] = Σ_r u_j[r] Ũ_k[q][r]: for each k, the rows j·k_len + k */
+        for (int kk = 0; kk < k; kk++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, dl, dl, 1.0f, u, a->ldu,
-                        ubar + (long)j * dl * dl, dl, 0.0f,
-                        a->pair + ((long)s->t_off + (long)j * k) * a->d2 + h * dl, a->d2);
+                        ut + (long)kk * dl * dl, dl, 0.0f,
+                        a->pair + ((long)s->t_off + kk) * a->d2 + h * dl, k * a->d2);
     }
     return WS_OK;
 }
@@ -53,55 +54,56 @@ ws_status ws_cpu_s2_pair_backward(ws_backend *be, const ws_s2_args *a, const ws_
 {
     int dl = a->d2 / a->n_heads, heads = a->n_heads, units = a->n_segs * heads;
     int threads = ws_cpu_threads(be);
-    /* dŪ of every (segment, head, key) at a fixed stride of max_k_len keys (the
-     * model's segments all have the same key count), then per-thread Ū */
-    size_t cube = (size_t)dl * dl, kmax = (size_t)(a->max_k_len > 0 ? a->max_k_len : 1);
-    size_t shared = (size_t)units * kmax * cube, per_thread = kmax * cube;
+    /* per head, every segment's dŨ [kmax, δ²] and U [kmax, δ] rows (zero past
+     * k_len), then per-thread Ũ */
+    size_t sq = (size_t)dl * dl, kmax = (size_t)(a->max_k_len > 0 ? a->max_k_len : 1);
+    size_t rows = (size_t)a->n_segs * kmax, per_thread = kmax * sq;
+    size_t shared = (size_t)heads * rows * (sq + dl);
     float *scratch = ws_cpu_scratch(be, shared + (size_t)threads * per_thread);
     if (!scratch) return WS_ERR_NOMEM;
-    float *dubar_all = scratch, *ubar_all = scratch + shared;
+    float *dut_all = scratch, *u_all = scratch + (size_t)heads * rows * sq;
+    float *ut_all = scratch + shared;
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int t = 0; t < units; t++) {
-        const ws_s2_seg *s = &a->segs[t / heads];
-        int h = t % heads, k = s->k_len;
-        if (k <= 0) continue;
-        float *ubar = ubar_all + (size_t)omp_get_thread_num() * per_thread;
-        float *dubar = dubar_all + (size_t)t * per_thread;
+        int i = t / heads, h = t % heads;
+        const ws_s2_seg *s = &a->segs[i];
+        int k = s->k_len > 0 ? s->k_len : 0;
+        float *dut = dut_all + ((size_t)h * rows + (size_t)i * kmax) * sq;
+        float *ug = u_all + ((size_t)h * rows + (size_t)i * kmax) * dl;
+        memset(dut + (size_t)k * sq, 0, (kmax - k) * sq * sizeof *dut);
+        memset(ug + (size_t)k * dl, 0, (kmax - k) * dl * sizeof *ug);
+        if (k == 0) continue;
+        float *ut = ut_all + (size_t)omp_get_thread_num() * per_thread;
         const float *u = a->u + (long)s->k_off * a->ldu + h * dl;
-        const float *bh = a->b + (long)h * dl * cube;
+        const float *bh = a->b + (long)h * dl * sq;
         float *du = g->du + (long)s->k_off * a->ldu + h * dl;
         const float *gp = g->dpair + (long)s->t_off * a->d2 + h * dl;
-        contract_first(ubar, u, a->ldu, bh, k, dl);
-        for (int j = 0; j < k; j++) {
-            const float *gj = gp + (long)j * k * a->d2; /* dT_j· [k, δ] */
-            /* second slot: du_k[s] += Σ_q dT_jk[q] Ū_j[q][s] */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, dl, dl, 1.0f, gj, a->d2,
-                        ubar + (long)j * cube, dl, 1.0f, du, a->ldu);
-            /* dŪ_j[q][s] = Σ_k dT_jk[q] u_k[s] */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dl, dl, k, 1.0f, gj, a->d2, u,
-                        a->ldu, 0.0f, dubar + (long)j * cube, dl);
+        contract_second(ut, u, a->ldu, bh, k, dl);
+        for (int kk = 0; kk < k; kk++) {
+            const float *gk = gp + (long)kk * a->d2; /* dT_·k: rows j·k_len + kk */
+            /* first slot: du_j[r] += Σ_q dT_jk[q] Ũ_k[q][r] */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, dl, dl, 1.0f, gk,
+                        k * a->d2, ut + (long)kk * sq, dl, 1.0f, du, a->ldu);
+            /* dŨ_k[q][r] = Σ_j dT_jk[q] u_j[r] */
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dl, dl, k, 1.0f, gk, k * a->d2,
+                        u, a->ldu, 0.0f, dut + (long)kk * sq, dl);
         }
-        /* first slot: du_j[r] += Σ_{q,s} dŪ_j[q][s] B_h[q, r·δ + s] */
-        for (int q = 0; q < dl; q++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, k, dl, dl, 1.0f,
-                        dubar + (long)q * dl, (int)cube, bh + (long)q * cube, dl, 1.0f, du,
-                        a->ldu);
+        /* second slot: du_k[s] += Σ_{q,r} dŨ_k[q][r] B_h[q, r·δ + s] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, dl, (int)sq, 1.0f, dut,
+                    (int)sq, bh, dl, 1.0f, du, a->ldu);
+        for (int j = 0; j < k; j++) memcpy(ug + (size_t)j * dl, u + (long)j * a->ldu, dl * sizeof *ug);
     }
 
-    /* dB_h[q, r·δ + s] += Σ_seg Σ_j u_j[r] dŪ_j[q][s] */
+    /* dBm_h += dŨ_hᵀ U_h over all segments, in blocks of Bm rows */
+    int block = 256, blocks = (int)((sq + block - 1) / block);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < heads * dl; t++) {
-        int h = t / dl, q = t % dl;
-        float *db = g->db + ((long)h * dl + q) * cube;
-        for (int i = 0; i < a->n_segs; i++) {
-            const ws_s2_seg *s = &a->segs[i];
-            if (s->k_len <= 0) continue;
-            const float *dubar = dubar_all + ((size_t)i * heads + h) * per_thread;
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dl, dl, s->k_len, 1.0f,
-                        a->u + (long)s->k_off * a->ldu + h * dl, a->ldu, dubar + (long)q * dl,
-                        (int)cube, 1.0f, db, dl);
-        }
+    for (int t = 0; t < heads * blocks; t++) {
+        int h = t / blocks, r0 = (t % blocks) * block;
+        int nr = (int)sq - r0 < block ? (int)sq - r0 : block;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nr, dl, (int)rows, 1.0f,
+                    dut_all + (size_t)h * rows * sq + r0, (int)sq, u_all + (size_t)h * rows * dl,
+                    dl, 1.0f, g->db + ((long)h * sq + r0) * dl, dl);
     }
     return WS_OK;
 }

@@ -161,22 +161,14 @@ static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *
 
 static int supported(const ws_backend *be) { return be->ops->simplicial != NULL; }
 
+/* The 1-simplicial tensors are MHA's (same names, shapes and init), so that
+ * with s2_heads = 0 the mixer has exactly the mha mixer's parameters. */
 static void layout(ws_param_layout *L, const char *prefix, const ws_model_config *c,
                    ws_mix_mode mode)
 {
     char name[48];
     int d = c->d, d2 = c->s2_dim;
-    if (mode == WS_MIX_SELF) {
-        snprintf(name, sizeof name, "%s.qkv", prefix);
-        ws_layout_add_linear(L, name, 3 * d, d);
-    } else {
-        snprintf(name, sizeof name, "%s.q", prefix);
-        ws_layout_add_linear(L, name, d, d);
-        snprintf(name, sizeof name, "%s.kv", prefix);
-        ws_layout_add_linear(L, name, 2 * d, d);
-    }
-    snprintf(name, sizeof name, "%s.out", prefix);
-    ws_layout_add_linear(L, name, d, d);
+    ws_mixer_find(WS_MIXER_MHA)->layout(L, prefix, c, mode);
     if (c->s2_heads == 0) return;
     int dl = d2 / c->s2_heads;
     snprintf(name, sizeof name, "%s.s2.p.w", prefix);

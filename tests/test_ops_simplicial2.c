@@ -9,6 +9,7 @@
  * singular point) give finite gradients, exactly zero for p, l1, l2, and the
  * same as finite differences of a double-precision reference nearby; the
  * triple product is symmetric under permutations and absolutely homogeneous. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,36 +300,33 @@ static void check_backward(s2_case *c, ws_test_rng *rng, const char *tag, float 
 
 /* ---- tests ------------------------------------------------------------------ */
 
-/* δ = 3, one head, virtual-entity layout (key rows output their own u): 1-3
- * keys, a segment without queries. */
-static void test_s2_self_like(void **state)
+/* Forward and backward of one random case. */
+static void run_case(uint64_t seed, int d2, int heads, float tau, int values_out,
+                     const seg_spec *segs, int n_segs, float scale, const char *tag)
 {
-    (void)state;
-    ws_test_rng rng = {0x5111};
-    static const seg_spec segs[] = {{3, 2}, {1, 1}, {5, 3}, {0, 2}, {2, 2}};
+    ws_test_rng rng = {seed};
     s2_case c;
-    case_init(&c, &rng, 3, 1, 1.0f, 1, segs, N_OF(segs), 0.8f);
-    check_forward(&c, "d2=3 h1 virtual");
-    check_backward(&c, &rng, "d2=3 h1 virtual", 1e-2f, 1e-4, 5e-4, NULL);
+    case_init(&c, &rng, d2, heads, tau, values_out, segs, n_segs, scale);
+    check_forward(&c, tag);
+    check_backward(&c, &rng, tag, 1e-2f, 1e-4, 5e-4, NULL);
     case_free(&c);
 }
 
-/* δ = 5, two heads, τ = 0.5, cross layout: a segment without keys (zero
- * output), one key (a single pair: probability 1). */
-static void test_s2_cross_like(void **state)
+/* δ = 3, one head, virtual-entity layout (key rows output their own u): 1-3
+ * keys, a segment without queries. δ = 5, two heads, τ = 0.5, cross layout: a
+ * segment without keys (zero output), one key (a single pair: probability 1). */
+static void test_s2_ragged(void **state)
 {
     (void)state;
-    ws_test_rng rng = {0xc2055};
-    static const seg_spec segs[] = {{2, 3}, {4, 1}, {1, 2}, {3, 0}, {3, 3}};
-    s2_case c;
-    case_init(&c, &rng, 10, 2, 0.5f, 0, segs, N_OF(segs), 1.0f);
-    check_forward(&c, "d2=10 h2 cross");
-    check_backward(&c, &rng, "d2=10 h2 cross", 1e-2f, 1e-4, 5e-4, NULL);
-    case_free(&c);
+    static const seg_spec self_like[] = {{3, 2}, {1, 1}, {5, 3}, {0, 2}, {2, 2}};
+    static const seg_spec cross_like[] = {{2, 3}, {4, 1}, {1, 2}, {3, 0}, {3, 3}};
+    run_case(0x5111, 3, 1, 1.0f, 1, self_like, N_OF(self_like), 0.8f, "d2=3 h1 virtual");
+    run_case(0xc2055, 10, 2, 0.5f, 0, cross_like, N_OF(cross_like), 1.0f, "d2=10 h2 cross");
 }
 
 /* Logits in the tens (the authors' unscaled regime): the softmax must subtract
- * the row maximum; three heads of δ = 3. */
+ * the row maximum, and probabilities are either exactly 0 or normal floats
+ * (no subnormals); three heads of δ = 3. */
 static void test_s2_large_logits(void **state)
 {
     (void)state;
@@ -337,6 +335,16 @@ static void test_s2_large_logits(void **state)
     s2_case c;
     case_init(&c, &rng, 9, 3, 1.0f, 1, segs, N_OF(segs), 2.5f);
     check_forward(&c, "d2=9 h3 large");
+    float *pr = xmalloc(c.nprob * sizeof *pr);
+    get(pr, c.probs, c.nprob);
+    int zeros = 0;
+    for (size_t i = 0; i < c.nprob; i++) {
+        if (!c.mprob[i]) continue;
+        if (pr[i] != 0.0f && !(pr[i] >= FLT_MIN)) fail_msg("probs[%zu] = %g", i, (double)pr[i]);
+        zeros += pr[i] == 0.0f;
+    }
+    assert_true(zeros > 0); /* the case does reach the cut */
+    free(pr);
     case_free(&c);
 }
 
@@ -483,9 +491,8 @@ static void test_s2_symmetry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_s2_self_like),    cmocka_unit_test(test_s2_cross_like),
-        cmocka_unit_test(test_s2_large_logits), cmocka_unit_test(test_s2_orthogonal),
-        cmocka_unit_test(test_s2_symmetry),
+        cmocka_unit_test(test_s2_ragged),     cmocka_unit_test(test_s2_large_logits),
+        cmocka_unit_test(test_s2_orthogonal), cmocka_unit_test(test_s2_symmetry),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

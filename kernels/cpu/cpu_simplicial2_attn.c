@@ -145,35 +145,46 @@ static void values_rows(const ws_s2_args *a, const ws_s2_seg *s, int h, float *d
     }
 }
 
-static ws_status s2_attention_forward(ws_backend *be, const ws_s2_args *a)
+ws_status ws_cpu_s2_for_units(ws_backend *be, const ws_s2_args *a, size_t per_thread,
+                              ws_cpu_s2_unit_fn fn, const void *ctx)
 {
     int threads = ws_cpu_threads(be), units = a->n_segs * a->n_heads;
-    size_t per_thread = gram_floats((int)bound(a->max_q_len), (int)bound(a->max_k_len));
-    float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
+    float *scratch = ws_cpu_scratch(be, (size_t)threads * (per_thread ? per_thread : 1));
     if (!scratch) return WS_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < units; t++) {
-        const ws_s2_seg *s = &a->segs[t / a->n_heads];
-        int h = t % a->n_heads;
-        s2_view v = view(a, s, h);
-        if (a->values_out) values_rows(a, s, h, a->out, a->ldo, a->u, a->ldu, 0);
-        if (v.nq <= 0) continue;
-        float *out = a->out + (long)s->q_off * a->ldo + h * v.dl;
-        if (v.nk <= 0) { /* no pairs: nothing to attend to */
-            for (int i = 0; i < v.nq; i++) memset(out + (long)i * a->ldo, 0, v.dl * sizeof *out);
-            continue;
-        }
-        s2_gram g = carve_gram(scratch + (size_t)omp_get_thread_num() * per_thread, v.nq, v.nk);
-        gram(a, &v, &g);
-        long nn = (long)v.nk * v.nk;
-        float *pr = v.probs + v.pl_off;
-        for (int i = 0; i < v.nq; i++)
-            row_forward(a->tau, &v, i, &g, a->logits + v.pl_off + i * nn, pr + i * nn);
-        /* o = A T: [nq, nk²] × [nk², δ] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, v.nq, v.dl, (int)nn, 1.0f, pr,
-                    (int)nn, v.pair, a->d2, 0.0f, out, a->ldo);
-    }
+    for (int t = 0; t < units; t++)
+        fn(a, ctx, t, scratch + (size_t)omp_get_thread_num() * per_thread);
     return WS_OK;
+}
+
+static void forward_unit(const ws_s2_args *a, const void *ctx, int t, float *scratch)
+{
+    (void)ctx;
+    const ws_s2_seg *s = &a->segs[t / a->n_heads];
+    int h = t % a->n_heads;
+    s2_view v = view(a, s, h);
+    if (a->values_out) values_rows(a, s, h, a->out, a->ldo, a->u, a->ldu, 0);
+    if (v.nq <= 0) return;
+    float *out = a->out + (long)s->q_off * a->ldo + h * v.dl;
+    if (v.nk <= 0) { /* no pairs: nothing to attend to */
+        for (int i = 0; i < v.nq; i++) memset(out + (long)i * a->ldo, 0, v.dl * sizeof *out);
+        return;
+    }
+    s2_gram g = carve_gram(scratch, v.nq, v.nk);
+    gram(a, &v, &g);
+    long nn = (long)v.nk * v.nk;
+    float *pr = v.probs + v.pl_off;
+    for (int i = 0; i < v.nq; i++)
+        row_forward(a->tau, &v, i, &g, a->logits + v.pl_off + i * nn, pr + i * nn);
+    /* o = A T: [nq, nk²] × [nk², δ] */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, v.nq, v.dl, (int)nn, 1.0f, pr,
+                (int)nn, v.pair, a->d2, 0.0f, out, a->ldo);
+}
+
+static ws_status s2_attention_forward(ws_backend *be, const ws_s2_args *a)
+{
+    size_t per_thread = gram_floats((int)bound(a->max_q_len), (int)bound(a->max_k_len));
+    return ws_cpu_s2_for_units(be, a, per_thread, forward_unit, NULL);
 }
 
 /* The backward's coefficients: c1 = Σ_k c(xC − yz) [nq, nk], c2 = Σ_j c(yB − xz)
@@ -251,50 +262,48 @@ static void add_product(float *dst, int ld, const float *coef, int trans, int m,
                 coef, trans ? m : n, src, lds, 1.0f, dst, ld);
 }
 
+static void backward_unit(const ws_s2_args *a, const void *ctx, int t, float *scratch)
+{
+    const ws_s2_grads *g = ctx;
+    const ws_s2_seg *s = &a->segs[t / a->n_heads];
+    int h = t % a->n_heads;
+    s2_view v = view(a, s, h);
+    if (a->values_out) values_rows(a, s, h, g->du, a->ldu, g->dout, a->ldo, 1);
+    if (v.nq <= 0 || v.nk <= 0) return;
+    int nq = v.nq, nk = v.nk, dl = v.dl, nn = nk * nk;
+    s2_gram gr = carve_gram(scratch, nq, nk);
+    s2_coef c = carve_coef(scratch + gram_floats(nq, nk), nq, nk);
+    const float *gout = g->dout + (long)s->q_off * a->ldo + h * dl;
+    const float *pr = v.probs + v.pl_off;
+    /* dT += Aᵀ G [nk², δ]; dA = G Tᵀ [nq, nk²] */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nn, dl, nq, 1.0f, pr, nn, gout, a->ldo,
+                1.0f, g->dpair + (long)s->t_off * a->d2 + h * dl, a->d2);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nn, dl, 1.0f, gout, a->ldo, v.pair,
+                a->d2, 0.0f, c.dA, nn);
+    gram(a, &v, &gr);
+    coefficients(a->tau, &v, &gr, &c);
+    float *dp = g->dp + (long)s->q_off * a->ldp + h * dl;
+    float *dl1 = g->dl1 + (long)s->k_off * a->ldl1 + h * dl;
+    float *dl2 = g->dl2 + (long)s->k_off * a->ldl2 + h * dl;
+    /* dP += c1 L1 + c2 L2 + diag(da) P */
+    add_product(dp, a->ldp, c.c1, 0, nq, nk, v.l1, a->ldl1, dl);
+    add_product(dp, a->ldp, c.c2, 0, nq, nk, v.l2, a->ldl2, dl);
+    add_scaled_rows(dp, a->ldp, c.da, v.p, a->ldp, nq, dl);
+    /* dL1 += c1ᵀ P + c3 L2 + diag(db) L1 */
+    add_product(dl1, a->ldl1, c.c1, 1, nk, nq, v.p, a->ldp, dl);
+    add_product(dl1, a->ldl1, c.c3, 0, nk, nk, v.l2, a->ldl2, dl);
+    add_scaled_rows(dl1, a->ldl1, c.db, v.l1, a->ldl1, nk, dl);
+    /* dL2 += c2ᵀ P + c3ᵀ L1 + diag(dc) L2 */
+    add_product(dl2, a->ldl2, c.c2, 1, nk, nq, v.p, a->ldp, dl);
+    add_product(dl2, a->ldl2, c.c3, 1, nk, nk, v.l1, a->ldl1, dl);
+    add_scaled_rows(dl2, a->ldl2, c.dc, v.l2, a->ldl2, nk, dl);
+}
+
 static ws_status s2_attention_backward(ws_backend *be, const ws_s2_args *a, const ws_s2_grads *g)
 {
-    int threads = ws_cpu_threads(be), units = a->n_segs * a->n_heads;
     int mq = (int)bound(a->max_q_len), mk = (int)bound(a->max_k_len);
-    size_t per_thread = gram_floats(mq, mk) + coef_floats(mq, mk);
-    float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
-    if (!scratch) return WS_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < units; t++) {
-        const ws_s2_seg *s = &a->segs[t / a->n_heads];
-        int h = t % a->n_heads;
-        s2_view v = view(a, s, h);
-        if (a->values_out) values_rows(a, s, h, g->du, a->ldu, g->dout, a->ldo, 1);
-        if (v.nq <= 0 || v.nk <= 0) continue;
-        int nq = v.nq, nk = v.nk, dl = v.dl, nn = nk * nk;
-        float *base = scratch + (size_t)omp_get_thread_num() * per_thread;
-        s2_gram gr = carve_gram(base, nq, nk);
-        s2_coef c = carve_coef(base + gram_floats(nq, nk), nq, nk);
-        const float *gout = g->dout + (long)s->q_off * a->ldo + h * dl;
-        const float *pr = v.probs + v.pl_off;
-        /* dT += Aᵀ G [nk², δ]; dA = G Tᵀ [nq, nk²] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nn, dl, nq, 1.0f, pr, nn, gout,
-                    a->ldo, 1.0f, g->dpair + (long)s->t_off * a->d2 + h * dl, a->d2);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nn, dl, 1.0f, gout, a->ldo,
-                    v.pair, a->d2, 0.0f, c.dA, nn);
-        gram(a, &v, &gr);
-        coefficients(a->tau, &v, &gr, &c);
-        float *dp = g->dp + (long)s->q_off * a->ldp + h * dl;
-        float *dl1 = g->dl1 + (long)s->k_off * a->ldl1 + h * dl;
-        float *dl2 = g->dl2 + (long)s->k_off * a->ldl2 + h * dl;
-        /* dP += c1 L1 + c2 L2 + diag(da) P */
-        add_product(dp, a->ldp, c.c1, 0, nq, nk, v.l1, a->ldl1, dl);
-        add_product(dp, a->ldp, c.c2, 0, nq, nk, v.l2, a->ldl2, dl);
-        add_scaled_rows(dp, a->ldp, c.da, v.p, a->ldp, nq, dl);
-        /* dL1 += c1ᵀ P + c3 L2 + diag(db) L1 */
-        add_product(dl1, a->ldl1, c.c1, 1, nk, nq, v.p, a->ldp, dl);
-        add_product(dl1, a->ldl1, c.c3, 0, nk, nk, v.l2, a->ldl2, dl);
-        add_scaled_rows(dl1, a->ldl1, c.db, v.l1, a->ldl1, nk, dl);
-        /* dL2 += c2ᵀ P + c3ᵀ L1 + diag(dc) L2 */
-        add_product(dl2, a->ldl2, c.c2, 1, nk, nq, v.p, a->ldp, dl);
-        add_product(dl2, a->ldl2, c.c3, 1, nk, nk, v.l1, a->ldl1, dl);
-        add_scaled_rows(dl2, a->ldl2, c.dc, v.l2, a->ldl2, nk, dl);
-    }
-    return WS_OK;
+    return ws_cpu_s2_for_units(be, a, gram_floats(mq, mk) + coef_floats(mq, mk), backward_unit,
+                               g);
 }
 
 const struct ws_simplicial_ops ws_cpu_simplicial2_ops = {

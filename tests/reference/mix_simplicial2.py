@@ -24,12 +24,7 @@ EPS = 1e-6  # WS_S2_EPS (kernels/mixer_ops_simplicial2.h)
 
 def layout(add, linear, ln, prefix, cfg, mode):
     d, d2, k2 = cfg["d"], cfg["s2_dim"], cfg["s2_heads"]
-    if mode == "self":
-        linear(prefix + ".qkv", 3 * d, d)
-    else:
-        linear(prefix + ".q", d, d)
-        linear(prefix + ".kv", 2 * d, d)
-    linear(prefix + ".out", d, d)
+    ws_ref.mha_layout(linear, prefix, d, mode)
     if k2 == 0:
         return
     dl = d2 // k2
@@ -90,10 +85,9 @@ def forward(model, x, keys, key_mask, prefix, mode):
         rows = torch.arange(T)
         mask = (rows[None, :] < n_std) | (rows[:, None] >= n_std)  # [query, key]
         a1 = attention1(qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:], h, mask)
+        y = model.lin(a1, prefix + ".out")
     else:
-        kv = model.lin(keys, prefix + ".kv")
-        a1 = attention1(model.lin(x, prefix + ".q"), kv[..., :d], kv[..., d:], h, None)
-    y = model.lin(a1, prefix + ".out")
+        y = model.mix("mha", x, keys, key_mask, prefix, mode)
     if k2 == 0:
         return y
     d2 = cfg["s2_dim"]

@@ -9,7 +9,7 @@
  *    of the softmax over pairs on the model's real initialisation (generic
  *    init, ws_model_new) and real inputs: SELF at the Updater's first layer on
  *    LN(W_0 + P), CROSS at the Extractor's first layer on the W_t of one step
- *    and the task's query embeddings; for τ = 1 (the authors) and τ = 1/d2.
+ *    and the task's query embeddings; for τ = 1 (the authors), 1/√d2 and 1/d2.
  * Prints tables and one JSON line.
  *   bench_mixer_simplicial2 [--n N] [--d D] [--batch B] [--virtual M] [--heads2 K2]
  *                           [--dim2 D2] [--seconds S] [--threads T]
@@ -78,15 +78,19 @@ static double flops_mha(const opts *o, int self)
                 : 4 * N * d * d + 4 * N * d * d + 4 * N * N * d + 5 * h * N * N;
 }
 
+/* MIXERS.md §7 "1-simplicial part with virtuals" (SELF; N counts the virtual
+ * rows too, M of them) or cross MHA without its out-projection (CROSS), plus
+ * our W_O of (d + d2) × d; then the "2-simplicial part" with the authors'
+ * projections (all four for every row: 8·N·d·d2) and, in CROSS mode, all N²
+ * key pairs (M → N). */
 static double flops_s2(const opts *o, int self)
 {
     double N = o->n, d = o->d, d2 = o->d2, K2 = o->k2, dl = d2 / K2, h = o->heads;
-    double M = self ? o->virt : N, Nq = self ? N - M : N; /* CROSS: all N² pairs */
+    double M = self ? o->virt : N, Nq = self ? N - M : N;
     double one = self ? 6 * N * d * d + 4 * Nq * Nq * d + 4 * M * N * d + 5 * h * (Nq * Nq + M * N)
-                      : 4 * N * d * d + 4 * N * d * d + 4 * N * N * d + 5 * h * N * N;
-    one += 2 * N * (d + d2) * d; /* W_O, ours */
-    double proj = 8 * (self ? N : 2 * N) * d * d2 / (self ? 1 : 2); /* p and l1, l2, u */
-    double two = proj + 4 * Nq * M * d2 + 2 * M * M * d2 + 15 * Nq * M * M +
+                      : 6 * N * d * d + 4 * N * N * d + 5 * h * N * N;
+    one += 2 * N * (d + d2) * d;
+    double two = 8 * N * d * d2 + 4 * Nq * M * d2 + 2 * M * M * d2 + 15 * Nq * M * M +
                  K2 * (2 * M * dl * dl * dl + 2 * M * M * dl * dl) + 2 * Nq * M * M * d2 +
                  8 * N * d2;
     return one + two;
@@ -331,16 +335,16 @@ int main(int argc, char **argv)
 
     printf("\n2-simplicial logits at init (generic init, one conj step from W_0, %d "
            "trajectories)\n", o.batch);
-    printf("  %-7s %-9s %10s %10s %12s %12s %10s\n", "slot", "tau", "logit mean", "logit sd",
+    printf("  %-7s %-12s %10s %10s %12s %12s %10s\n", "slot", "tau", "logit mean", "logit sd",
            "entropy", "max entropy", "top prob");
-    s2_scale sc[2][2];
+    s2_scale sc[2][3];
     for (int mode = 0; mode < 2; mode++)
-        for (int t = 0; t < 2; t++) {
-            float tau = t ? 1.0f / (float)o.d2 : 1.0f;
+        for (int t = 0; t < 3; t++) {
+            float tau = t == 0 ? 1.0f : t == 1 ? 1.0f / sqrtf((float)o.d2) : 1.0f / (float)o.d2;
             sc[mode][t] = init_scale(be, &o, mode ? WS_MIX_CROSS : WS_MIX_SELF, tau);
             char tn[16];
-            snprintf(tn, sizeof tn, t ? "1/%d" : "1", o.d2);
-            printf("  %-7s %-9s %10.3f %10.3f %12.3f %12.3f %10.3f\n", mode ? "cross" : "self", tn,
+            snprintf(tn, sizeof tn, t == 0 ? "1" : t == 1 ? "1/sqrt(%d)" : "1/%d", o.d2);
+            printf("  %-7s %-12s %10.3f %10.3f %12.3f %12.3f %10.3f\n", mode ? "cross" : "self", tn,
                    sc[mode][t].mean, sc[mode][t].sd, sc[mode][t].entropy, sc[mode][t].max_entropy,
                    sc[mode][t].top);
         }
@@ -349,13 +353,15 @@ int main(int argc, char **argv)
            "\"ms_fwd_bwd\":{\"mha_self\":%.4f,\"s2_self\":%.4f,\"mha_cross\":%.4f,\"s2_cross\":%.4f},"
            "\"mflop_fwd_per_traj\":{\"mha_self\":%.4f,\"s2_self\":%.4f,\"mha_cross\":%.4f,"
            "\"s2_cross\":%.4f},"
-           "\"init_entropy\":{\"self_tau1\":%.4f,\"self_tau_inv_d2\":%.4f,\"cross_tau1\":%.4f,"
+           "\"init_entropy\":{\"self_tau1\":%.4f,\"self_tau_inv_sqrt_d2\":%.4f,"
+           "\"self_tau_inv_d2\":%.4f,\"cross_tau1\":%.4f,\"cross_tau_inv_sqrt_d2\":%.4f,"
            "\"cross_tau_inv_d2\":%.4f},"
            "\"init_logit_mean\":{\"self_tau1\":%.4f,\"cross_tau1\":%.4f}}\n",
            o.n, o.d, o.batch, o.k2, o.d2, o.virt, o.threads, ms[0][0][1], ms[0][1][1],
            ms[1][0][1], ms[1][1][1], flops_mha(&o, 1) / 1e6, flops_s2(&o, 1) / 1e6,
            flops_mha(&o, 0) / 1e6, flops_s2(&o, 0) / 1e6, sc[0][0].entropy, sc[0][1].entropy,
-           sc[1][0].entropy, sc[1][1].entropy, sc[0][0].mean, sc[1][0].mean);
+           sc[0][2].entropy, sc[1][0].entropy, sc[1][1].entropy, sc[1][2].entropy, sc[0][0].mean,
+           sc[1][0].mean);
     ws_backend_free(be);
     return 0;
 }

@@ -11,9 +11,14 @@
  *       T_jk = B_h(u_j ⊗ u_k) with one learned B_h [δ, δ²] per head; logits
  *       τ·‖w_ijk‖ (τ = s2_tau, 1 = the authors); softmax over the key pairs;
  *   LN(a2) with its own gain and bias over d2.
- * W_O [d, d + d2] is stored as out.w [d, d] (+ out.b) and s2.out.w [d, d2].
- * Deviation from the paper (forced by the pre-LN residual interface): the
- * authors feed [a1, LN(a2)] to their FFN under a post-LN block and have no W_O.
+ * W_O [d, d + d2] is stored as out.w [d, d] (+ out.b) and s2.out.w [d, d2], so
+ * that the 1-simplicial tensors are exactly the mha mixer's; the generic init
+ * then draws each part N(0, 1/its fan-in) (the two halves add, each with unit
+ * scale, instead of one N(0, 1/(d + d2))). B registers as a linear map
+ * [δ, δ²] (weight decay; init N(0, 1/δ²), the variance of the authors'
+ * Glorot-uniform B). Deviation from the paper (forced by the pre-LN residual
+ * interface): the authors feed [a1, LN(a2)] to their FFN under a post-LN block
+ * and have no W_O.
  *
  * SELF mode (the Updater's T state tokens of a trajectory): the last M =
  * s2_virtual tokens are the trajectory's virtual entities (MIXERS §9 option B,
@@ -24,7 +29,9 @@
  * 2-simplicially, to the M² pairs of virtual rows; virtual rows attend
  * 1-simplicially to all T rows and output their own value u as a2 (the paper's
  * "recurrence"). Only the standard rows' p and the virtual rows' l1, l2, u are
- * read; the projections run over all rows as the authors' code does.
+ * read; the projections run over all rows as the authors' code does. With
+ * M = 1 there is one pair: its probability is 1, so W_P, l1 and l2 get no
+ * gradient (valid, but the 2-simplicial part is then a constant per step).
  * CROSS mode (the Extractor's queries on W_t): the 1-simplicial part is plain
  * cross MHA, the 2-simplicial part attends to all T² pairs of state rows (no
  * virtual entities: MIXERS §9).

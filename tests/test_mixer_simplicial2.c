@@ -38,21 +38,23 @@ static void check_gradients(const ws_model_config *c, const char *label)
     model_fixture_teardown(&f);
 }
 
-/* Updater: two 2-simplicial heads of δ = 3 over the M² = 4 virtual pairs. */
+/* Updater: two layers of two 2-simplicial heads of δ = 3 over the M² = 4
+ * virtual pairs (one Extractor layer keeps the check short). */
 static void test_gradients_updater(void **s)
 {
     (void)s;
     ws_model_config c = s2_config(1, 0);
-    c.s2_heads = 2, c.s2_dim = 6, c.s2_tau = 0.5f;
+    c.s2_heads = 2, c.s2_dim = 6, c.s2_tau = 0.5f, c.n_ext_layers = 1;
     check_gradients(&c, "upd_mixer=simplicial2 (K2=2, d2=6, M=2)");
 }
 
-/* Extractor: one 2-simplicial head of δ = 5 over the T² = 25 state pairs. */
+/* Extractor: two layers of one 2-simplicial head of δ = 5 over the T² = 25
+ * state pairs (one Updater layer). */
 static void test_gradients_extractor(void **s)
 {
     (void)s;
     ws_model_config c = s2_config(0, 1);
-    c.s2_heads = 1, c.s2_dim = 5, c.s2_tau = 0.7f;
+    c.s2_heads = 1, c.s2_dim = 5, c.s2_tau = 0.7f, c.n_upd_layers = 1;
     check_gradients(&c, "ext_mixer=simplicial2 (K2=1, d2=5, T=5)");
 }
 

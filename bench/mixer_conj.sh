@@ -10,11 +10,14 @@
 #   s2-upd       simplicial2 in the Updater (the last M = 4 of T = 16 state tokens
 #                are virtual entities), τ = 1/d2
 # Each run trains with truncated gradients on 8-step rollouts, then evaluates
-# fresh worlds at horizons 8, 32, 100 (accuracy, per-agent argmax "group"
-# accuracy; chance: group 1/4, all-false 75%). Prints a table and one JSON line.
+# fresh worlds at three horizons (accuracy over the 4 steps up to each, and the
+# per-agent argmax "group" accuracy; chance: group 1/4, all-false 75%). Prints
+# a table and one JSON line.
 #   bench/mixer_conj.sh [OUTDIR]
 # Environment: ITERS (3000), SEEDS ("1"), JOBS (2 runs at a time), SKIP_DONE=1
-# keeps finished runs, ONLY="mha s2-ext-tau1 ..." picks rows.
+# keeps finished runs, ONLY="mha s2-ext-tau1 ..." picks rows, MOVE_RATE (1.0;
+# 0: a static world, everything told at step 1, so only the conjunction is
+# left to learn), HORIZONS (three, "8,32,100").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WS_TRAIN:-$here/build/server/worldstate-train}
@@ -24,10 +27,13 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 iters=${ITERS:-3000}
 seeds=${SEEDS:-1}
 jobs=${JOBS:-2}
+move=${MOVE_RATE:-1.0}
+horizons=${HORIZONS:-8,32,100}
+IFS=, read -r h1 h2 h3 <<< "$horizons"
 
-common="--task conj --d 64 --heads 4 --state-tokens 16 --upd-layers 1 --ext-layers 1
+common="--task conj --move-rate $move --d 64 --heads 4 --state-tokens 16 --upd-layers 1 --ext-layers 1
         --batch 32 --rollout 8 --lifetime fixed --lr 2e-3 --warmup 100 --wd 0.01
-        --iters $iters --threads 1 --horizons 8,32,100 --trajectories 64"
+        --iters $iters --threads 1 --horizons $horizons --trajectories 64"
 s2="--s2-heads 1 --s2-dim 32"
 declare -A rows=(
   [mha]=""
@@ -53,11 +59,12 @@ for seed in $seeds; do
 done
 wait
 
-printf '\nconj (4 agents, 4 keys/boxes), %s iterations; chance: group 25%%, all-false acc 75%%\n' \
-  "$iters"
+printf '\nconj (4 agents, 4 keys/boxes, move rate %s), %s iterations; chance: group 25%%, ' \
+  "$move" "$iters"
+printf 'all-false acc 75%%\n'
 printf '%-16s %4s %8s %9s | %7s %7s | %7s %7s | %7s %7s\n' mixer seed "train s" "traj/s" \
-  "acc@8" "grp@8" "acc@32" "grp@32" "acc@100" "grp@100"
-json="{\"bench\":\"mixer_conj\",\"iters\":$iters,\"runs\":["
+  "acc@$h1" "grp@$h1" "acc@$h2" "grp@$h2" "acc@$h3" "grp@$h3"
+json="{\"bench\":\"mixer_conj\",\"move_rate\":$move,\"iters\":$iters,\"runs\":["
 sep=""
 for seed in $seeds; do
   for row in $order; do
@@ -78,4 +85,4 @@ for seed in $seeds; do
     sep=","
   done
 done
-echo "$json],\"horizons\":[8,32,100]}"
+echo "$json],\"horizons\":[$horizons]}"

@@ -98,6 +98,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->eval_at_end = 1;
     const char *task = "facts";
     double seed = 1;
+    o->tp.move_rate = o->tp.density = o->tp.intervention_rate = NAN;
     num_flag nums[] = {
         {"--entities", 'i', &o->tp.entities, 1, 1024},
         {"--places", 'i', &o->tp.places, 1, 1024},
@@ -182,9 +183,12 @@ static int parse_args(int argc, char **argv, options *o)
         return -1;
     }
 #define OVERRIDE(f) if (given.f) o->tp.f = given.f
-    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(move_rate); OVERRIDE(density);
-    OVERRIDE(intervention_rate); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
+    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
 #undef OVERRIDE
+    /* The rates may be 0 (a static world): NaN marks "not given". */
+#define OVERRIDE_RATE(f) if (!isnan(given.f)) o->tp.f = given.f
+    OVERRIDE_RATE(move_rate); OVERRIDE_RATE(density); OVERRIDE_RATE(intervention_rate);
+#undef OVERRIDE_RATE
     if (given.thorough < 0) o->tp.thorough = 0;
     return 0;
 }

@@ -328,7 +328,8 @@ int main(int argc, char **argv)
             bench_close(&b);
             double fl = k ? flops_s2(&o, !mode) : flops_mha(&o, !mode);
             char name[32];
-            snprintf(name, sizeof name, "%s %s", k ? "simplicial2" : "mha", mode ? "cross" : "self");
+            snprintf(name, sizeof name, "%s %s", k ? "simplicial2" : "mha",
+                     mode ? "cross" : "self");
             printf("  %-22s %14.3f %12.3f %12.3f %9.2fx\n", name, fl / 1e6, ms[mode][k][0],
                    ms[mode][k][1], ms[mode][k][1] / ms[mode][0][1]);
         }
@@ -350,7 +351,8 @@ int main(int argc, char **argv)
         }
     printf("{\"bench\":\"mixer_simplicial2\",\"n\":%d,\"d\":%d,\"batch\":%d,\"k2\":%d,\"d2\":%d,"
            "\"virtual\":%d,\"threads\":%d,"
-           "\"ms_fwd_bwd\":{\"mha_self\":%.4f,\"s2_self\":%.4f,\"mha_cross\":%.4f,\"s2_cross\":%.4f},"
+           "\"ms_fwd_bwd\":{\"mha_self\":%.4f,\"s2_self\":%.4f,\"mha_cross\":%.4f,"
+           "\"s2_cross\":%.4f},"
            "\"mflop_fwd_per_traj\":{\"mha_self\":%.4f,\"s2_self\":%.4f,\"mha_cross\":%.4f,"
            "\"s2_cross\":%.4f},"
            "\"init_entropy\":{\"self_tau1\":%.4f,\"self_tau_inv_sqrt_d2\":%.4f,"

@@ -31,7 +31,8 @@ move=${MOVE_RATE:-1.0}
 horizons=${HORIZONS:-8,32,100}
 IFS=, read -r h1 h2 h3 <<< "$horizons"
 
-common="--task conj --move-rate $move --d 64 --heads 4 --state-tokens 16 --upd-layers 1 --ext-layers 1
+common="--task conj --move-rate $move --d 64 --heads 4 --state-tokens 16
+        --upd-layers 1 --ext-layers 1
         --batch 32 --rollout 8 --lifetime fixed --lr 2e-3 --warmup 100 --wd 0.01
         --iters $iters --threads 1 --horizons $horizons --trajectories 64"
 s2="--s2-heads 1 --s2-dim 32"

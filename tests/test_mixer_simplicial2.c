@@ -182,7 +182,8 @@ static void run_self(ws_model *m, const ws_mix_shape *s, const float *x, float *
                      const float *dy, float *dx)
 {
     const ws_mixer *mx = ws_mixer_find(m->cfg.upd_mixer);
-    size_t na = mx->act_floats(&m->cfg, WS_MIX_SELF, s), ns = mx->scratch_floats(&m->cfg, WS_MIX_SELF, s);
+    size_t na = mx->act_floats(&m->cfg, WS_MIX_SELF, s);
+    size_t ns = mx->scratch_floats(&m->cfg, WS_MIX_SELF, s);
     float *act = calloc(na ? na : 1, sizeof *act), *scr = malloc((ns ? ns : 1) * sizeof *scr);
     assert_true(act && scr);
     ws_mix_call call = {.m = m, .prefix = "upd.0.self", .mode = WS_MIX_SELF, .s = *s, .act = act,
@@ -230,7 +231,8 @@ static void test_self_k2_zero_is_masked_mha(void **state)
     float *out_s = malloc(nd * sizeof(float)), *out_m[2] = {malloc(nd * sizeof(float)),
                                                             malloc(nd * sizeof(float))};
     float *dx_s = calloc(nd, sizeof(float)), *dx_m = calloc(nd, sizeof(float));
-    assert_true(x && dy && dy_part[0] && dy_part[1] && out_s && out_m[0] && out_m[1] && dx_s && dx_m);
+    assert_true(x && dy && dy_part[0] && dy_part[1] && out_s && out_m[0] && out_m[1] && dx_s &&
+                dx_m);
     ws_test_rng r = {77};
     ws_test_fill_normal(&r, x, nd, 1.0f);
     ws_test_fill_normal(&r, dy, nd, 1.0f);
@@ -246,7 +248,8 @@ static void test_self_k2_zero_is_masked_mha(void **state)
     run_self(fm.m, &std_only, x, out_m[0], dy_part[0], dx_m);
     run_self(fm.m, &full, x, out_m[1], dy_part[1], dx_m);
 
-    check_rel("standard rows = MHA over the standard rows", rows_err(out_s, out_m[0], n, T, M, d, 0), 1);
+    check_rel("standard rows = MHA over the standard rows",
+              rows_err(out_s, out_m[0], n, T, M, d, 0), 1);
     check_rel("virtual rows = MHA over all rows", rows_err(out_s, out_m[1], n, T, M, d, 1), 1);
     /* the mask matters: unmasked MHA gives the standard rows something else */
     check_rel("standard rows != MHA over all rows", rows_err(out_s, out_m[1], n, T, M, d, 0), 0);

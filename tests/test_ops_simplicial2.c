@@ -162,7 +162,8 @@ static void reference(const s2_case *c, const double *p, const double *kv, const
                 for (int t = 0; t < nn; t++) {
                     r->probs[at + t] /= sum;
                     for (int q = 0; q < dl; q++)
-                        o[q] += r->probs[at + t] * r->pair[((size_t)g->t_off + t) * d2 + h * dl + q];
+                        o[q] += r->probs[at + t] *
+                                r->pair[((size_t)g->t_off + t) * d2 + h * dl + q];
                 }
             }
             for (int j = 0; c->values_out && j < nk; j++)
@@ -210,7 +211,8 @@ static void check_forward(s2_case *c, const char *tag)
         free(h);
     }
     run_forward(c);
-    double *p = to_double(c->hp, c->np), *kv = to_double(c->hkv, c->nkv), *b = to_double(c->hb, c->nb);
+    double *p = to_double(c->hp, c->np), *kv = to_double(c->hkv, c->nkv);
+    double *b = to_double(c->hb, c->nb);
     s2_ref r = ref_alloc(c);
     reference(c, p, kv, b, &r);
     const double *want[] = {r.out, r.logits, r.probs, r.pair};
@@ -400,7 +402,8 @@ static void test_s2_orthogonal(void **state)
     float *gb = dev_alloc(c.nb);
     dev_set(gp, 0.0f, c.np), dev_set(gkv, 0.0f, c.nkv), dev_set(gb, 0.0f, c.nb);
     run_backward(&c, dy, gp, gkv, gb);
-    double *p = to_double(c.hp, c.np), *kv = to_double(c.hkv, c.nkv), *b = to_double(c.hb, c.nb);
+    double *p = to_double(c.hp, c.np), *kv = to_double(c.hkv, c.nkv);
+    double *b = to_double(c.hb, c.nb);
     s2_ref ref = ref_alloc(&c);
     struct { float *dev; double *x; size_t n; const uint8_t *m; const char *what; } in[2] = {
         {gp, p, c.np, c.mp, "s2 grad p near-orthogonal"},
@@ -443,7 +446,8 @@ static void test_s2_symmetry(void **state)
     enum { DL = 5 };
     static const seg_spec segs[] = {{1, 1}, {1, 1}, {1, 1}, {1, 1},
                                     {1, 1}, {1, 1}, {1, 1}, {1, 1}};
-    static const int order[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    static const int order[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
     s2_case c;
     case_init(&c, &rng, DL, 1, 1.0f, 0, segs, N_OF(segs), 1.0f);
     float v[3][DL];

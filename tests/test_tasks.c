@@ -1,8 +1,8 @@
 /* test_tasks.c — the built-in task generators: determinism, and each world
  * checked against an independent replay of what it told (recall's bit, facts'
- * moves, conj's conjunctions, life's rule plus interventions, numbers' images and rotating classes),
- * the Game of Life rule on known patterns, and the IDX reader on the real
- * Fashion-MNIST files and on damaged ones. */
+ * moves, conj's conjunctions, life's rule plus interventions, numbers' images
+ * and rotating classes), the Game of Life rule on known patterns, and the IDX
+ * reader on the real Fashion-MNIST files and on damaged ones. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -445,7 +445,8 @@ static void check_conj(ws_task_params p, int steps, uint64_t seed)
     rig r;
     rig_open(&r, &p, 1);
     int A = p.entities, P = p.places, moved = 0, positives = 0;
-    int *holds = calloc((size_t)(A * P), sizeof *holds), *opens = calloc((size_t)(P * P), sizeof *opens);
+    int *holds = calloc((size_t)(A * P), sizeof *holds);
+    int *opens = calloc((size_t)(P * P), sizeof *opens);
     assert_true(holds && opens);
     assert_int_equal(ws_task_reset(r.t, 0, seed), WS_OK);
     for (int s = 1; s <= steps; s++) {

@@ -27,7 +27,10 @@ static void contract_second(float *ut, const float *u, int ldu, const float *bh,
 }
 
 static int head_width(const ws_s2_args *a) { return a->d2 / a->n_heads; }
-static size_t max_keys(const ws_s2_args *a) { return (size_t)(a->max_k_len > 0 ? a->max_k_len : 1); }
+static size_t max_keys(const ws_s2_args *a)
+{
+    return (size_t)(a->max_k_len > 0 ? a->max_k_len : 1);
+}
 
 static void forward_unit(const ws_s2_args *a, const void *ctx, int t, float *ut)
 {

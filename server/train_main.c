@@ -33,12 +33,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: worldstate-train train|eval [options]\n"
-            "task:     --task recall|facts|life|numbers  --entities N --places N --move-rate X\n"
+            "task:     --task recall|facts|conj|life|numbers  --entities N --places N\n"
+            "          --move-rate X\n"
             "          --density X --intervention-rate X --images N --non-thorough --horizon N\n"
             "          --data-dir DIR\n"
             "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
             "          --fact-len N --vocab N --no-state-norm\n"
-            "          --ext-mixer mha|rn --rn-width N --rn-layers N\n"
+            "          --upd-mixer NAME --ext-mixer NAME (mha|simplicial2|compositional|rmc|rn)\n"
+            "          --s2-virtual N --s2-heads N --s2-dim N --s2-tau X --rn-width N --rn-layers N\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
@@ -101,6 +103,7 @@ static int parse_args(int argc, char **argv, options *o)
     o->eval_at_end = 1;
     const char *task = "facts";
     double seed = 1;
+    o->tp.move_rate = o->tp.density = o->tp.intervention_rate = NAN;
     num_flag nums[] = {
         {"--entities", 'i', &o->tp.entities, 1, 1024},
         {"--places", 'i', &o->tp.places, 1, 1024},
@@ -118,6 +121,10 @@ static int parse_args(int argc, char **argv, options *o)
         {"--vocab", 'i', &o->mc.vocab_cap, 0, 1 << 24},
         {"--rn-width", 'i', &o->mc.rn_width, 1, 4096},
         {"--rn-layers", 'i', &o->mc.rn_layers, 1, 8},
+        {"--s2-virtual", 'i', &o->mc.s2_virtual, 1, 64},
+        {"--s2-heads", 'i', &o->mc.s2_heads, 0, 16},
+        {"--s2-dim", 'i', &o->mc.s2_dim, 1, 1024},
+        {"--s2-tau", 'f', &o->mc.s2_tau, 1e-6, 1e4},
         {"--batch", 'i', &o->tc.batch, 1, 65536},
         {"--rollout", 'i', &o->tc.rollout, 1, 1e6},
         {"--max-age", 'i', &o->tc.max_age, 1, 1e7},
@@ -152,7 +159,9 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
-        else if (!strcmp(a, "--ext-mixer") && v) {
+        else if (!strcmp(a, "--upd-mixer") && v) {
+            if ((o->mc.upd_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
+        } else if (!strcmp(a, "--ext-mixer") && v) {
             if ((o->mc.ext_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
         }
         else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
@@ -181,9 +190,12 @@ static int parse_args(int argc, char **argv, options *o)
         return -1;
     }
 #define OVERRIDE(f) if (given.f) o->tp.f = given.f
-    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(move_rate); OVERRIDE(density);
-    OVERRIDE(intervention_rate); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
+    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
 #undef OVERRIDE
+    /* The rates may be 0 (a static world): NaN marks "not given". */
+#define OVERRIDE_RATE(f) if (!isnan(given.f)) o->tp.f = given.f
+    OVERRIDE_RATE(move_rate); OVERRIDE_RATE(density); OVERRIDE_RATE(intervention_rate);
+#undef OVERRIDE_RATE
     if (given.thorough < 0) o->tp.thorough = 0;
     return 0;
 }

@@ -1,8 +1,8 @@
 /* test_tasks.c — the built-in task generators: determinism, and each world
  * checked against an independent replay of what it told (recall's bit, facts'
- * moves, life's rule plus interventions, numbers' images and rotating classes),
- * the Game of Life rule on known patterns, and the IDX reader on the real
- * Fashion-MNIST files and on damaged ones. */
+ * moves, conj's conjunctions, life's rule plus interventions, numbers' images
+ * and rotating classes), the Game of Life rule on known patterns, and the IDX
+ * reader on the real Fashion-MNIST files and on damaged ones. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -300,6 +300,7 @@ static void test_determinism(void **state)
     p.query_sample = 5;
     check_determinism(p, 12);
     check_determinism(params("life"), 12);
+    check_determinism(params("conj"), 12);
 }
 
 /* ---- recall ------------------------------------------------------------------ */
@@ -430,6 +431,87 @@ static void test_facts(void **state)
     check_facts(p, 60, 2);
     p.query_sample = 20;
     check_facts(p, 60, 3);
+}
+
+/* ---- conj -------------------------------------------------------------------- */
+
+/* Replays holds (agent, key) and opens (key, box) into tables of last-told
+ * values and checks that every label is the conjunction "some key k with
+ * holds(a, k) and opens(k, x)", that each agent holds one key and each key
+ * opens one box, that moves tell (s, new) = 1 then (s, old) = 0, and that the
+ * queries are every (agent, box) pair grouped by agent. */
+static void check_conj(ws_task_params p, int steps, uint64_t seed)
+{
+    rig r;
+    rig_open(&r, &p, 1);
+    int A = p.entities, P = p.places, moved = 0, positives = 0;
+    int *holds = calloc((size_t)(A * P), sizeof *holds);
+    int *opens = calloc((size_t)(P * P), sizeof *opens);
+    assert_true(holds && opens);
+    assert_int_equal(ws_task_reset(r.t, 0, seed), WS_OK);
+    for (int s = 1; s <= steps; s++) {
+        step(&r, 0);
+        int ni = ws_batch_n_instr(r.b), nq = ws_batch_n_query(r.b);
+        assert_int_equal(ni % (s == 1 ? 1 : 2), 0);
+        if (s == 1) assert_int_equal(ni, A + P);
+        for (int i = 0; i < ni; i++) {
+            const int32_t *ids = instr_ids(&r, i);
+            assert_int_equal(n_ids(&r, ids), 2);
+            int agent = ws_vocab_symbol(r.v, ids[0])[0] == 'a', v = r.b->instr.value[i];
+            int subj = sym_num(&r, ids[0], agent ? "a" : "k");
+            int obj = sym_num(&r, ids[1], agent ? "k" : "x");
+            int *cell = agent ? &holds[subj * P + obj] : &opens[subj * P + obj];
+            if (s == 1) {
+                assert_int_equal(v, 1);
+            } else if (i % 2 == 0) { /* a move: to a new key/box, then away from the old */
+                const int32_t *away = instr_ids(&r, i + 1);
+                assert_int_equal(v, 1);
+                assert_int_equal(*cell, 0);
+                assert_int_equal(away[0], ids[0]);
+                assert_int_equal(r.b->instr.value[i + 1], 0);
+                int old = sym_num(&r, away[1], agent ? "k" : "x");
+                assert_int_equal(agent ? holds[subj * P + old] : opens[subj * P + old], 1);
+                moved++;
+            }
+            *cell = v;
+        }
+        for (int a = 0; a < A; a++) {
+            int n = 0;
+            for (int k = 0; k < P; k++) n += holds[a * P + k];
+            assert_int_equal(n, 1);
+        }
+        for (int k = 0; k < P; k++) {
+            int n = 0;
+            for (int x = 0; x < P; x++) n += opens[k * P + x];
+            assert_int_equal(n, 1);
+        }
+        assert_int_equal(nq, A * P);
+        for (int i = 0; i < nq; i++) {
+            const int32_t *ids = query_ids(&r, i);
+            int a = sym_num(&r, ids[0], "a"), x = sym_num(&r, ids[1], "x"), want = 0;
+            assert_int_equal(a * P + x, i); /* every pair, agent-major */
+            for (int k = 0; k < P; k++) want |= holds[a * P + k] && opens[k * P + x];
+            assert_int_equal(r.b->query.value[i], want);
+            assert_int_equal(r.info[i].kind, WS_QK_PLAIN);
+            assert_int_equal(r.info[i].group, a);
+            positives += want;
+        }
+    }
+    assert_int_equal(positives, steps * A); /* one box per agent */
+    /* About move_rate moves a step (Poisson), capped at A + P. */
+    assert_true(moved > (steps - 1) * p.move_rate / 3 && moved < (steps - 1) * p.move_rate * 3);
+    free(holds);
+    free(opens);
+    rig_close(&r);
+}
+
+static void test_conj(void **state)
+{
+    (void)state;
+    ws_task_params p = params("conj");
+    check_conj(p, 60, 1);
+    p.entities = 6, p.places = 3, p.move_rate = 2.0f;
+    check_conj(p, 60, 2);
 }
 
 /* ---- life -------------------------------------------------------------------- */
@@ -909,6 +991,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_step_refusals), cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_recall),       cmocka_unit_test(test_facts),
+        cmocka_unit_test(test_conj),
         cmocka_unit_test(test_life_rule),    cmocka_unit_test(test_life),
         cmocka_unit_test(test_numbers),      cmocka_unit_test(test_numbers_defaults),
         cmocka_unit_test(test_idx_damaged),

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_simplicial2.h"
 
 static void cpu_destroy(ws_backend *be)
 {
@@ -95,6 +96,7 @@ static const ws_backend_ops cpu_ops = {
     .sum_squares = ws_cpu_sum_squares,
     .scale = ws_cpu_scale,
     .rn = &ws_cpu_rn_ops,
+    .simplicial = &ws_cpu_simplicial2_ops,
 };
 
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)

@@ -12,11 +12,15 @@
  *             facts ("target") and ("input", "i0".."i7"); no baselines
  *   facts   — entities moving between places (the house assistant)
  *             facts ("e<k>", "p<j>"); group = entity, chance 1/places
+ *   conj    — agents hold keys, keys open boxes; "can agent i open box b?" is
+ *             the conjunction of two instructions (a 3-way relation)
+ *             facts ("a<i>", "k<j>"), ("k<j>", "x<b>"), queries ("a<i>", "x<b>");
+ *             group = agent, chance 1/places
  *   life    — Conway's Game of Life on an 8×8 torus with interventions
  *             facts ("r<row>", "c<col>"); baselines "all dead", "copy previous"
  *   numbers — World of Numbers on Fashion-MNIST images
  *             facts ("m<image>", "y<row>", "x<col>"); baseline "class mean image"
- * Each generator's file (recall.c, facts.c, life.c, numbers.c) says exactly what
+ * Each generator's file (recall.c, facts.c, conj.c, life.c, numbers.c) says exactly what
  * it tells and asks. Facts have at most 3 symbols (ws_task_max_fact_len).
  */
 #ifndef WS_TASK_H
@@ -27,13 +31,13 @@
 #include "../model.h"
 
 typedef struct {
-    const char *name;   /* "recall" | "facts" | "life" | "numbers" */
+    const char *name;   /* "recall" | "facts" | "conj" | "life" | "numbers" */
     /* Ranges are checked by ws_task_new (WS_ERR_INVALID); fields of other tasks
      * are ignored. */
     /* recall */
     int thorough;       /* 1: recall queried every step; 0: only at step `horizon` */
     int horizon;        /* non-thorough recall: the step whose queries ask for the bit */
-    /* facts */
+    /* facts; conj: entities = agents, places = keys = boxes, move_rate */
     int entities, places;
     float move_rate;    /* Poisson mean of entities that move per step */
     int query_sample;   /* queries per step: distinct random (entity, place) pairs,
@@ -56,6 +60,7 @@ typedef struct {
  * for an unknown name. out->name then points to static storage.
  *   recall:  thorough 1, horizon 8
  *   facts:   entities 4, places 4, move_rate 1.0, query_sample 0
+ *   conj:    entities 4, places 4, move_rate 1.0
  *   life:    density 0.35, intervention_rate 2.0
  *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0 */
 int ws_task_params_default(const char *name, ws_task_params *out);

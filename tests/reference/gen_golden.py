@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mix_rn  # noqa: E402,F401  (registers the rn readout)
 import st  # noqa: E402
 import ws_ref  # noqa: E402
+import mix_simplicial2  # noqa: E402,F401  (registers the mixer)
 
 BASE_CFG = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 2,
             "max_fact_len": 3, "vocab_cap": 20, "n_overflow": 4, "d_raw": 5, "state_norm": 1}
@@ -50,6 +51,10 @@ GOLDEN = [
     ("model_rn.safetensors", {"ext_mixer": "rn", "rn_width": 16, "rn_layers": 2}),
     ("model_rn_noext.safetensors", {"ext_mixer": "rn", "n_ext_layers": 0, "rn_width": 24,
                                     "rn_layers": 3}),
+    ("model_s2_self.safetensors", {"upd_mixer": "simplicial2", "s2_virtual": 2, "s2_heads": 2,
+                                   "s2_dim": 6, "s2_tau": 0.25}),
+    ("model_s2_cross.safetensors", {"ext_mixer": "simplicial2", "s2_heads": 1, "s2_dim": 5,
+                                    "s2_tau": 0.5}),
 ]
 
 

@@ -64,6 +64,16 @@ def full_config(cfg):
 LN_EPS = 1e-5
 
 
+def mha_layout(linear, prefix, d, mode):
+    """The mha mixer's tensors (model/mixer_mha.c), for mixers that extend it."""
+    if mode == "self":
+        linear(prefix + ".qkv", 3 * d, d)
+    else:
+        linear(prefix + ".q", d, d)
+        linear(prefix + ".kv", 2 * d, d)
+    linear(prefix + ".out", d, d)
+
+
 def param_layout(cfg):
     """[(name, shape, decay)] in the order of model/params.c."""
     d, T, S = cfg["d"], cfg["n_state"], cfg["max_fact_len"]
@@ -83,12 +93,7 @@ def param_layout(cfg):
 
     def mixer(name, prefix, mode):
         if name == "mha":
-            if mode == "self":
-                linear(prefix + ".qkv", 3 * d, d)
-            else:
-                linear(prefix + ".q", d, d)
-                linear(prefix + ".kv", 2 * d, d)
-            linear(prefix + ".out", d, d)
+            mha_layout(linear, prefix, d, mode)
         else:
             MIXERS[name].layout(add, linear, ln, prefix, cfg, mode)
 

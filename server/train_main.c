@@ -33,7 +33,7 @@ static void usage(FILE *f)
             "          --density X --intervention-rate X --images N --non-thorough --horizon N\n"
             "          --data-dir DIR\n"
             "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
-            "          --fact-len N --vocab N --no-state-norm\n"
+            "          --fact-len N --vocab N --no-state-norm --upd-mixer mha|rmc|...\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
@@ -145,6 +145,9 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
         else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
+        else if (!strcmp(a, "--upd-mixer") && v) {
+            if ((o->mc.upd_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
+        }
         else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
         else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];
         else if (!strcmp(a, "--horizons") && v) {

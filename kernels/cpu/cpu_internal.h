@@ -62,4 +62,7 @@ ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m
 ws_status ws_cpu_sum_squares(ws_backend *be, float *out, const float *x, size_t n);
 ws_status ws_cpu_scale(ws_backend *be, float *x, float s, size_t n);
 
+/* Op tables of the relational mixers (kernels/mixer_ops_<name>.h). */
+extern const struct ws_rmc_ops ws_cpu_rmc_ops;
+
 #endif

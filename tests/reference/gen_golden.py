@@ -32,6 +32,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st  # noqa: E402
 import ws_ref  # noqa: E402
+import mix_rmc  # noqa: E402,F401  (registers "rmc")
 
 BASE_CFG = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 2,
             "max_fact_len": 3, "vocab_cap": 20, "n_overflow": 4, "d_raw": 5, "state_norm": 1}
@@ -45,6 +46,8 @@ STEPS = 3
 GOLDEN = [
     ("model_small.safetensors", {"state_norm": 1}),
     ("model_nonorm.safetensors", {"state_norm": 0}),
+    ("model_rmc.safetensors", {"upd_mixer": "rmc"}),
+    ("model_rmc_nonorm.safetensors", {"upd_mixer": "rmc", "state_norm": 0}),
 ]
 
 
@@ -133,7 +136,9 @@ def generate(cfg, seed=1234):
     for n, p in trained.named_c_parameters():
         out["adam3." + n] = p.detach().numpy().astype(np.float32)
     meta = {
-        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS}),
+        # the mixer fields an entry sets (none for the MHA files)
+        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS + tuple(ws_ref.MIXER_DEFAULTS)
+                              if k in cfg}),
         "optim": json.dumps(OPTIM),
         "steps": str(STEPS),
         "grad_norms": "[" + ", ".join("%.9g" % n for n in norms) + "]",

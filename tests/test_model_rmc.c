@@ -10,8 +10,9 @@
  *   - reductions of the gated update, exact in float: a closed input gate and
  *     open forget gate hold the memory bit for bit over 10,000 steps of
  *     instructions; i = 1, f = 0 makes W_t = tanh(M̃), and with no blocks and no
- *     LN_w that is tanh(W_{t-1} + P); σ(0) = ½ on both gates (input bias 0,
- *     forget bias +1) gives exactly the mean of those two;
+ *     LN_w that is tanh(W_{t-1} + P) (to the op's tanh accuracy, 4e-7); σ(0) = ½
+ *     on both gates (input bias 0, forget bias +1) gives exactly the mean of the
+ *     held and the overwritten state;
  *   - the new state does not depend on the order of a step's instructions. */
 #include <math.h>
 #include <stdio.h>
@@ -167,8 +168,8 @@ static void test_gate_reductions(void **s)
     set_gates(f.m, 100.0f, -101.0f);
     over = step_states(&f);
     for (size_t i = 0; i < n; i++) {
-        float want = tanhf(m_prev[i] + pos[i % sf]);
-        if (over[i] != want)
+        float want = tanhf(m_prev[i] + pos[i % sf]); /* the op's tanh is within 4e-7 */
+        if (!(fabsf(over[i] - want) <= 5e-7f))
             fail_msg("no blocks, i = 1, f = 0: W[%zu] = %.9g, want tanh(M + P) = %.9g", i,
                      (double)over[i], (double)want);
     }

@@ -275,8 +275,8 @@ static void test_gate(void **state)
 }
 
 /* Saturated gates are exact: σ of ±100 is 0 or 1 in float, so the memory is
- * held (f = 1, i ≈ 0) or overwritten (i = 1, f ≈ 0) bit for bit; and σ(0) is
- * exactly 1/2, so forget_bias is added as given. */
+ * held (f = 1, i ≈ 0) or overwritten by tanh(cand) (i = 1, f ≈ 0) bit for bit;
+ * and σ(0) is exactly 1/2, so forget_bias is added as given. */
 static void test_gate_saturated(void **state)
 {
     (void)state;
@@ -287,6 +287,7 @@ static void test_gate_saturated(void **state)
     gate_case_init(&c, &rng, d, q_lens, k_lens, 2);
     size_t n = (size_t)c.l.n_rows, nd = n * d;
     float *gm = xmalloc(n * 2 * d * sizeof *gm), *got = xmalloc(nd * sizeof *got);
+    float *t = xmalloc(nd * sizeof *t);
     static const float settings[][2] = {{-100.0f, 100.0f}, {100.0f, -101.0f}, {0.0f, -1.0f}};
     dev_set(c.gx, 0.0f, 4 * (size_t)d);
     c.a.input_bias = 0.0f;
@@ -297,17 +298,18 @@ static void test_gate_saturated(void **state)
         put(c.gm, gm, n * 2 * d);
         gate_fwd(&c);
         get(got, c.out, nd);
+        get(t, c.an, nd); /* tanh(cand), checked by test_gate */
         for (size_t r = 0; r < n; r++)
             for (int j = 0; c.l.row_used[r] && j < d; j++) {
                 size_t e = r * d + j;
-                float t = tanhf(c.h_cand[e]), m = c.h_m[e];
-                float want = s == 0 ? m : s == 1 ? t : 0.5f * t + 0.5f * m;
+                float m = c.h_m[e];
+                float want = s == 0 ? m : s == 1 ? t[e] : 0.5f * t[e] + 0.5f * m;
                 if (got[e] != want)
                     fail_msg("saturated gates %d [%zu]: %.9g, want exactly %.9g", s, e,
                              (double)got[e], (double)want);
             }
     }
-    free(gm), free(got);
+    free(gm), free(got), free(t);
     gate_case_free(&c);
 }
 

@@ -62,10 +62,11 @@ typedef struct {
     size_t off;
 } carver;
 
+/* 64-byte aligned pieces, as the plan carves (vector loads on any backend). */
 static void *take(carver *c, size_t bytes)
 {
     void *p = c->base ? c->base + c->off : NULL;
-    c->off += (bytes + 3) & ~(size_t)3; /* keep floats and int32s aligned */
+    c->off += (bytes + 63) & ~(size_t)63;
     return p;
 }
 
@@ -104,6 +105,12 @@ typedef struct {
 } rmc_scratch;
 
 static int n_mem_rows(const ws_plan *p) { return p->n_state_rows + p->n_ctx; }
+
+/* ids_state [n_mem], ids_ctx [n_mem], segs [B] */
+static size_t index_bytes(const ws_plan *p)
+{
+    return 2 * (size_t)n_mem_rows(p) * sizeof(int32_t) + (size_t)p->B * sizeof(ws_attn_seg);
+}
 
 /* The attention's rows: state rows query their trajectory's memory rows. */
 static ws_mix_shape mem_shape(const ws_model *m, const ws_attn_seg *segs)
@@ -145,10 +152,10 @@ static rmc_act carve_act(const ws_model *m, float *base, size_t *floats)
     rmc_act a;
     a.m_prev = take_f(&c, n * d);
     a.tanh_prev = take_f(&c, n * d);
-    /* the three index arrays back to back: one upload */
-    a.ids_state = take(&c, n_mem * sizeof(int32_t));
-    a.ids_ctx = take(&c, n_mem * sizeof(int32_t));
-    a.segs = take(&c, B * sizeof(ws_attn_seg));
+    /* the three index arrays back to back, as upload_index lays them out */
+    a.ids_state = take(&c, index_bytes(p));
+    a.ids_ctx = a.ids_state ? a.ids_state + n_mem : NULL;
+    a.segs = a.ids_ctx ? (ws_attn_seg *)(a.ids_ctx + n_mem) : NULL;
     a.cand_ln = take_ln(&c, m->cfg.state_norm ? n : 0, d);
     a.xbar = take_f(&c, B * d);
     a.gx = take_f(&c, B * 2 * d);
@@ -263,7 +270,7 @@ static ws_status upload_index(ws_model *m, const rmc_act *a)
 {
     const ws_plan *p = &m->plan;
     int n_mem = n_mem_rows(p), H = m->cfg.n_heads;
-    size_t bytes = 2 * (size_t)n_mem * sizeof(int32_t) + (size_t)p->B * sizeof(ws_attn_seg);
+    size_t bytes = index_bytes(p);
     int32_t *ids_state = malloc(bytes);
     if (!ids_state) return WS_ERR_NOMEM;
     int32_t *ids_ctx = ids_state + n_mem;

@@ -5,11 +5,12 @@
  *   X_0 = M_{t-1} + P
  *   per block l:  X += MHA(q = LN1(X), keys/values = [LN1(X); C])   (upd.{l}.cross)
  *                 X += MLP(LN2(X))                                  (upd.{l}.mlp)
- *   M̃  = LN_w(X_L)   (state_norm = 1; X_L when 0)
+ *   M̃  = LN_c(X_L)                                                   (upd.ln_cand)
  *   x̄  = mean of the trajectory's context rows C = [c_null; instruction tokens]
  *   G  = tanh(M_{t-1}) W_gmᵀ + b_gm + (x̄ W_gxᵀ + b_gx) broadcast over the rows
  *   i  = σ(G_i + 0),  f = σ(G_f + 1)      (constant input / forget biases)
- *   W_t = M_t = i ⊙ tanh(M̃) + f ⊙ M_{t-1}
+ *   M_t = i ⊙ tanh(M̃) + f ⊙ M_{t-1}
+ *   W_t = LN_w(M_t)  (state_norm = 1, the default; M_t when 0: the RMC's update)
  *
  * Choices (and where they depart from Sonnet's RelationalMemory):
  * - Pre-LN residual blocks, like every other block of the model, in place of the
@@ -29,15 +30,21 @@
  *   steps with none, where x̄ = c_null), so a flattened vector has no fixed
  *   width; the mean is defined for every size and does not depend on the order
  *   of the instructions (MIXERS §9).
- * - LN_w does not normalise the state, it normalises the candidate M̃ before its
- *   tanh. A LayerNorm on M_t would rescale what the forget gate carries (f = 1,
- *   i = 0 could no longer hold a memory unchanged), which defeats the gating.
- *   The state needs no normalisation to stay bounded over 10,000-step
- *   rollouts: element-wise |M_t| <= i + f·|M_{t-1}|, and for fixed weights the
- *   gate pre-activations are bounded (tanh(M_{t-1}) ∈ [-1, 1], x̄ a mean of
- *   bounded embeddings), so f <= f_max < 1 and |M_t| <= max(|M_0|, 1/(1 − f_max))
- *   at every step. In the plain Updater without LN_w the residual stream has no
- *   such bound. With state_norm = 0 the candidate is X_L itself.
+ * - The candidate is LayerNorm'd (LN_c) before its tanh, as the RMC's post-LN
+ *   blocks leave it: a pre-LN residual stream has no bounded scale of its own.
+ * - LN_w normalises the new state, as in the plain Updater (state_norm = 1).
+ *   The gated update alone does bound the state: element-wise
+ *   |M_t| <= i + f·|M_{t-1}|, and for fixed weights the gate pre-activations
+ *   are bounded (tanh(M_{t-1}) ∈ [-1, 1], x̄ a mean of bounded embeddings), so
+ *   f <= f_max < 1 and |M_t| <= max(|M_0|, 1/(1 − f_max)). But that bound is far
+ *   above the scale the model trains at: trained on 8-step rollouts (facts 8×8),
+ *   the RMC update's mean state-row norm went from 8.8 at step 8 to 80 at step
+ *   100 and 125-157 at steps 1,000-10,000 (f near 1 lets i ⊙ tanh accumulate),
+ *   and the accuracy fell to chance from step 100 on, while the plain Updater's
+ *   LN'd state kept its norm. LN_w after the gates keeps every state at the
+ *   scale of training, however old; it costs the exact hold (with f = 1, i = 0,
+ *   W_t = LN_w(W_{t-1}), which the model must learn to make a fixed point).
+ *   state_norm = 0 keeps the RMC's update, W_t = M_t, as the ablation.
  * - The initial memory is the learned W_0 (the RMC's is a fixed identity).
  *
  * Gradients (DESIGN §3): W_{t-1} is a constant, but for trajectories that start
@@ -93,15 +100,17 @@ typedef struct {
     float *m_prev, *tanh_prev;    /* [n, d] M_{t-1} (saved: w_prev may alias w_out), tanh */
     int32_t *ids_state, *ids_ctx; /* [n_mem] memory row -> state / context row, or -1 */
     ws_attn_seg *segs;            /* [B] state rows (queries) -> memory rows (keys) */
-    ws_ln_act cand_ln;            /* LN_w(X_L) (state_norm only) */
+    ws_ln_act cand_ln;            /* M̃ = LN_c(X_L) */
+    ws_ln_act state_ln;           /* LN_w's statistics (state_norm only; out is W_t) */
+    float *m_new;                 /* [n, d] M_t before LN_w (state_norm only) */
     float *xbar, *gx, *gm, *gates, *a; /* [B,d] [B,2d] [n,2d] [n,2d] [n,d] */
     carver blocks;                /* where block 0 starts; blocks follow each other */
 } rmc_act;
 
 typedef struct {
-    float *d_cand, *d_gm, *d_gx, *d_m_prev, *d_xbar, *d_tanh; /* gate phase */
+    float *d_m_new, *d_cand, *d_gm, *d_gx, *d_m_prev, *d_xbar, *d_tanh; /* gate phase */
     float *d_ln, *d_mem, *mha;                                /* block phase */
-    size_t gate_floats; /* the gate phase's buffers, from d_cand on */
+    size_t gate_floats; /* the gate phase's buffers, from d_m_new on */
 } rmc_scratch;
 
 static int n_mem_rows(const ws_plan *p) { return p->n_state_rows + p->n_ctx; }
@@ -156,7 +165,10 @@ static rmc_act carve_act(const ws_model *m, float *base, size_t *floats)
     a.ids_state = take(&c, index_bytes(p));
     a.ids_ctx = a.ids_state ? a.ids_state + n_mem : NULL;
     a.segs = a.ids_ctx ? (ws_attn_seg *)(a.ids_ctx + n_mem) : NULL;
-    a.cand_ln = take_ln(&c, m->cfg.state_norm ? n : 0, d);
+    a.cand_ln = take_ln(&c, n, d);
+    size_t sn = m->cfg.state_norm ? n : 0;
+    a.state_ln = take_ln(&c, sn, 0);
+    a.m_new = take_f(&c, sn * d);
     a.xbar = take_f(&c, B * d);
     a.gx = take_f(&c, B * 2 * d);
     a.gm = take_f(&c, n * 2 * d);
@@ -184,6 +196,7 @@ static rmc_scratch carve_scratch(const ws_model *m, float *base, size_t *floats)
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d, B = (size_t)p->B;
     rmc_scratch s;
     carver c = {(char *)base, 0};
+    s.d_m_new = take_f(&c, n * d);
     s.d_cand = take_f(&c, n * d);
     s.d_gm = take_f(&c, n * 2 * d);
     s.d_gx = take_f(&c, B * 2 * d);
@@ -235,9 +248,10 @@ static void layout(ws_param_layout *L, const ws_model_config *c)
         snprintf(name, sizeof name, "upd.%d.mlp.proj", l);
         ws_layout_add_linear(L, name, d, 4 * d);
     }
-    if (c->state_norm) ws_layout_add_ln(L, "upd.ln", d);
+    ws_layout_add_ln(L, "upd.ln_cand", d);
     ws_layout_add_linear(L, "upd.gate.m", 2 * d, d); /* rows: input gate, then forget gate */
     ws_layout_add_linear(L, "upd.gate.x", 2 * d, d);
+    if (c->state_norm) ws_layout_add_ln(L, "upd.ln", d);
 }
 
 static ws_ln_off ln_named(const ws_model *m, const char *prefix)
@@ -324,21 +338,15 @@ static const float *stream_out(const ws_model *m, const rmc_act *a)
     return L > 0 ? block_at(m, a, L - 1).mlp.x_out : m->plan.x0;
 }
 
-static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, const float *cand,
-                                  float *out)
+static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, float *out)
 {
     const ws_plan *p = &m->plan;
     ws_rmc_gate_args g = {.n_rows = p->n_state_rows, .d = m->cfg.d, .segs = p->seg_cross,
                           .n_segs = p->B, .input_bias = RMC_INPUT_BIAS,
                           .forget_bias = RMC_FORGET_BIAS, .gm = a->gm, .gx = a->gx,
-                          .cand = cand, .m_prev = a->m_prev, .gates = a->gates, .a = a->a,
+                          .cand = a->cand_ln.out, .m_prev = a->m_prev, .gates = a->gates, .a = a->a,
                           .out = out};
     return g;
-}
-
-static const float *candidate(const ws_model *m, const rmc_act *a)
-{
-    return m->cfg.state_norm ? a->cand_ln.out : stream_out(m, a);
 }
 
 static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_out)
@@ -360,10 +368,8 @@ static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_
         WS_TRY(block_forward(m, &a, l, x));
         x = block_at(m, &a, l).mlp.x_out;
     }
-    if (m->cfg.state_norm) {
-        ws_ln_off lnw = ln_named(m, "upd.ln");
-        WS_TRY(ws_ln_forward(m, &lnw, &a.cand_ln, a.cand_ln.out, x, n));
-    }
+    ws_ln_off lnc = ln_named(m, "upd.ln_cand");
+    WS_TRY(ws_ln_forward(m, &lnc, &a.cand_ln, a.cand_ln.out, x, n));
     size_t gm_w = ws_model_param_off(m, "upd.gate.m", ".w");
     size_t gx_w = ws_model_param_off(m, "upd.gate.x", ".w");
     WS_TRY(ops->tanh_forward(be, a.tanh_prev, a.m_prev, (size_t)n * d));
@@ -373,8 +379,11 @@ static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_
     WS_TRY(be->ops->linear_forward(be, a.gx, a.xbar, WS_P(m, gx_w),
                                    WS_P(m, ws_model_param_off(m, "upd.gate.x", ".b")), p->B, d,
                                    2 * d));
-    ws_rmc_gate_args g = gate_args(m, &a, candidate(m, &a), w_out);
-    return ops->gate_forward(be, &g);
+    ws_rmc_gate_args g = gate_args(m, &a, m->cfg.state_norm ? a.m_new : w_out);
+    WS_TRY(ops->gate_forward(be, &g));
+    if (!m->cfg.state_norm) return WS_OK;
+    ws_ln_off lnw = ln_named(m, "upd.ln");
+    return ws_ln_forward(m, &lnw, &a.state_ln, w_out, a.m_new, n);
 }
 
 /* ---- backward ---------------------------------------------------------------- */
@@ -405,17 +414,23 @@ static ws_status block_backward(ws_model *m, const rmc_act *a, const rmc_scratch
     return ws_ln_backward(m, &ln1, &b.ln, p->d_x, s->d_ln, x_in, n);
 }
 
-/* ∂L/∂W_t (p->d_w) through the gates: into the candidate (then p->d_x), the
- * gate weights, the context (through x̄) and, for W_0 trajectories, W_0. */
+/* ∂L/∂W_t (p->d_w) through LN_w and the gates: into the candidate (then p->d_x),
+ * the gate weights, the context (through x̄) and, for W_0 trajectories, W_0. */
 static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch *s)
 {
     ws_backend *be = m->be;
     const ws_rmc_ops *ops = be->ops->rmc;
     ws_plan *p = &m->plan;
     int d = m->cfg.d, n = p->n_state_rows;
-    WS_TRY(be->ops->fill(be, s->d_cand, 0.0f, s->gate_floats));
-    ws_rmc_gate_args g = gate_args(m, a, candidate(m, a), NULL);
-    ws_rmc_gate_grads gg = {.dout = p->d_w, .d_cand = s->d_cand, .d_gm = s->d_gm,
+    WS_TRY(be->ops->fill(be, s->d_m_new, 0.0f, s->gate_floats));
+    const float *d_m_new = p->d_w;
+    if (m->cfg.state_norm) {
+        ws_ln_off lnw = ln_named(m, "upd.ln");
+        WS_TRY(ws_ln_backward(m, &lnw, &a->state_ln, s->d_m_new, p->d_w, a->m_new, n));
+        d_m_new = s->d_m_new;
+    }
+    ws_rmc_gate_args g = gate_args(m, a, NULL);
+    ws_rmc_gate_grads gg = {.dout = d_m_new, .d_cand = s->d_cand, .d_gm = s->d_gm,
                             .d_gx = s->d_gx, .d_m_prev = s->d_m_prev};
     WS_TRY(ops->gate_backward(be, &g, &gg));
     size_t gx_w = ws_model_param_off(m, "upd.gate.x", ".w");
@@ -430,9 +445,8 @@ static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch
     WS_TRY(ops->tanh_backward(be, s->d_m_prev, a->tanh_prev, s->d_tanh, (size_t)n * d));
     /* Only W_0 rows keep theirs: W_{t-1} is a constant. */
     WS_TRY(be->ops->embedding_backward(be, WS_G(m, m->off.w0), s->d_m_prev, p->ids_w0, n, 1, d));
-    if (!m->cfg.state_norm) return be->ops->add_backward(be, p->d_x, NULL, s->d_cand, (size_t)n * d);
-    ws_ln_off lnw = ln_named(m, "upd.ln");
-    return ws_ln_backward(m, &lnw, &a->cand_ln, p->d_x, s->d_cand, stream_out(m, a), n);
+    ws_ln_off lnc = ln_named(m, "upd.ln_cand");
+    return ws_ln_backward(m, &lnc, &a->cand_ln, p->d_x, s->d_cand, stream_out(m, a), n);
 }
 
 static ws_status backward(ws_model *m, float *act, float *scratch)

@@ -7,12 +7,12 @@
  *   - the in-place step (w_out == w_prev, as the trainer runs it) gives the same
  *     state and gradients as out of place, bit for bit;
  *   - ragged-batch isolation;
- *   - reductions of the gated update, exact in float: a closed input gate and
- *     open forget gate hold the memory bit for bit over 10,000 steps of
- *     instructions; i = 1, f = 0 makes W_t = tanh(M̃), and with no blocks and no
- *     LN_w that is tanh(W_{t-1} + P) (to the op's tanh accuracy, 4e-7); σ(0) = ½
- *     on both gates (input bias 0, forget bias +1) gives exactly the mean of the
- *     held and the overwritten state;
+ *   - reductions of the RMC's gated update (state_norm = 0, W_t = M_t), exact in
+ *     float: a closed input gate and open forget gate hold the memory bit for
+ *     bit over 10,000 steps of instructions; i = 1, f = 0 makes W_t = tanh(M̃),
+ *     and with no blocks that is tanh(LN_c(W_{t-1} + P)) (against double, to the
+ *     op's tanh accuracy); σ(0) = ½ on both gates (input bias 0, forget bias +1)
+ *     gives exactly the mean of the held and the overwritten state;
  *   - the new state does not depend on the order of a step's instructions. */
 #include <math.h>
 #include <stdio.h>
@@ -135,7 +135,7 @@ static float *prev_memory(ws_mc_fixture *f)
 static void test_gate_reductions(void **s)
 {
     (void)s;
-    ws_model_config c = rmc_config(1, 2);
+    ws_model_config c = rmc_config(0, 2); /* W_t = M_t: the RMC's update itself */
     ws_mc_fixture f;
     ws_mc_setup(&f, &c);
     size_t n = 4 * ws_model_state_floats(f.m);
@@ -157,23 +157,33 @@ static void test_gate_reductions(void **s)
     free(m_prev), free(hold), free(over), free(half);
     ws_mc_teardown(&f);
 
-    /* No blocks, no LN_w: M̃ = X_0 = M_{t-1} + P, so i = 1, f = 0 gives tanh of it. */
+    /* No blocks: M̃ = LN_c(X_0) = LN_c(M_{t-1} + P), so i = 1, f = 0 gives tanh of
+     * that (double reference; the op's tanh is within 4e-7). */
     c = rmc_config(0, 0);
     ws_mc_setup(&f, &c);
     size_t sf = ws_model_state_floats(f.m);
+    int d = c.d;
     m_prev = prev_memory(&f);
-    float *pos = malloc(sf * sizeof *pos);
-    assert_non_null(pos);
+    float *pos = malloc(sf * sizeof *pos), *g = malloc(d * sizeof *g), *b = malloc(d * sizeof *b);
+    assert_true(pos && g && b);
     assert_int_equal(ws_model_get_tensor(f.m, "state.pos", pos, sf, 0, NULL), WS_OK);
+    assert_int_equal(ws_model_get_tensor(f.m, "upd.ln_cand.g", g, d, 0, NULL), WS_OK);
+    assert_int_equal(ws_model_get_tensor(f.m, "upd.ln_cand.b", b, d, 0, NULL), WS_OK);
     set_gates(f.m, 100.0f, -101.0f);
     over = step_states(&f);
-    for (size_t i = 0; i < n; i++) {
-        float want = tanhf(m_prev[i] + pos[i % sf]); /* the op's tanh is within 4e-7 */
-        if (!(fabsf(over[i] - want) <= 5e-7f))
-            fail_msg("no blocks, i = 1, f = 0: W[%zu] = %.9g, want tanh(M + P) = %.9g", i,
-                     (double)over[i], (double)want);
+    for (size_t r = 0; r < n / d; r++) {
+        double x[64], mean = 0.0, var = 0.0;
+        for (int j = 0; j < d; j++) x[j] = (double)(m_prev[r * d + j] + pos[(r * d + j) % sf]);
+        for (int j = 0; j < d; j++) mean += x[j] / d;
+        for (int j = 0; j < d; j++) var += (x[j] - mean) * (x[j] - mean) / d;
+        for (int j = 0; j < d; j++) {
+            double want = tanh((x[j] - mean) / sqrt(var + 1e-5) * g[j] + b[j]);
+            if (!(fabs(over[r * d + j] - want) <= 2e-6))
+                fail_msg("no blocks, i = 1, f = 0: W[%zu] = %.9g, want tanh(LN_c(M + P)) = %.9g",
+                         r * d + j, (double)over[r * d + j], want);
+        }
     }
-    free(m_prev), free(pos), free(over);
+    free(m_prev), free(pos), free(g), free(b), free(over);
     ws_mc_teardown(&f);
 }
 
@@ -182,7 +192,7 @@ static void test_gate_reductions(void **s)
 static void test_hold_10000_steps(void **s)
 {
     (void)s;
-    ws_model_config c = rmc_config(1, 1);
+    ws_model_config c = rmc_config(0, 1);
     ws_mc_fixture f;
     ws_mc_setup(&f, &c);
     set_gates(f.m, -100.0f, 100.0f);

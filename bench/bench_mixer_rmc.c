@@ -153,7 +153,7 @@ int main(int argc, char **argv)
            "instructions, CPU %d thread(s), CPU time, best of %d rounds\n",
            ks[0].cfg.d, ks[0].cfg.n_heads, ks[0].cfg.n_state, BATCH, N_INSTR, threads, rounds);
     printf("%-6s %10s %14s %16s %10s %16s\n", "", "upd params", "upd MFLOP fwd", "infer us/traj",
-           "GFLOP/s", "train us/traj");
+           "GFLOP/s*", "train us/traj");
     for (int i = 0; i < 2; i++) {
         contender *k = &ks[i];
         double fl = updater_flops(&k->cfg, 1 + N_INSTR);
@@ -161,6 +161,8 @@ int main(int argc, char **argv)
                fl * 1e-6, k->best_infer / BATCH * 1e6, fl / (k->best_infer / BATCH) * 1e-9,
                k->best_train / BATCH * 1e6);
     }
+    printf("* the Updater's FLOPs over the whole inference step's time (embedding and a "
+           "one-query Extractor included)\n");
     printf("rmc / plain: FLOPs %.3f, inference time %.3f, training time %.3f\n",
            updater_flops(&ks[1].cfg, 1 + N_INSTR) / updater_flops(&ks[0].cfg, 1 + N_INSTR),
            ks[1].best_infer / ks[0].best_infer, ks[1].best_train / ks[0].best_train);

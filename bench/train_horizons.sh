@@ -3,10 +3,12 @@
 # short rollouts, then roll fresh worlds out to 10,000 steps and print accuracy
 # against horizon (tables + JSON lines). Same iteration budget within a group of
 # rows, so the schemes and the state-LayerNorm ablation are compared fairly.
-#   bench/train_horizons.sh [facts4|facts8|life|numbers|all] [OUTDIR]
+#   bench/train_horizons.sh [facts4|facts8|facts8s|facts8s-rmc|facts8s-rmc-nonorm|life|numbers|all] [OUTDIR]
 # Environment: SKIP_DONE=1 keeps finished runs; EXTRA adds arguments to every run
 # (e.g. EXTRA="--trajectories 16" for cheaper 10,000-step evaluations);
-# LIFE_ITERS, NUMBERS_ITERS, HORIZONS size the life and numbers runs.
+# LIFE_ITERS, NUMBERS_ITERS, HORIZONS size the life and numbers runs; F8S_ITERS the
+# facts8s pair (facts 8x8 on the small model: the plain Updater and the gated
+# relational-memory one with and without LN_w, issue 7; the groups can run side by side).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WS_TRAIN:-$here/build/server/worldstate-train}
@@ -43,6 +45,16 @@ if [[ $what == facts8 || $what == all ]]; then
   run facts8-fixed32 $f8 --rollout 32 --lifetime fixed
   run facts8-pool256 $f8 --rollout 8 --lifetime pool --max-age 256
   run facts8-fixed8-nonorm $f8 --rollout 8 --lifetime fixed --no-state-norm
+fi
+f8s="--task facts --entities 8 --places 8 $small --rollout 8 --lifetime fixed --iters ${F8S_ITERS:-6000}"
+if [[ $what == facts8s || $what == all ]]; then
+  run facts8s-plain $f8s
+fi
+if [[ $what == facts8s-rmc || $what == all ]]; then
+  run facts8s-rmc $f8s --upd-mixer rmc
+fi
+if [[ $what == facts8s-rmc-nonorm || $what == all ]]; then
+  run facts8s-rmc-nonorm $f8s --upd-mixer rmc --no-state-norm
 fi
 # Life and numbers: bounded runs; --horizons may be overridden through HORIZONS.
 if [[ $what == life || $what == all ]]; then

@@ -210,3 +210,45 @@ double model_check_gradients(model_fixture *f, float h, double tol, const char *
            label, worst_name, worst, kinked, total);
     return worst;
 }
+
+double model_check_config_gradients(const ws_model_config *c, float h, double tol,
+                                    const char *label)
+{
+    model_fixture f;
+    model_fixture_setup(&f, c);
+    double worst = model_check_gradients(&f, h, tol, label);
+    model_fixture_teardown(&f);
+    return worst;
+}
+
+/* Changing trajectory 2's instructions must not change any other trajectory's
+ * new state or answers — bit for bit. */
+void model_check_isolation(const ws_model_config *c)
+{
+    model_fixture f;
+    model_fixture_setup(&f, c);
+    ws_error err;
+    size_t sf = ws_model_state_floats(f.m);
+    int nq = ws_batch_n_query(f.b);
+    float *w1 = malloc(4 * sf * sizeof *w1), *w2 = malloc(4 * sf * sizeof *w2);
+    float *p1 = malloc(nq * sizeof *p1), *p2 = malloc(nq * sizeof *p2);
+    assert_true(w1 && w2 && p1 && p2);
+    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p1, NULL, &err),
+                     WS_OK);
+    assert_int_equal(ws_backend_download(f.be, w1, f.w_out, 4 * sf * sizeof *w1), WS_OK);
+    model_check_batch(f.b, 3); /* same except trajectory 2's instructions */
+    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p2, NULL, &err),
+                     WS_OK);
+    assert_int_equal(ws_backend_download(f.be, w2, f.w_out, 4 * sf * sizeof *w2), WS_OK);
+    for (int t = 0; t < 4; t++) {
+        int same = memcmp(w1 + t * sf, w2 + t * sf, sf * sizeof *w1) == 0;
+        assert_int_equal(same, t != 2); /* only trajectory 2 moved */
+    }
+    /* Trajectory 2 has no queries, so every answer is unchanged. */
+    assert_memory_equal(p1, p2, nq * sizeof *p1);
+    free(w1);
+    free(w2);
+    free(p1);
+    free(p2);
+    model_fixture_teardown(&f);
+}

@@ -45,5 +45,12 @@ void model_fixture_teardown(model_fixture *f);
  * and h/2) are left out and counted: there the finite difference averages two
  * slopes. Every tensor keeps at least one element. */
 double model_check_gradients(model_fixture *f, float h, double tol, const char *label);
+/* The same on a fresh fixture of config c. */
+double model_check_config_gradients(const ws_model_config *c, float h, double tol,
+                                    const char *label);
+
+/* Changing trajectory 2's instructions changes no other trajectory's new state
+ * and no answer, bit for bit. */
+void model_check_isolation(const ws_model_config *c);
 
 #endif

@@ -10,13 +10,10 @@
 
 static void check_all_gradients(int state_norm)
 {
-    model_fixture f;
     ws_model_config c = model_check_tiny_config(state_norm);
-    model_fixture_setup(&f, &c);
     char label[32];
     snprintf(label, sizeof label, "state_norm=%d", state_norm);
-    model_check_gradients(&f, 1e-2f, 2e-2, label);
-    model_fixture_teardown(&f);
+    model_check_config_gradients(&c, 1e-2f, 2e-2, label);
 }
 
 static void test_gradients_state_norm(void **s)
@@ -31,38 +28,11 @@ static void test_gradients_no_state_norm(void **s)
     check_all_gradients(0);
 }
 
-/* Changing trajectory 2's instructions must not change any other trajectory's
- * new state or answers — bit for bit. */
 static void test_trajectories_isolated(void **s)
 {
     (void)s;
-    model_fixture f;
     ws_model_config c = model_check_tiny_config(1);
-    model_fixture_setup(&f, &c);
-    ws_error err;
-    size_t sf = ws_model_state_floats(f.m);
-    int nq = ws_batch_n_query(f.b);
-    float *w1 = malloc(4 * sf * sizeof *w1), *w2 = malloc(4 * sf * sizeof *w2);
-    float *p1 = malloc(nq * sizeof *p1), *p2 = malloc(nq * sizeof *p2);
-    assert_true(w1 && w2 && p1 && p2);
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p1, NULL, &err),
-                     WS_OK);
-    assert_int_equal(ws_backend_download(f.be, w1, f.w_out, 4 * sf * sizeof *w1), WS_OK);
-    model_check_batch(f.b, 3); /* same except trajectory 2's instructions */
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p2, NULL, &err),
-                     WS_OK);
-    assert_int_equal(ws_backend_download(f.be, w2, f.w_out, 4 * sf * sizeof *w2), WS_OK);
-    for (int t = 0; t < 4; t++) {
-        int same = memcmp(w1 + t * sf, w2 + t * sf, sf * sizeof *w1) == 0;
-        assert_int_equal(same, t != 2); /* only trajectory 2 moved */
-    }
-    /* Trajectory 2 has no queries, so every answer is unchanged. */
-    assert_memory_equal(p1, p2, nq * sizeof *p1);
-    free(w1);
-    free(w2);
-    free(p1);
-    free(p2);
-    model_fixture_teardown(&f);
+    model_check_isolation(&c);
 }
 
 /* ws_model_query on W_t answers exactly what the step answered. */

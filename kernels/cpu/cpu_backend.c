@@ -97,6 +97,7 @@ static const ws_backend_ops cpu_ops = {
     .scale = ws_cpu_scale,
     .rn = &ws_cpu_rn_ops,
     .simplicial = &ws_cpu_simplicial2_ops,
+    .rmc = &ws_cpu_rmc_ops,
 };
 
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)

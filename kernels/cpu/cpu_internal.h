@@ -64,5 +64,6 @@ ws_status ws_cpu_scale(ws_backend *be, float *x, float s, size_t n);
 
 /* Op tables of the relational mixers (cpu_<name>.c). */
 extern const struct ws_rn_ops ws_cpu_rn_ops;
+extern const struct ws_rmc_ops ws_cpu_rmc_ops;
 
 #endif

@@ -34,6 +34,7 @@ import mix_rn  # noqa: E402,F401  (registers the rn readout)
 import st  # noqa: E402
 import ws_ref  # noqa: E402
 import mix_simplicial2  # noqa: E402,F401  (registers the mixer)
+import mix_rmc  # noqa: E402,F401  (registers "rmc")
 
 BASE_CFG = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 2,
             "max_fact_len": 3, "vocab_cap": 20, "n_overflow": 4, "d_raw": 5, "state_norm": 1}
@@ -55,6 +56,8 @@ GOLDEN = [
                                    "s2_dim": 6, "s2_tau": 0.25}),
     ("model_s2_cross.safetensors", {"ext_mixer": "simplicial2", "s2_heads": 1, "s2_dim": 5,
                                     "s2_tau": 0.5}),
+    ("model_rmc.safetensors", {"upd_mixer": "rmc"}),
+    ("model_rmc_nonorm.safetensors", {"upd_mixer": "rmc", "state_norm": 0}),
 ]
 
 

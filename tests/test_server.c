@@ -115,6 +115,23 @@ static void test_flow(void **state)
     }
     assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bad", NULL, NULL, &r), 404);
     ws_ts_resp_free(&r);
+    /* a model with other mixers: created, recorded by name, and it serves steps */
+    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL,
+                               "{\"name\":\"mixed\",\"config\":{\"d\":16,\"n_heads\":2,"
+                               "\"n_state\":6,\"n_upd_layers\":1,\"n_ext_layers\":1,"
+                               "\"upd_mixer\":\"rmc\",\"ext_mixer\":\"simplicial2\","
+                               "\"s2_dim\":8,\"s2_tau\":0.125}}", &r), 201);
+    cJSON *mc = cJSON_GetObjectItem(r.json, "config");
+    assert_string_equal(cJSON_GetObjectItem(mc, "upd_mixer")->valuestring, "rmc");
+    assert_string_equal(cJSON_GetObjectItem(mc, "ext_mixer")->valuestring, "simplicial2");
+    assert_true(cJSON_GetObjectItem(mc, "s2_tau")->valuedouble == 0.125);
+    ws_ts_resp_free(&r);
+    char mid[33];
+    assert_int_equal(ws_ts_session(&D, NULL, "mixed", mid), 201);
+    assert_int_equal(step(mid, NULL, "{\"instructions\":[{\"fact\":[\"a\",\"b\"],\"value\":true}],"
+                              "\"queries\":[{\"fact\":[\"a\",\"b\"]}]}", &r), 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "answers")), 1);
+    ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/tiny/training", NULL, "{\"enabled\":false,\"lr\":0.01}", &r), 200);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "enabled")));
     ws_ts_resp_free(&r);

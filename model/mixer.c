@@ -6,8 +6,9 @@
 #include <stdlib.h>
 
 extern const ws_mixer ws_mixer_mha;
+extern const ws_mixer ws_mixer_compositional;
 
-static const ws_mixer *const block_mixers[] = {&ws_mixer_mha};
+static const ws_mixer *const block_mixers[] = {&ws_mixer_mha, &ws_mixer_compositional};
 static const ws_updater_variant *const updater_variants[] = {NULL};
 static const ws_readout_variant *const readout_variants[] = {NULL};
 

@@ -94,6 +94,7 @@ static const ws_backend_ops cpu_ops = {
     .adamw = ws_cpu_adamw,
     .sum_squares = ws_cpu_sum_squares,
     .scale = ws_cpu_scale,
+    .compositional = &ws_cpu_compositional_ops,
 };
 
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)

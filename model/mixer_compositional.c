@@ -19,26 +19,29 @@
  * softmax over R alike) — see tests/test_util.h.
  *
  * Activations: the input projections, rq [n, S·d_r], O [n, S, R, d_v],
- * k̄ [n·S·R, d_r], y [n, d], then ρ [n·S·R] and the search probabilities
- * (S·n_pairs). Backward scratch: the gradients of everything before ρ, in the
- * same shapes. */
+ * k̄ [n·S·R, d_r], y [n, d], then ρ [n·S·R], the search probabilities
+ * (S·n_pairs) and the segments with their probabilities placed for S searches
+ * (the plan's place n_heads heads). Backward scratch: the gradients of
+ * everything before ρ, in the same shapes. */
 #include "mixer.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "mixer_ops_compositional.h"
 
 typedef struct {
     int d, S, R, dv, dr, n, n_keys, self;
     size_t in_q, in_kv; /* floats of the query-side and key-side projections */
+    size_t n_pairs;     /* Σ_seg q_len·k_len */
 } comp_dims;
 
 static comp_dims dims_of(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     comp_dims k = {.d = c->d, .S = c->comp_searches, .R = c->comp_retrievals,
                    .dv = c->d / c->comp_searches, .dr = c->comp_dim, .n = s->n,
-                   .n_keys = s->n_keys, .self = mode == WS_MIX_SELF};
+                   .n_keys = s->n_keys, .self = mode == WS_MIX_SELF, .n_pairs = s->n_pairs};
     size_t d = (size_t)k.d, rv = (size_t)k.R * k.dv;
     k.in_q = (size_t)k.n * (k.self ? 2 * d + rv : d);
     k.in_kv = k.self ? 0 : (size_t)k.n_keys * (d + rv);
@@ -48,6 +51,7 @@ static comp_dims dims_of(const ws_model_config *c, ws_mix_mode mode, const ws_mi
 typedef struct {
     float *q, *kv, *rq, *o, *kbar, *y; /* the first six also carve the scratch */
     float *rho, *probs;
+    ws_attn_seg *segs;
 } comp_bufs;
 
 static size_t rows_sr(const comp_dims *k) { return (size_t)k->n * k->S * k->R; }
@@ -71,8 +75,15 @@ static comp_bufs carve(float *base, const comp_dims *k, int with_probs)
     if (with_probs) {
         b.rho = base;
         b.probs = base + rows_sr(k);
+        b.segs = (ws_attn_seg *)(b.probs + (size_t)k->S * k->n_pairs);
     }
     return b;
+}
+
+/* Floats that hold n ws_attn_seg (int32 fields: float alignment suffices). */
+static size_t seg_floats(int n)
+{
+    return ((size_t)n * sizeof(ws_attn_seg) + sizeof(float) - 1) / sizeof(float);
 }
 
 static size_t scratch_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
@@ -85,7 +96,8 @@ static size_t scratch_floats(const ws_model_config *c, ws_mix_mode mode, const w
 static size_t act_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     comp_dims k = dims_of(c, mode, s);
-    return scratch_floats(c, mode, s) + rows_sr(&k) + (size_t)k.S * s->n_pairs;
+    return scratch_floats(c, mode, s) + rows_sr(&k) + (size_t)k.S * s->n_pairs +
+           seg_floats(s->n_segs);
 }
 
 static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *err)
@@ -145,7 +157,7 @@ static ws_comp_search_args search_args(const ws_mix_call *call, const comp_dims 
     int rv = k->R * k->dv;
     ws_comp_search_args a = {
         .a = {.out = b->o, .ldo = k->S * rv, .probs = b->probs, .q = w.q, .ldq = w.ldq,
-              .k = w.k, .ldk = w.ldkv, .v = w.v, .ldv = w.ldkv, .segs = call->s.segs,
+              .k = w.k, .ldk = w.ldkv, .v = w.v, .ldv = w.ldkv, .segs = b->segs,
               .n_segs = call->s.n_segs, .n_heads = k->S, .d = k->d,
               .max_q_len = call->s.max_q, .max_k_len = call->s.max_k},
         .dv = rv, .v_step = 0, /* every search reads all R retrievals' values */
@@ -161,6 +173,25 @@ static ws_comp_select_args select_args(const comp_dims *k, const comp_bufs *b)
         .ldq = k->S * k->dr, .rho = b->rho, .y = b->y, .ldy = k->d,
     };
     return a;
+}
+
+/* The plan's segments place each segment's probabilities for n_heads heads;
+ * S searches need S: the same segments with p_off the running Σ S·q_len·k_len,
+ * written to the activations (backward reads them there). */
+static ws_status place_segments(const ws_mix_call *call, const comp_dims *k, ws_attn_seg *dev)
+{
+    int n = call->s.n_segs;
+    ws_attn_seg *h = malloc((size_t)(n > 0 ? n : 1) * sizeof *h);
+    if (!h) return WS_ERR_NOMEM;
+    size_t p = 0;
+    for (int i = 0; i < n; i++) {
+        h[i] = call->s.segs_host[i];
+        h[i].p_off = (int32_t)p;
+        p += (size_t)k->S * h[i].q_len * h[i].k_len;
+    }
+    ws_status st = ws_backend_upload(call->m->be, dev, h, (size_t)n * sizeof *h);
+    free(h);
+    return st;
 }
 
 static size_t off(const ws_mix_call *call, const char *suffix)
@@ -187,6 +218,7 @@ static ws_status forward(const ws_mix_call *call)
     }
     WS_TRY(be->ops->linear_forward(be, b.rq, call->x, WS_P(m, off(call, ".rq.w")),
                                    WS_P(m, off(call, ".rq.b")), k.n, d, k.S * k.dr));
+    WS_TRY(place_segments(call, &k, b.segs));
     ws_comp_search_args sa = search_args(call, &k, &b);
     WS_TRY(ops->search_forward(be, &sa));
     /* k̄: one shared W̄_k over all S·R·n retrieved rows */

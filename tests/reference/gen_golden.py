@@ -3,6 +3,8 @@
 
   tests/golden/model_small.safetensors   state_norm=1
   tests/golden/model_nonorm.safetensors  state_norm=0 (no upd.ln)
+  tests/golden/model_comp_self.safetensors   upd_mixer=compositional (S 4, R 3, d_r 5)
+  tests/golden/model_comp_cross.safetensors  ext_mixer=compositional (S 2, R 3, d_r 3)
 
 Each holds, for one small config and one ragged batch of 3 trajectories:
   param.<name>   initial parameters (C names and shapes, model/params.c)
@@ -32,6 +34,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st  # noqa: E402
 import ws_ref  # noqa: E402
+import mix_compositional  # noqa: E402,F401  (registers the mixer)
 
 BASE_CFG = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 2,
             "max_fact_len": 3, "vocab_cap": 20, "n_overflow": 4, "d_raw": 5, "state_norm": 1}
@@ -45,6 +48,10 @@ STEPS = 3
 GOLDEN = [
     ("model_small.safetensors", {"state_norm": 1}),
     ("model_nonorm.safetensors", {"state_norm": 0}),
+    ("model_comp_self.safetensors", {"upd_mixer": "compositional", "comp_searches": 4,
+                                     "comp_retrievals": 3, "comp_dim": 5}),
+    ("model_comp_cross.safetensors", {"ext_mixer": "compositional", "comp_searches": 2,
+                                      "comp_retrievals": 3, "comp_dim": 3}),
 ]
 
 
@@ -133,7 +140,10 @@ def generate(cfg, seed=1234):
     for n, p in trained.named_c_parameters():
         out["adam3." + n] = p.detach().numpy().astype(np.float32)
     meta = {
-        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS}),
+        # the base fields, then the mixer fields the entry sets (files without any
+        # stay as they were)
+        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS + tuple(
+            k for k in ws_ref.MIXER_DEFAULTS if k in cfg)}),
         "optim": json.dumps(OPTIM),
         "steps": str(STEPS),
         "grad_norms": "[" + ", ".join("%.9g" % n for n in norms) + "]",

@@ -194,80 +194,76 @@ static ws_status place_segments(const ws_mix_call *call, const comp_dims *k, ws_
     return st;
 }
 
-static size_t off(const ws_mix_call *call, const char *suffix)
+/* One linear of this use's tensors "<prefix><name>.w/.b". */
+static ws_status lin_forward(const ws_mix_call *call, const char *name, float *out,
+                             const float *in, int n, int in_dim, int out_dim)
 {
-    return ws_model_param_off(call->m, call->prefix, suffix);
+    ws_model *m = call->m;
+    char w[16], b[16];
+    snprintf(w, sizeof w, "%s.w", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    return m->be->ops->linear_forward(m->be, out, in, WS_P(m, ws_model_param_off(m, call->prefix, w)),
+                                      WS_P(m, ws_model_param_off(m, call->prefix, b)), n, in_dim,
+                                      out_dim);
+}
+
+static ws_status lin_backward(const ws_mix_call *call, const char *name, float *din,
+                              const float *dout, const float *in, int n, int in_dim, int out_dim)
+{
+    ws_model *m = call->m;
+    char w[16], b[16];
+    snprintf(w, sizeof w, "%s.w", name);
+    snprintf(b, sizeof b, "%s.b", name);
+    size_t wo = ws_model_param_off(m, call->prefix, w);
+    return m->be->ops->linear_backward(m->be, din, WS_G(m, wo),
+                                       WS_G(m, ws_model_param_off(m, call->prefix, b)), dout, in,
+                                       WS_P(m, wo), n, in_dim, out_dim);
 }
 
 static ws_status forward(const ws_mix_call *call)
 {
-    ws_model *m = call->m;
-    ws_backend *be = m->be;
-    const struct ws_compositional_ops *ops = be->ops->compositional;
-    comp_dims k = dims_of(&m->cfg, call->mode, &call->s);
+    ws_backend *be = call->m->be;
+    comp_dims k = dims_of(&call->m->cfg, call->mode, &call->s);
     comp_bufs b = carve(call->act, &k, 1);
-    int d = k.d, rv = k.R * k.dv;
+    int d = k.d, rv = k.R * k.dv, n_sr = (int)rows_sr(&k);
     if (k.self) {
-        WS_TRY(be->ops->linear_forward(be, b.q, call->x, WS_P(m, off(call, ".qkv.w")),
-                                       WS_P(m, off(call, ".qkv.b")), k.n, d, 2 * d + rv));
+        WS_TRY(lin_forward(call, ".qkv", b.q, call->x, k.n, d, 2 * d + rv));
     } else {
-        WS_TRY(be->ops->linear_forward(be, b.q, call->x, WS_P(m, off(call, ".q.w")),
-                                       WS_P(m, off(call, ".q.b")), k.n, d, d));
-        WS_TRY(be->ops->linear_forward(be, b.kv, call->keys, WS_P(m, off(call, ".kv.w")),
-                                       WS_P(m, off(call, ".kv.b")), k.n_keys, d, d + rv));
+        WS_TRY(lin_forward(call, ".q", b.q, call->x, k.n, d, d));
+        WS_TRY(lin_forward(call, ".kv", b.kv, call->keys, k.n_keys, d, d + rv));
     }
-    WS_TRY(be->ops->linear_forward(be, b.rq, call->x, WS_P(m, off(call, ".rq.w")),
-                                   WS_P(m, off(call, ".rq.b")), k.n, d, k.S * k.dr));
+    WS_TRY(lin_forward(call, ".rq", b.rq, call->x, k.n, d, k.S * k.dr));
     WS_TRY(place_segments(call, &k, b.segs));
     ws_comp_search_args sa = search_args(call, &k, &b);
-    WS_TRY(ops->search_forward(be, &sa));
+    WS_TRY(be->ops->compositional->search_forward(be, &sa));
     /* k̄: one shared W̄_k over all S·R·n retrieved rows */
-    WS_TRY(be->ops->linear_forward(be, b.kbar, b.o, WS_P(m, off(call, ".rk.w")),
-                                   WS_P(m, off(call, ".rk.b")), (int)rows_sr(&k), k.dv, k.dr));
+    WS_TRY(lin_forward(call, ".rk", b.kbar, b.o, n_sr, k.dv, k.dr));
     ws_comp_select_args se = select_args(&k, &b);
-    WS_TRY(ops->select_forward(be, &se));
-    return be->ops->linear_forward(be, call->out, b.y, WS_P(m, off(call, ".out.w")),
-                                   WS_P(m, off(call, ".out.b")), k.n, d, d);
+    WS_TRY(be->ops->compositional->select_forward(be, &se));
+    return lin_forward(call, ".out", call->out, b.y, k.n, d, d);
 }
 
 static ws_status backward(const ws_mix_call *call)
 {
-    ws_model *m = call->m;
-    ws_backend *be = m->be;
-    const struct ws_compositional_ops *ops = be->ops->compositional;
-    comp_dims k = dims_of(&m->cfg, call->mode, &call->s);
-    comp_bufs b = carve(call->act, &k, 1);
-    comp_bufs g = carve(call->scratch, &k, 0);
-    int d = k.d, rv = k.R * k.dv;
-    WS_TRY(be->ops->fill(be, g.q, 0.0f, scratch_floats(&m->cfg, call->mode, &call->s)));
-    size_t w = off(call, ".out.w");
-    WS_TRY(be->ops->linear_backward(be, g.y, WS_G(m, w), WS_G(m, off(call, ".out.b")),
-                                    call->d_out, b.y, WS_P(m, w), k.n, d, d));
+    ws_backend *be = call->m->be;
+    comp_dims k = dims_of(&call->m->cfg, call->mode, &call->s);
+    comp_bufs b = carve(call->act, &k, 1), g = carve(call->scratch, &k, 0);
+    int d = k.d, rv = k.R * k.dv, n_sr = (int)rows_sr(&k);
+    WS_TRY(be->ops->fill(be, g.q, 0.0f, scratch_floats(&call->m->cfg, call->mode, &call->s)));
+    WS_TRY(lin_backward(call, ".out", g.y, call->d_out, b.y, k.n, d, d));
     /* O gets two paths: directly through y (select) and through the keys k̄ (rk) */
     ws_comp_select_args se = select_args(&k, &b);
     ws_comp_select_grads sg = {.d_o = g.o, .d_k = g.kbar, .d_q = g.rq, .d_y = g.y};
-    WS_TRY(ops->select_backward(be, &se, &sg));
-    w = off(call, ".rk.w");
-    WS_TRY(be->ops->linear_backward(be, g.o, WS_G(m, w), WS_G(m, off(call, ".rk.b")), g.kbar,
-                                    b.o, WS_P(m, w), (int)rows_sr(&k), k.dv, k.dr));
+    WS_TRY(be->ops->compositional->select_backward(be, &se, &sg));
+    WS_TRY(lin_backward(call, ".rk", g.o, g.kbar, b.o, n_sr, k.dv, k.dr));
     ws_comp_search_args sa = search_args(call, &k, &b);
     qkv_views dw = views(&k, &g);
     ws_attn_grads ag = {.dq = dw.q, .dk = dw.k, .dv = dw.v, .dout = g.o};
-    WS_TRY(ops->search_backward(be, &sa, &ag));
-    w = off(call, ".rq.w");
-    WS_TRY(be->ops->linear_backward(be, call->d_x, WS_G(m, w), WS_G(m, off(call, ".rq.b")), g.rq,
-                                    call->x, WS_P(m, w), k.n, d, k.S * k.dr));
-    if (k.self) {
-        w = off(call, ".qkv.w");
-        return be->ops->linear_backward(be, call->d_x, WS_G(m, w), WS_G(m, off(call, ".qkv.b")),
-                                        g.q, call->x, WS_P(m, w), k.n, d, 2 * d + rv);
-    }
-    w = off(call, ".kv.w");
-    WS_TRY(be->ops->linear_backward(be, call->d_keys, WS_G(m, w), WS_G(m, off(call, ".kv.b")),
-                                    g.kv, call->keys, WS_P(m, w), k.n_keys, d, d + rv));
-    w = off(call, ".q.w");
-    return be->ops->linear_backward(be, call->d_x, WS_G(m, w), WS_G(m, off(call, ".q.b")), g.q,
-                                    call->x, WS_P(m, w), k.n, d, d);
+    WS_TRY(be->ops->compositional->search_backward(be, &sa, &ag));
+    WS_TRY(lin_backward(call, ".rq", call->d_x, g.rq, call->x, k.n, d, k.S * k.dr));
+    if (k.self) return lin_backward(call, ".qkv", call->d_x, g.q, call->x, k.n, d, 2 * d + rv);
+    WS_TRY(lin_backward(call, ".kv", call->d_keys, g.kv, call->keys, k.n_keys, d, d + rv));
+    return lin_backward(call, ".q", call->d_x, g.q, call->x, k.n, d, d);
 }
 
 const ws_mixer ws_mixer_compositional = {

@@ -29,10 +29,13 @@ static ws_model_config comp_config(int upd, int ext, int S, int R, int dr)
     return c;
 }
 
+/* Two layers of the mixer under test (uses share the backward scratch), one of
+ * the other stack: the check takes two model steps per parameter. */
 static void test_grad_self(void **state)
 {
     (void)state;
     ws_model_config c = comp_config(1, 0, 3, 2, 5);
+    c.n_ext_layers = 1;
     ws_test_model_grad_check(&c, "upd_mixer=compositional S3 R2 dr5");
 }
 
@@ -40,6 +43,7 @@ static void test_grad_cross(void **state)
 {
     (void)state;
     ws_model_config c = comp_config(0, 1, 2, 3, 3);
+    c.n_upd_layers = 1;
     ws_test_model_grad_check(&c, "ext_mixer=compositional S2 R3 dr3");
 }
 
@@ -111,8 +115,8 @@ static void test_reduction_r1(void **state)
     cm.upd_mixer = cm.ext_mixer = WS_MIXER_MHA;
     int dv = cc.d / S;
     ws_test_model_fixture fc, fm;
-    ws_test_model_setup(&fc, &cc);
-    ws_test_model_setup(&fm, &cm);
+    ws_test_model_setup(&fc, &cc, 2);
+    ws_test_model_setup(&fm, &cm, 2);
     copy_params(fc.m, fm.m, S, dv);
     size_t sf = 4 * ws_model_state_floats(fc.m);
     float *w = malloc(sf * sizeof *w);

@@ -21,7 +21,7 @@ static void check_all_gradients(int state_norm)
 static void setup_fixture(ws_test_model_fixture *f, int state_norm)
 {
     ws_model_config c = ws_test_tiny_config(state_norm);
-    ws_test_model_setup(f, &c);
+    ws_test_model_setup(f, &c, 2);
 }
 
 static void test_gradients_state_norm(void **s)

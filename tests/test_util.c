@@ -165,11 +165,11 @@ void ws_test_model_batch(ws_batch *b, int variant)
     assert_int_equal(ws_batch_add_query(b, ids, 1, 0), WS_OK);
 }
 
-void ws_test_model_setup(ws_test_model_fixture *f, const ws_model_config *c)
+void ws_test_model_setup(ws_test_model_fixture *f, const ws_model_config *c, int threads)
 {
     ws_error err;
     f->r.s = 12345;
-    assert_int_equal(ws_backend_cpu_new(&f->be, 2, &err), WS_OK);
+    assert_int_equal(ws_backend_cpu_new(&f->be, threads, &err), WS_OK);
     if (ws_model_new(&f->m, c, f->be, 7, &err) != WS_OK) fail_msg("model: %s", err.msg);
     randomize(f->m, &f->r);
     assert_int_equal(ws_batch_new(&f->b, c), WS_OK);
@@ -206,7 +206,7 @@ double ws_test_model_loss(ws_test_model_fixture *f)
 double ws_test_model_grad_check(const ws_model_config *c, const char *label)
 {
     ws_test_model_fixture f;
-    ws_test_model_setup(&f, c);
+    ws_test_model_setup(&f, c, 1);
     ws_error err;
     ws_step_result res;
     assert_int_equal(ws_model_zero_grads(f.m, &err), WS_OK);

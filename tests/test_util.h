@@ -52,9 +52,9 @@ ws_model_config ws_test_tiny_config(int state_norm);
  * only these); and one with both, so every path carries gradient. */
 void ws_test_model_batch(ws_batch *b, int variant);
 
-/* A model of config c on a 2-thread CPU backend with random parameters large
- * enough that gradients are well above float noise, the batch above (variant
- * 0), and a random W_{t-1} for its 4 trajectories. */
+/* A model of config c on a CPU backend of that many threads, with random
+ * parameters large enough that gradients are well above float noise, the batch
+ * above (variant 0), and a random W_{t-1} for its 4 trajectories. */
 typedef struct {
     ws_backend *be;
     ws_model *m;
@@ -63,12 +63,13 @@ typedef struct {
     ws_test_rng r;
 } ws_test_model_fixture;
 
-void ws_test_model_setup(ws_test_model_fixture *f, const ws_model_config *c);
+void ws_test_model_setup(ws_test_model_fixture *f, const ws_model_config *c, int threads);
 void ws_test_model_teardown(ws_test_model_fixture *f);
 /* The fixture's loss after one inference step. */
 double ws_test_model_loss(ws_test_model_fixture *f);
 /* Every parameter tensor's gradient against central differences of the loss
- * (step 1e-2); asserts each tensor's ‖g − fd‖/max(‖fd‖, 1e-3) <= 2e-2, prints the
+ * (step 1e-2), on one thread (thousands of tiny steps: on a loaded machine each
+ * OpenMP barrier can cost a scheduler tick); asserts each tensor's ‖g − fd‖/max(‖fd‖, 1e-3) <= 2e-2, prints the
  * worst under label and returns it. A tensor whose whole gradient is zero in
  * exact arithmetic (ws_test_key_bias_slice) has only noise on both sides: its
  * gradient must be ~0 (‖g‖ <= 1e-6) and the differences see nothing (<= 1e-3). */

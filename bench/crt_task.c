@@ -52,26 +52,14 @@ int crt_tuple_pref(const crt_task *t, int tuple, int s)
     return tuple % t->gr;
 }
 
-static uint64_t next(crt_rng *r)
+double crt_normal(ws_task_rng *r)
 {
-    uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ULL;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    r->s = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
-static int uniform_int(crt_rng *r, int n) { return (int)(next(r) % (uint64_t)n); }
-
-double crt_normal(crt_rng *r)
-{
-    double u1 = ((next(r) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
-    double u2 = (next(r) >> 11) * (1.0 / 9007199254740992.0);
+    double u1 = 1.0 - ws_task_rng_uniform(r); /* (0, 1]: log stays finite */
+    double u2 = ws_task_rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-void crt_sample(const crt_task *t, crt_rng *r, int set, int B, float *x, float *y)
+void crt_sample(const crt_task *t, ws_task_rng *r, int set, int B, float *x, float *y)
 {
     int n = t->n_obj, gs = t->gs, gr = t->gr, w = t->in_dim;
     for (int b = 0; b < B; b++) {
@@ -80,9 +68,9 @@ void crt_sample(const crt_task *t, crt_rng *r, int set, int B, float *x, float *
         for (int i = 0; i < n; i++) {
             float *row = xs + (size_t)i * w;
             for (int f = 0; f < gs + gr; f++) row[f] = (float)crt_normal(r);
-            int tuple = set == CRT_TRAIN  ? t->train[uniform_int(r, t->n_train)]
-                        : set == CRT_TEST ? t->test[uniform_int(r, t->n_test)]
-                                          : uniform_int(r, t->n_tuples);
+            int tuple = set == CRT_TRAIN  ? t->train[ws_task_rng_below(r, (uint32_t)t->n_train)]
+                        : set == CRT_TEST ? t->test[ws_task_rng_below(r, (uint32_t)t->n_test)]
+                                          : (int)ws_task_rng_below(r, (uint32_t)t->n_tuples);
             for (int s = 0; s < gs; s++) row[gs + gr + s * gr + crt_tuple_pref(t, tuple, s)] = 1;
         }
         for (int i = 0; i < n; i++) {

@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "tasks/task_rng.h"
+
 enum { CRT_TRAIN, CRT_TEST, CRT_ALL };
 
 typedef struct {
@@ -27,10 +29,6 @@ typedef struct {
     int n_tuples, n_train, n_test;
     int *train, *test; /* tuple indices of the two OoD sets */
 } crt_task;
-
-typedef struct {
-    uint64_t s;
-} crt_rng;
 
 /* gs <= 25 (the authors' coefficient list), gr >= 2. 0 on success, -1 when out of
  * memory or out of range. */
@@ -42,8 +40,9 @@ int crt_tuple_pref(const crt_task *t, int tuple, int s);
 
 /* B samples from the set (CRT_TRAIN, CRT_TEST, CRT_ALL): x [B·n_obj, in_dim] and
  * y [B·n_obj], object-major within a sample. */
-void crt_sample(const crt_task *t, crt_rng *r, int set, int B, float *x, float *y);
+void crt_sample(const crt_task *t, ws_task_rng *r, int set, int B, float *x, float *y);
 
-double crt_normal(crt_rng *r);
+/* N(0, 1) by Box–Muller. */
+double crt_normal(ws_task_rng *r);
 
 #endif

@@ -11,11 +11,15 @@
  *
  *   bench_crt [--iters N] [--batch N] [--lr X] [--d N] [--searches S]
  *             [--retrievals R] [--heads H] [--gt-searches S*] [--gt-retrievals R*]
- *             [--objects N] [--eval-batches N] [--eval-size N] [--eval-every N]
+ *             [--objects N] [--eval-batches N] [--final-batches N] [--eval-size N]
+ *             [--eval-every N]
  *             [--seed N] [--threads N] [--seconds X] [--all] [--no-coeff]
  *
  * --all trains on every tuple (no OoD split); --seconds caps the wall time (both
- * models stop at the same iteration). Prints a table and one JSON line. */
+ * models stop at the same iteration). The final evaluation uses final-batches
+ * batches of eval-size samples per set (the paper: 100 x 256), the progress lines
+ * every eval-every iterations the first eval-batches of them. Prints a table and
+ * one JSON line. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +30,8 @@
 #include "crt_task.h"
 
 typedef struct {
-    int iters, batch, d, S, R, heads, gs, gr, n_obj, eval_batches, eval_size, eval_every;
+    int iters, batch, d, S, R, heads, gs, gr, n_obj, eval_batches, final_batches, eval_size;
+    int eval_every;
     int threads, all, coeff;
     float lr;
     double seconds;
@@ -56,7 +61,7 @@ static double now(void)
 static int parse(int argc, char **argv, options *o)
 {
     *o = (options){.iters = 3000, .batch = 64, .d = 64, .S = 2, .R = 4, .heads = 2, .gs = 2,
-                   .gr = 4, .n_obj = 10, .eval_batches = 20, .eval_size = 256,
+                   .gr = 4, .n_obj = 10, .eval_batches = 4, .final_batches = 100, .eval_size = 256,
                    .eval_every = 500, .threads = 1, .coeff = 1, .lr = 1e-4f, .seconds = 1e30,
                    .seed = 1};
     for (int i = 1; i < argc; i++) {
@@ -65,7 +70,8 @@ static int parse(int argc, char **argv, options *o)
             {"--iters", &o->iters}, {"--batch", &o->batch}, {"--d", &o->d},
             {"--searches", &o->S}, {"--retrievals", &o->R}, {"--heads", &o->heads},
             {"--gt-searches", &o->gs}, {"--gt-retrievals", &o->gr}, {"--objects", &o->n_obj},
-            {"--eval-batches", &o->eval_batches}, {"--eval-size", &o->eval_size},
+            {"--eval-batches", &o->eval_batches}, {"--final-batches", &o->final_batches},
+            {"--eval-size", &o->eval_size},
             {"--eval-every", &o->eval_every}, {"--threads", &o->threads}};
         int done = 0;
         for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !done; k++)
@@ -80,6 +86,7 @@ static int parse(int argc, char **argv, options *o)
     }
     if (o->iters < 1 || o->batch < 1 || o->d < 1 || o->S < 1 || o->R < 1 || o->heads < 1 ||
         o->d % o->S || o->d % o->R || o->d % o->heads || o->eval_batches < 1 ||
+        o->final_batches < o->eval_batches ||
         o->eval_size < 1 || o->eval_every < 1 || o->threads < 1)
         return -1;
     return 0;
@@ -102,16 +109,17 @@ static int make_eval(eval_set *e, const crt_task *t, int set, int n_batches, int
     return 0;
 }
 
-/* Mean L1 of m over the set (batch by batch), or NAN on a backend error. */
-static double evaluate(crt_model *m, const eval_set *e, int in_dim, float *pred)
+/* Mean L1 of m over the first n_batches batches of the set, or NAN on a backend
+ * error. */
+static double evaluate(crt_model *m, const eval_set *e, int n_batches, int in_dim, float *pred)
 {
     double s = 0.0;
-    for (int b = 0; b < e->n_batches; b++) {
+    for (int b = 0; b < n_batches; b++) {
         size_t r0 = (size_t)b * e->rows_per_batch;
         if (crt_model_forward(m, e->x + r0 * in_dim, e->size, pred) != WS_OK) return NAN;
         for (int i = 0; i < e->rows_per_batch; i++) s += fabs((double)pred[i] - e->y[r0 + i]);
     }
-    return s / ((double)e->n_batches * e->rows_per_batch);
+    return s / ((double)n_batches * e->rows_per_batch);
 }
 
 /* One training step on (x, y): L1 loss and its gradient sign(pred − y)/rows. */
@@ -164,9 +172,9 @@ int main(int argc, char **argv)
             return 1;
         }
     eval_set ein, eood;
-    if (make_eval(&ein, &task, o.all ? CRT_ALL : CRT_TRAIN, o.eval_batches, o.eval_size,
+    if (make_eval(&ein, &task, o.all ? CRT_ALL : CRT_TRAIN, o.final_batches, o.eval_size,
                   o.seed + 7777) != 0 ||
-        make_eval(&eood, &task, CRT_TEST, o.eval_batches, o.eval_size, o.seed + 8888) != 0) {
+        make_eval(&eood, &task, CRT_TEST, o.final_batches, o.eval_size, o.seed + 8888) != 0) {
         fprintf(stderr, "bench_crt: out of memory\n");
         return 1;
     }
@@ -175,11 +183,11 @@ int main(int argc, char **argv)
     float *pred = malloc((size_t)max_batch * o.n_obj * sizeof *pred);
     float *dpred = malloc((size_t)brows * sizeof *dpred);
     if (!x || !y || !pred || !dpred) return 1;
-    printf("CRT %dS%dR, %d objects, d %d, batch %d, lr %g, %s, %d threads; eval %d x %d "
-           "samples; tuples train %d / test %d of %d\n",
+    printf("CRT %dS%dR, %d objects, d %d, batch %d, lr %g, %s, %d threads; eval %d (progress "
+           "%d) x %d samples per set; tuples train %d / test %d of %d\n",
            o.gs, o.gr, o.n_obj, o.d, o.batch, (double)o.lr,
-           o.all ? "trained on all tuples" : "OoD split", o.threads, o.eval_batches,
-           o.eval_size, task.n_train, task.n_test, task.n_tuples);
+           o.all ? "trained on all tuples" : "OoD split", o.threads, o.final_batches,
+           o.eval_batches, o.eval_size, task.n_train, task.n_test, task.n_tuples);
     ws_task_rng r;
     ws_task_rng_seed(&r, o.seed);
     double t_start = now();
@@ -192,8 +200,9 @@ int main(int argc, char **argv)
             for (int k = 0; k < 2; k++) {
                 printf("  iter %6d  %-26s train L1 %.3f  in-dist %.3f  OoD %.3f  (%.0f s)\n", it,
                        rows[k].name, rows[k].last_train,
-                       evaluate(rows[k].m, &ein, task.in_dim, pred),
-                       evaluate(rows[k].m, &eood, task.in_dim, pred), rows[k].wall);
+                       evaluate(rows[k].m, &ein, o.eval_batches, task.in_dim, pred),
+                       evaluate(rows[k].m, &eood, o.eval_batches, task.in_dim, pred),
+                       rows[k].wall);
                 fflush(stdout);
             }
     }
@@ -201,8 +210,8 @@ int main(int argc, char **argv)
     printf("\n%-26s %8s %7s %6s %8s %8s %10s %9s %7s\n", "model", "params", "iters", "batch",
            "wall_s", "ms/step", "train L1", "in-dist", "OoD");
     for (int k = 0; k < 2; k++) {
-        l1_in[k] = evaluate(rows[k].m, &ein, task.in_dim, pred);
-        l1_ood[k] = evaluate(rows[k].m, &eood, task.in_dim, pred);
+        l1_in[k] = evaluate(rows[k].m, &ein, o.final_batches, task.in_dim, pred);
+        l1_ood[k] = evaluate(rows[k].m, &eood, o.final_batches, task.in_dim, pred);
         printf("%-26s %8zu %7d %6d %8.1f %8.2f %10.3f %9.3f %7.3f\n", rows[k].name,
                crt_model_n_params(rows[k].m), it, o.batch, rows[k].wall,
                1e3 * rows[k].wall / it, rows[k].last_train, l1_in[k], l1_ood[k]);

@@ -202,7 +202,8 @@ static ws_status lin_forward(const ws_mix_call *call, const char *name, float *o
     char w[16], b[16];
     snprintf(w, sizeof w, "%s.w", name);
     snprintf(b, sizeof b, "%s.b", name);
-    return m->be->ops->linear_forward(m->be, out, in, WS_P(m, ws_model_param_off(m, call->prefix, w)),
+    size_t wo = ws_model_param_off(m, call->prefix, w);
+    return m->be->ops->linear_forward(m->be, out, in, WS_P(m, wo),
                                       WS_P(m, ws_model_param_off(m, call->prefix, b)), n, in_dim,
                                       out_dim);
 }

@@ -34,6 +34,8 @@ static void usage(FILE *f)
             "          --data-dir DIR\n"
             "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
             "          --fact-len N --vocab N --no-state-norm\n"
+            "          --upd-mixer mha|compositional --ext-mixer mha|compositional\n"
+            "          --comp-searches N --comp-retrievals N --comp-dim N\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
@@ -110,6 +112,9 @@ static int parse_args(int argc, char **argv, options *o)
         {"--ext-layers", 'i', &o->mc.n_ext_layers, 0, 64},
         {"--fact-len", 'i', &o->mc.max_fact_len, 1, WS_MAX_FACT_LEN},
         {"--vocab", 'i', &o->mc.vocab_cap, 0, 1 << 24},
+        {"--comp-searches", 'i', &o->mc.comp_searches, 1, 64},
+        {"--comp-retrievals", 'i', &o->mc.comp_retrievals, 1, 64},
+        {"--comp-dim", 'i', &o->mc.comp_dim, 1, 1024},
         {"--batch", 'i', &o->tc.batch, 1, 65536},
         {"--rollout", 'i', &o->tc.rollout, 1, 1e6},
         {"--max-age", 'i', &o->tc.max_age, 1, 1e7},
@@ -144,7 +149,11 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
-        else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
+        else if ((!strcmp(a, "--upd-mixer") || !strcmp(a, "--ext-mixer")) && v) {
+            int kind = ws_mixer_kind_of(argv[++i]);
+            if (kind < 0) return -1;
+            *(a[2] == 'u' ? &o->mc.upd_mixer : &o->mc.ext_mixer) = kind;
+        } else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
         else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
         else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];
         else if (!strcmp(a, "--horizons") && v) {

@@ -69,8 +69,8 @@ void ws_test_model_teardown(ws_test_model_fixture *f);
 double ws_test_model_loss(ws_test_model_fixture *f);
 /* Every parameter tensor's gradient against central differences of the loss
  * (step 1e-2), on one thread (thousands of tiny steps: on a loaded machine each
- * OpenMP barrier can cost a scheduler tick); asserts each tensor's ‖g − fd‖/max(‖fd‖, 1e-3) <= 2e-2, prints the
- * worst under label and returns it. A tensor whose whole gradient is zero in
+ * OpenMP barrier can cost a scheduler tick); asserts each tensor's
+ * ‖g − fd‖/max(‖fd‖, 1e-3) <= 2e-2, prints the worst under label and returns it. A tensor whose whole gradient is zero in
  * exact arithmetic (ws_test_key_bias_slice) has only noise on both sides: its
  * gradient must be ~0 (‖g‖ <= 1e-6) and the differences see nothing (<= 1e-3). */
 double ws_test_model_grad_check(const ws_model_config *c, const char *label);

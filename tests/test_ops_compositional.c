@@ -57,9 +57,10 @@ static void poison(float *dev, const uint8_t *mask, size_t n)
 }
 
 /* Runs backward twice, from zero and from random prefills (the += contract), and
- * checks each gradient against central differences of l over its input. */
+ * checks each gradient against central differences of l over its input. The
+ * backward gets ∂L/∂out = l->r and the input gradients, all on the device. */
 typedef struct {
-    void (*backward)(void *ctx, float *const *grads); /* grads on the device */
+    void (*backward)(void *ctx, const float *dout, float *const *grads);
     int n_in;
     tbuf *in[3];
 } grad_spec;
@@ -78,13 +79,18 @@ static void check_grads(const char *tag, ws_test_rng *rng, loss_fn *l, const gra
         }
         dev[b] = dev_from(fresh[b], t->n);
     }
+    float *dout_h = xmalloc(l->n_out * sizeof *dout_h);
+    for (size_t i = 0; i < l->n_out; i++) dout_h[i] = (float)l->r[i];
+    float *dout = dev_from(dout_h, l->n_out);
     l->forward(ctx);
-    gs->backward(ctx, dev);
+    gs->backward(ctx, dout, dev);
     for (int b = 0; b < gs->n_in; b++) {
         get(fresh[b], dev[b], gs->in[b]->n);
         put(dev[b], pre[b], gs->in[b]->n);
     }
-    gs->backward(ctx, dev);
+    gs->backward(ctx, dout, dev);
+    dev_free(dout);
+    free(dout_h);
     char what[96];
     for (int b = 0; b < gs->n_in; b++) {
         tbuf *t = gs->in[b];
@@ -217,13 +223,11 @@ static void search_forward(void *ctx)
     assert_int_equal(g_run->ops->compositional->search_forward(g_run, &c->a), WS_OK);
 }
 
-static void search_backward(void *ctx, float *const *grads)
+static void search_backward(void *ctx, const float *dout, float *const *grads)
 {
     search_case *c = ctx;
-    float *dout = dev_from(c->out.h, c->out.n); /* out.h holds the loss weights here */
     ws_attn_grads g = {.dq = grads[0], .dk = grads[1], .dv = grads[2], .dout = dout};
     assert_int_equal(g_be->ops->compositional->search_backward(g_be, &c->a, &g), WS_OK);
-    dev_free(dout);
 }
 
 static void check_search(search_case *c, ws_test_rng *rng, const char *tag)
@@ -256,7 +260,6 @@ static void check_search(search_case *c, ws_test_rng *rng, const char *tag)
     }
 
     double *r = random_weights(rng, c->out.mask, c->out.n);
-    for (size_t i = 0; i < c->out.n; i++) c->out.h[i] = (float)r[i];
     loss_fn l = {search_forward, c, c->out.dev, c->out.n, r, xmalloc(c->out.n * sizeof(float))};
     grad_spec gs = {search_backward, 3, {&c->q, &c->k, &c->v}};
     check_grads(tag, rng, &l, &gs, c, 1e-4, 5e-4);
@@ -359,13 +362,11 @@ static void select_forward(void *ctx)
     assert_int_equal(g_run->ops->compositional->select_forward(g_run, &c->a), WS_OK);
 }
 
-static void select_backward(void *ctx, float *const *grads)
+static void select_backward(void *ctx, const float *dy, float *const *grads)
 {
     select_case *c = ctx;
-    float *dy = dev_from(c->y.h, c->y.n); /* y.h holds the loss weights here */
     ws_comp_select_grads g = {.d_o = grads[0], .d_k = grads[1], .d_q = grads[2], .d_y = dy};
     assert_int_equal(g_be->ops->compositional->select_backward(g_be, &c->a, &g), WS_OK);
-    dev_free(dy);
 }
 
 static void check_select(select_case *c, ws_test_rng *rng, const char *tag)
@@ -386,7 +387,6 @@ static void check_select(select_case *c, ws_test_rng *rng, const char *tag)
     check_close(what, rho, want_rho, rows, NULL, 1e-6, 1e-5);
 
     double *r = random_weights(rng, c->y.mask, c->y.n);
-    for (size_t i = 0; i < c->y.n; i++) c->y.h[i] = (float)r[i];
     loss_fn l = {select_forward, c, c->y.dev, c->y.n, r, xmalloc(c->y.n * sizeof(float))};
     grad_spec gs = {select_backward, 3, {&c->o, &c->k, &c->q}};
     check_grads(tag, rng, &l, &gs, c, 1e-4, 5e-4);
@@ -396,15 +396,17 @@ static void check_select(select_case *c, ws_test_rng *rng, const char *tag)
         for (size_t i = 0; i < rows; i++)
             if (rho[i] != 1.0f) fail_msg("%s: R = 1 but rho[%zu] = %.9g", tag, i, (double)rho[i]);
         float *dk = dev_alloc(c->k.n), *dq = dev_alloc(c->q.n), *d_o = dev_alloc(c->o.n);
+        float *dy = dev_alloc(c->y.n);
         dev_set(dk, 0.0f, c->k.n), dev_set(dq, 0.0f, c->q.n), dev_set(d_o, 0.0f, c->o.n);
-        select_backward(c, (float *const[]){d_o, dk, dq});
+        dev_set(dy, 1.0f, c->y.n);
+        select_backward(c, dy, (float *const[]){d_o, dk, dq});
         float *h = xmalloc((c->k.n > c->q.n ? c->k.n : c->q.n) * sizeof *h);
         get(h, dk, c->k.n);
         for (size_t i = 0; i < c->k.n; i++) assert_true(h[i] == 0.0f);
         get(h, dq, c->q.n);
         for (size_t i = 0; i < c->q.n; i++) assert_true(h[i] == 0.0f);
         free(h);
-        dev_free(dk), dev_free(dq), dev_free(d_o);
+        dev_free(dk), dev_free(dq), dev_free(d_o), dev_free(dy);
     }
     free(y), free(rho), free(want), free(want_rho), free(r), free(l.scratch);
 }

@@ -22,20 +22,23 @@ void ws_cpu_softmax_rows(float *s, int q_len, int k_len, const uint8_t *valid, i
         float *row = s + (long)i * k_len;
         int skip = mask_diag ? i : -1;
         float mx = -INFINITY;
-        for (int j = 0; j < k_len; j++)
-            if ((!valid || valid[j]) && j != skip) mx = fmaxf(mx, row[j]);
+        for (int j = 0; j < k_len; j++) /* not fmaxf: without -ffast-math a libm call */
+            if ((!valid || valid[j]) && j != skip && row[j] > mx) mx = row[j];
         if (mx == -INFINITY) { /* every key masked: no attention at all */
             for (int j = 0; j < k_len; j++) row[j] = 0.0f;
             continue;
         }
+        /* the diagonal out of the vectorised loop: exp(−inf) is clamped to ~1e-38 */
+        if (skip >= 0) row[skip] = -INFINITY;
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
         for (int j = 0; j < k_len; j++) {
             float e = ws_expf(row[j] - mx);
-            e = (!valid || valid[j]) && j != skip ? e : 0.0f;
+            e = (!valid || valid[j]) ? e : 0.0f;
             row[j] = e;
             sum += e;
         }
+        if (skip >= 0) sum -= row[skip], row[skip] = 0.0f;
         float inv = 1.0f / sum;
         for (int j = 0; j < k_len; j++) row[j] *= inv;
     }

@@ -14,8 +14,16 @@
 static float dot(const float *a, const float *b, int n)
 {
     float s = 0.0f;
+#pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
+}
+
+/* y += alpha · x */
+static void axpy(float *y, float alpha, const float *x, int n)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
 static ws_status select_forward(ws_backend *be, const ws_comp_select_args *a)
@@ -26,16 +34,16 @@ static ws_status select_forward(ws_backend *be, const ws_comp_select_args *a)
         for (int s = 0; s < S; s++) {
             long base = ((long)n * S + s) * R;
             const float *q = a->q + (long)n * a->ldq + (long)s * a->dr;
-            float *rho = a->rho + base;
             for (int r = 0; r < R; r++)
-                rho[r] = a->scale * dot(q, a->k + (base + r) * a->dr, a->dr);
-            ws_cpu_softmax_rows(rho, 1, R, NULL, 0);
+                a->rho[base + r] = a->scale * dot(q, a->k + (base + r) * a->dr, a->dr);
+        }
+        ws_cpu_softmax_rows(a->rho + (long)n * S * R, S, R, NULL, 0); /* one row per search */
+        for (int s = 0; s < S; s++) {
+            long base = ((long)n * S + s) * R;
+            const float *rho = a->rho + base;
             float *y = a->y + (long)n * a->ldy + (long)s * a->dv;
             for (int c = 0; c < a->dv; c++) y[c] = 0.0f;
-            for (int r = 0; r < R; r++) {
-                const float *o = a->o + (base + r) * a->dv;
-                for (int c = 0; c < a->dv; c++) y[c] += rho[r] * o[c];
-            }
+            for (int r = 0; r < R; r++) axpy(y, rho[r], a->o + (base + r) * a->dv, a->dv);
         }
     }
     return WS_OK;
@@ -58,20 +66,14 @@ static ws_status select_backward(ws_backend *be, const ws_comp_select_args *a,
             const float *rho = a->rho + base;
             float *de = de_all + base;
             for (int r = 0; r < R; r++) {
-                const float *o = a->o + (base + r) * a->dv;
-                float *d_o = g->d_o + (base + r) * a->dv;
-                de[r] = dot(dy, o, a->dv);
+                de[r] = dot(dy, a->o + (base + r) * a->dv, a->dv);
                 /* the direct path: y = Σ_r ρ_r O_r */
-                for (int c = 0; c < a->dv; c++) d_o[c] += rho[r] * dy[c];
+                axpy(g->d_o + (base + r) * a->dv, rho[r], dy, a->dv);
             }
             ws_cpu_softmax_rows_backward(rho, de, 1, R, a->scale);
             for (int r = 0; r < R; r++) {
-                const float *k = a->k + (base + r) * a->dr;
-                float *dk = g->d_k + (base + r) * a->dr;
-                for (int c = 0; c < a->dr; c++) {
-                    dk[c] += de[r] * q[c];
-                    dq[c] += de[r] * k[c];
-                }
+                axpy(g->d_k + (base + r) * a->dr, de[r], q, a->dr);
+                axpy(dq, de[r], a->k + (base + r) * a->dr, a->dr);
             }
         }
     }

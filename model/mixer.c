@@ -8,9 +8,11 @@
 extern const ws_mixer ws_mixer_mha;
 extern const ws_readout_variant ws_readout_rn;
 extern const ws_mixer ws_mixer_simplicial2;
+extern const ws_mixer ws_mixer_compositional;
 extern const ws_updater_variant ws_updater_rmc;
 
-static const ws_mixer *const block_mixers[] = {&ws_mixer_mha, &ws_mixer_simplicial2};
+static const ws_mixer *const block_mixers[] = {&ws_mixer_mha, &ws_mixer_simplicial2,
+                                               &ws_mixer_compositional};
 static const ws_updater_variant *const updater_variants[] = {&ws_updater_rmc};
 static const ws_readout_variant *const readout_variants[] = {&ws_readout_rn};
 

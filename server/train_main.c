@@ -41,6 +41,7 @@ static void usage(FILE *f)
             "          --fact-len N --vocab N --no-state-norm\n"
             "          --upd-mixer NAME --ext-mixer NAME (mha|simplicial2|compositional|rmc|rn)\n"
             "          --s2-virtual N --s2-heads N --s2-dim N --s2-tau X --rn-width N --rn-layers N\n"
+            "          --comp-searches N --comp-retrievals N --comp-dim N\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
@@ -125,6 +126,9 @@ static int parse_args(int argc, char **argv, options *o)
         {"--s2-heads", 'i', &o->mc.s2_heads, 0, 16},
         {"--s2-dim", 'i', &o->mc.s2_dim, 1, 1024},
         {"--s2-tau", 'f', &o->mc.s2_tau, 1e-6, 1e4},
+        {"--comp-searches", 'i', &o->mc.comp_searches, 1, 64},
+        {"--comp-retrievals", 'i', &o->mc.comp_retrievals, 1, 64},
+        {"--comp-dim", 'i', &o->mc.comp_dim, 1, 1024},
         {"--batch", 'i', &o->tc.batch, 1, 65536},
         {"--rollout", 'i', &o->tc.rollout, 1, 1e6},
         {"--max-age", 'i', &o->tc.max_age, 1, 1e7},
@@ -159,12 +163,11 @@ static int parse_args(int argc, char **argv, options *o)
             i++;
         } else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
-        else if (!strcmp(a, "--upd-mixer") && v) {
-            if ((o->mc.upd_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
-        } else if (!strcmp(a, "--ext-mixer") && v) {
-            if ((o->mc.ext_mixer = ws_mixer_kind_of(argv[++i])) < 0) return -1;
-        }
-        else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
+        else if ((!strcmp(a, "--upd-mixer") || !strcmp(a, "--ext-mixer")) && v) {
+            int kind = ws_mixer_kind_of(argv[++i]);
+            if (kind < 0) return -1;
+            *(a[2] == 'u' ? &o->mc.upd_mixer : &o->mc.ext_mixer) = kind;
+        } else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
         else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
         else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];
         else if (!strcmp(a, "--horizons") && v) {

@@ -754,7 +754,7 @@ static void compare_tensors(model_pair *mp, int grads, int adam_steps, float lr,
         char what[160];
         snprintf(what, sizeof what, "%s of %s %s", grads ? "gradient" : "parameter", t->name, when);
         size_t off, len;
-        if (!grads && adam_steps > 0 && ws_test_key_bias_slice(t->name, d, &off, &len)) {
+        if (!grads && adam_steps > 0 && ws_test_key_bias_slice(t->name, d, t->numel, &off, &len)) {
             double bound = 1.05 * adam_steps * lr;
             for (size_t j = off; j < off + len; j++) {
                 if (!(fabs((double)a[j] - b[j]) <= bound))

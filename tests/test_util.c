@@ -58,16 +58,24 @@ double ws_test_norm_rel_err(const float *a, const float *b, size_t n, double flo
     return sqrt(num) / fmax(sqrt(den), floor);
 }
 
-int ws_test_key_bias_slice(const char *name, int d, size_t *off, size_t *len)
+static int ends_with(const char *name, const char *suffix)
 {
-    size_t n = strlen(name);
-    const char *qkv = ".self.qkv.b", *kv = ".cross.kv.b";
-    if (n >= strlen(qkv) && strcmp(name + n - strlen(qkv), qkv) == 0) {
+    size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && strcmp(name + n - k, suffix) == 0;
+}
+
+int ws_test_key_bias_slice(const char *name, int d, size_t numel, size_t *off, size_t *len)
+{
+    if (ends_with(name, ".self.qkv.b")) {
         *off = (size_t)d, *len = (size_t)d;
         return 1;
     }
-    if (n >= strlen(kv) && strcmp(name + n - strlen(kv), kv) == 0) {
+    if (ends_with(name, ".cross.kv.b")) {
         *off = 0, *len = (size_t)d;
+        return 1;
+    }
+    if (ends_with(name, ".rk.b")) {
+        *off = 0, *len = numel;
         return 1;
     }
     return 0;

@@ -1,5 +1,5 @@
 /* test_util.h — helpers shared by the cmocka tests: seeded random data, error
- * measures, the model's key-bias slices and scratch-folder cleanup. */
+ * measures, the model's zero-gradient slices and scratch-folder cleanup. */
 #ifndef WS_TEST_UTIL_H
 #define WS_TEST_UTIL_H
 
@@ -25,13 +25,17 @@ double ws_test_max_rel_err(const float *a, const float *b, size_t n, double floo
 /* ‖a − b‖₂ / max(‖b‖₂, floor) */
 double ws_test_norm_rel_err(const float *a, const float *b, size_t n, double floor);
 
-/* The key biases (K rows of *.self.qkv.b and *.cross.kv.b) get an exactly zero
- * gradient in exact arithmetic (softmax ignores a constant added to every score of
- * a query), so theirs is rounding noise on every backend, which AdamW (eps 1e-8)
- * turns into steps of up to lr in either direction: after an optimizer step those
- * slices agree only within the Adam bound. This finds the slice [*off, *off + *len)
- * of tensor name in a model of width d; 0 when the tensor has none. */
-int ws_test_key_bias_slice(const char *name, int d, size_t *off, size_t *len);
+/* Parameter slices whose gradient is exactly zero in exact arithmetic, so theirs
+ * is rounding noise on every backend, which AdamW (eps 1e-8) turns into steps of
+ * up to lr in either direction: after an optimizer step those slices agree only
+ * within the Adam bound.
+ *   The key biases (K rows of *.self.qkv.b and *.cross.kv.b, MHA and
+ *   compositional): softmax ignores a constant added to every score of a query.
+ *   The compositional retrieval-key bias *.rk.b, the whole tensor: it adds the
+ *   same q̄·b̄_k to the R scores of a softmax over the R retrievals.
+ * This finds the slice [*off, *off + *len) of tensor name (numel floats) in a
+ * model of width d; 0 when the tensor has none. */
+int ws_test_key_bias_slice(const char *name, int d, size_t numel, size_t *off, size_t *len);
 
 /* Removes path and, for a folder, everything below it (a test's scratch folder).
  * 0 when done or when path does not exist, else -1 (errno set). */

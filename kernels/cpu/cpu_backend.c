@@ -98,6 +98,7 @@ static const ws_backend_ops cpu_ops = {
     .rn = &ws_cpu_rn_ops,
     .simplicial = &ws_cpu_simplicial2_ops,
     .rmc = &ws_cpu_rmc_ops,
+    .compositional = &ws_cpu_compositional_ops,
 };
 
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)

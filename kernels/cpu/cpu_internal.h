@@ -8,6 +8,7 @@
 #define WS_CPU_INTERNAL_H
 
 #include "../backend.h"
+#include "../mixer_ops_compositional.h"
 
 typedef struct {
     int n_threads;
@@ -38,6 +39,20 @@ ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, floa
 ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, float *dbias,
                                     const float *dout, const float *in, const float *gain,
                                     const float *mean, const float *rstd, int n, int c);
+/* Row-wise softmax of s[q_len, k_len] in place (cpu_attention.c). Keys with
+ * valid[j] == 0 (valid nullable) and, with mask_diag, key i of row i get p = 0;
+ * a row with no key left is all zeros. */
+void ws_cpu_softmax_rows(float *s, int q_len, int k_len, const uint8_t *valid, int mask_diag);
+/* Its backward in place: dp ← p ⊙ (dp − rowsum(dp ⊙ p)) · scale (masked keys, with
+ * p = 0, get 0). */
+void ws_cpu_softmax_rows_backward(const float *p, float *dp, int q_len, int k_len, float scale);
+/* Attention with value blocks (mixer_ops_compositional.h's search op), which
+ * attention_forward/backward run with v_step = dv = d_h. */
+ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c);
+ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
+                                 const ws_attn_grads *g);
+/* The compositional mixer's op table (cpu_compositional.c). */
+extern const struct ws_compositional_ops ws_cpu_compositional_ops;
 ws_status ws_cpu_attention_forward(ws_backend *be, const ws_attn_args *a);
 ws_status ws_cpu_attention_backward(ws_backend *be, const ws_attn_args *a,
                                     const ws_attn_grads *g);

@@ -3,6 +3,8 @@
 
   tests/golden/model_small.safetensors   state_norm=1
   tests/golden/model_nonorm.safetensors  state_norm=0 (no upd.ln)
+  tests/golden/model_comp_self.safetensors   upd_mixer=compositional (S 4, R 3, d_r 5)
+  tests/golden/model_comp_cross.safetensors  ext_mixer=compositional (S 2, R 3, d_r 3)
 
 Each holds, for one small config and one ragged batch of 3 trajectories:
   param.<name>   initial parameters (C names and shapes, model/params.c)
@@ -35,6 +37,7 @@ import st  # noqa: E402
 import ws_ref  # noqa: E402
 import mix_simplicial2  # noqa: E402,F401  (registers the mixer)
 import mix_rmc  # noqa: E402,F401  (registers "rmc")
+import mix_compositional  # noqa: E402,F401  (registers the mixer)
 
 BASE_CFG = {"d": 16, "n_heads": 2, "n_state": 4, "n_upd_layers": 2, "n_ext_layers": 2,
             "max_fact_len": 3, "vocab_cap": 20, "n_overflow": 4, "d_raw": 5, "state_norm": 1}
@@ -58,6 +61,10 @@ GOLDEN = [
                                     "s2_tau": 0.5}),
     ("model_rmc.safetensors", {"upd_mixer": "rmc"}),
     ("model_rmc_nonorm.safetensors", {"upd_mixer": "rmc", "state_norm": 0}),
+    ("model_comp_self.safetensors", {"upd_mixer": "compositional", "comp_searches": 4,
+                                     "comp_retrievals": 3, "comp_dim": 5}),
+    ("model_comp_cross.safetensors", {"ext_mixer": "compositional", "comp_searches": 2,
+                                      "comp_retrievals": 3, "comp_dim": 3}),
 ]
 
 

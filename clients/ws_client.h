@@ -158,7 +158,8 @@ int ws_client_step_req_equal(const ws_client_step_req *a, const ws_client_step_r
 
 /* JSON Lines records for export and replay: one object per step, holding the
  * step object {"instructions","queries","labels"} and the metadata "session",
- * "step", "answers", "model_version", "time_ms". to_json writes one line without
+ * "step", "answers", "model_version", "time_ms" (and "model", which the offline
+ * `worldstate-train export` adds; read and ignored). to_json writes one line without
  * a newline (*out freed with free()). from_json reads such a line: every field
  * is optional (a bare step object is a valid record), unknown fields and wrong
  * types are WS_CLIENT_ERR_INVALID with a message naming the field. */

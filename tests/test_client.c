@@ -661,6 +661,12 @@ static void test_records(void **state)
     free(text);
     ws_client_log_entry_free(&r);
     ws_client_log_entry_free(&back);
+    /* a line of the offline export (worldstate-train export) carries "model" too */
+    const char *offline = "{\"session\":\"0123456789abcdef0123456789abcdef\",\"model\":\"default\","
+                          "\"step\":1,\"instructions\":[],\"queries\":[],\"labels\":null}";
+    assert_int_equal(ws_client_log_entry_from_json(offline, strlen(offline), &r, &e), WS_CLIENT_OK);
+    assert_int_equal(r.step, 1);
+    ws_client_log_entry_free(&r);
     const char *bare = "{\"queries\":[{\"fact\":[\"x\"]}]}\n";
     assert_int_equal(ws_client_log_entry_from_json(bare, strlen(bare), &r, &e), WS_CLIENT_OK);
     assert_int_equal(r.step, WS_CLIENT_NO_STEP);

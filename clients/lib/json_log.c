@@ -59,8 +59,10 @@ ws_client_status wsc_answers_from_json(const cJSON *obj, ws_client_answers *out,
 /* The members a record may have; anything else is a typo worth reporting. */
 static ws_client_status check_members(const cJSON *obj, ws_client_error *err)
 {
-    static const char *const known[] = {"session", "step",  "instructions", "queries",
-                                        "labels",  "answers", "model_version", "time_ms"};
+    /* "model" is the session's model, written by `worldstate-train export`. */
+    static const char *const known[] = {"session", "model",   "step",          "instructions",
+                                        "queries", "labels",  "answers",       "model_version",
+                                        "time_ms"};
     for (const cJSON *m = obj->child; m; m = m->next) {
         size_t k = 0;
         while (k < sizeof known / sizeof known[0] && strcmp(known[k], m->string) != 0) k++;

@@ -147,6 +147,12 @@ typedef struct ws_backend_ops {
     ws_status (*embedding_backward)(ws_backend *be, float *dtable, const float *dout,
                                     const int32_t *ids, int n_rows, int k, int d);
 
+    /* Symbol codes (symcode.h): out[r] (=, or += if accumulate) Σ_j code_j(hashes[r*k+j])
+     * over hashes != 0, code_j being the code rolled by slot j, slots summed in order.
+     * The codes are fixed, so there is no backward. */
+    ws_status (*symcode_forward)(ws_backend *be, float *out, const uint64_t *hashes,
+                                 int n_rows, int k, int d, int accumulate);
+
     /* Binary cross-entropy with logits. Labels < 0 mark unlabelled items.
      * loss_out[0] = scale * Σ_labelled bce(logit, label);
      * dlogits[i] += scale * (σ(logit_i) − label_i) for labelled i. */

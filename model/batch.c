@@ -31,6 +31,7 @@ ws_status ws_batch_new(ws_batch **out, const ws_model_config *cfg)
 static void fact_list_free(ws_fact_list *f)
 {
     free(f->ids);
+    free(f->hash);
     free(f->raw_row);
     free(f->raw);
     free(f->value);
@@ -75,9 +76,10 @@ ws_status ws_batch_begin_traj(ws_batch *b, int from_w0)
     return WS_OK;
 }
 
-/* Appends one fact row (symbolic when x == NULL) with its value. */
-static ws_status add_fact(ws_batch *b, ws_fact_list *f, const int32_t *ids, int n_ids,
-                          const float *x, int value)
+/* Appends one fact row with its value: symbolic when x == NULL, with ids or syms
+ * (exactly one of them given). */
+static ws_status add_fact(ws_batch *b, ws_fact_list *f, const int32_t *ids, const ws_sym *syms,
+                          int n_ids, const float *x, int value)
 {
     if (b->n_traj == 0) return WS_ERR_INVALID;
     if (x) {
@@ -86,10 +88,15 @@ static ws_status add_fact(ws_batch *b, ws_fact_list *f, const int32_t *ids, int 
             if (!isfinite(x[i])) return WS_ERR_INVALID;
     } else {
         if (n_ids < 1 || n_ids > b->S) return WS_ERR_INVALID;
-        for (int i = 0; i < n_ids; i++)
-            if (ids[i] < 0 || ids[i] >= b->n_ids) return WS_ERR_INVALID;
+        for (int i = 0; i < n_ids; i++) {
+            int32_t id = ids ? ids[i] : syms[i].id;
+            /* A symbol without an id needs its hash: it is nothing else. */
+            if (id < -1 || id >= b->n_ids || (id < 0 && (ids || !syms[i].hash)))
+                return WS_ERR_INVALID;
+        }
     }
     WS_TRY(grow((void **)&f->ids, &f->ids_cap, (f->n + 1) * b->S, sizeof(int32_t)));
+    WS_TRY(grow((void **)&f->hash, &f->hash_cap, (f->n + 1) * b->S, sizeof(uint64_t)));
     /* raw_row and value share one capacity: grow both before recording it. */
     int cap = f->cap;
     WS_TRY(grow((void **)&f->raw_row, &cap, f->n + 1, sizeof(int32_t)));
@@ -97,7 +104,12 @@ static ws_status add_fact(ws_batch *b, ws_fact_list *f, const int32_t *ids, int 
     WS_TRY(grow((void **)&f->value, &cap, f->n + 1, sizeof(int32_t)));
     f->cap = cap;
     int32_t *row = f->ids + (long)f->n * b->S;
-    for (int i = 0; i < b->S; i++) row[i] = (!x && i < n_ids) ? ids[i] : -1;
+    uint64_t *hrow = f->hash + (long)f->n * b->S;
+    for (int i = 0; i < b->S; i++) {
+        int sym = !x && i < n_ids;
+        row[i] = sym ? (ids ? ids[i] : syms[i].id) : -1;
+        hrow[i] = sym && syms ? syms[i].hash : 0;
+    }
     f->raw_row[f->n] = -1;
     if (x) {
         WS_TRY(grow((void **)&f->raw, &f->raw_cap, (f->n_raw + 1) * b->d_raw, sizeof(float)));
@@ -108,19 +120,21 @@ static ws_status add_fact(ws_batch *b, ws_fact_list *f, const int32_t *ids, int 
     return WS_OK;
 }
 
-static ws_status add_instr(ws_batch *b, const int32_t *ids, int n_ids, const float *x, int value)
+static ws_status add_instr(ws_batch *b, const int32_t *ids, const ws_sym *syms, int n_ids,
+                           const float *x, int value)
 {
     if (value != 0 && value != 1) return WS_ERR_INVALID;
-    WS_TRY(add_fact(b, &b->instr, ids, n_ids, x, value));
+    WS_TRY(add_fact(b, &b->instr, ids, syms, n_ids, x, value));
     b->n_instr[b->n_traj - 1]++;
     return WS_OK;
 }
 
-static ws_status add_query(ws_batch *b, const int32_t *ids, int n_ids, const float *x, int label)
+static ws_status add_query(ws_batch *b, const int32_t *ids, const ws_sym *syms, int n_ids,
+                           const float *x, int label)
 {
     if (label < -1 || label > 1) return WS_ERR_INVALID;
     WS_TRY(grow((void **)&b->labels, &b->labels_cap, b->query.n + 1, sizeof(float)));
-    WS_TRY(add_fact(b, &b->query, ids, n_ids, x, label));
+    WS_TRY(add_fact(b, &b->query, ids, syms, n_ids, x, label));
     b->labels[b->query.n - 1] = (float)label;
     b->n_query[b->n_traj - 1]++;
     if (label >= 0) b->n_labelled++;
@@ -129,22 +143,32 @@ static ws_status add_query(ws_batch *b, const int32_t *ids, int n_ids, const flo
 
 ws_status ws_batch_add_instr(ws_batch *b, const int32_t *ids, int n_ids, int value)
 {
-    return add_instr(b, ids, n_ids, NULL, value);
+    return ids ? add_instr(b, ids, NULL, n_ids, NULL, value) : WS_ERR_INVALID;
+}
+
+ws_status ws_batch_add_instr_syms(ws_batch *b, const ws_sym *syms, int n_syms, int value)
+{
+    return syms ? add_instr(b, NULL, syms, n_syms, NULL, value) : WS_ERR_INVALID;
 }
 
 ws_status ws_batch_add_instr_raw(ws_batch *b, const float *x, int value)
 {
-    return add_instr(b, NULL, 0, x, value);
+    return x ? add_instr(b, NULL, NULL, 0, x, value) : WS_ERR_INVALID;
 }
 
 ws_status ws_batch_add_query(ws_batch *b, const int32_t *ids, int n_ids, int label)
 {
-    return add_query(b, ids, n_ids, NULL, label);
+    return ids ? add_query(b, ids, NULL, n_ids, NULL, label) : WS_ERR_INVALID;
+}
+
+ws_status ws_batch_add_query_syms(ws_batch *b, const ws_sym *syms, int n_syms, int label)
+{
+    return syms ? add_query(b, NULL, syms, n_syms, NULL, label) : WS_ERR_INVALID;
 }
 
 ws_status ws_batch_add_query_raw(ws_batch *b, const float *x, int label)
 {
-    return add_query(b, NULL, 0, x, label);
+    return x ? add_query(b, NULL, NULL, 0, x, label) : WS_ERR_INVALID;
 }
 
 int ws_batch_n_traj(const ws_batch *b) { return b->n_traj; }

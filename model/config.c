@@ -13,7 +13,13 @@ _Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int)
                    sizeof(float) == sizeof(int),
                "ws_model_config_fields must list every ws_model_config field");
 
-#define INT_FIELD(f, req) {#f, offsetof(ws_model_config, f), WS_CFG_INT, req}
+static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
+                                                        "rmc", "rn"};
+static const char *const symbol_code_names[WS_SYMBOLS_COUNT] = {"table", "hashed"};
+
+#define INT_FIELD(f, req) {#f, offsetof(ws_model_config, f), WS_CFG_INT, req, 0, NULL, 0}
+#define MIXER_FIELD(f) \
+    {#f, offsetof(ws_model_config, f), WS_CFG_NAME, 0, 0, mixer_names, WS_MIXER_COUNT}
 const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
     INT_FIELD(d, 1),
     INT_FIELD(n_heads, 1),
@@ -25,22 +31,22 @@ const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
     INT_FIELD(n_overflow, 1),
     INT_FIELD(d_raw, 1),
     INT_FIELD(state_norm, 1),
-    {"upd_mixer", offsetof(ws_model_config, upd_mixer), WS_CFG_MIXER, 0},
-    {"ext_mixer", offsetof(ws_model_config, ext_mixer), WS_CFG_MIXER, 0},
+    MIXER_FIELD(upd_mixer),
+    MIXER_FIELD(ext_mixer),
     INT_FIELD(s2_virtual, 0),
     INT_FIELD(s2_heads, 0),
     INT_FIELD(s2_dim, 0),
-    {"s2_tau", offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 0},
+    {"s2_tau", offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 0, 0, NULL, 0},
     INT_FIELD(comp_searches, 0),
     INT_FIELD(comp_retrievals, 0),
     INT_FIELD(comp_dim, 0),
     INT_FIELD(rn_width, 0),
     INT_FIELD(rn_layers, 0),
+    {"symbol_code", offsetof(ws_model_config, symbol_code), WS_CFG_NAME, 0, 1, symbol_code_names,
+     WS_SYMBOLS_COUNT},
 };
 #undef INT_FIELD
-
-static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
-                                                        "rmc", "rn"};
+#undef MIXER_FIELD
 
 const char *ws_mixer_name(int kind)
 {
@@ -61,7 +67,7 @@ ws_model_config ws_model_config_default(void)
         .max_fact_len = 4, .vocab_cap = 4096, .n_overflow = 256, .d_raw = 0, .state_norm = 1,
         .upd_mixer = WS_MIXER_MHA, .ext_mixer = WS_MIXER_MHA, .s2_virtual = 2, .s2_heads = 1,
         .s2_dim = 32, .s2_tau = 1.0f, .comp_searches = 4, .comp_retrievals = 2, .comp_dim = 16,
-        .rn_width = 64, .rn_layers = 2,
+        .rn_width = 64, .rn_layers = 2, .symbol_code = WS_SYMBOLS_HASHED,
     };
 }
 
@@ -127,5 +133,7 @@ ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err)
                             c->d_raw);
     if (c->state_norm != 0 && c->state_norm != 1)
         return ws_error_set(err, WS_ERR_INVALID, "config: state_norm must be 0 or 1");
+    if (c->symbol_code < 0 || c->symbol_code >= WS_SYMBOLS_COUNT)
+        return ws_error_set(err, WS_ERR_INVALID, "config: symbol_code must be table or hashed");
     return validate_mixers(c, err);
 }

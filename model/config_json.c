@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model.h"
@@ -19,9 +20,9 @@ cJSON *ws_model_config_to_json(const ws_model_config *cfg)
     for (int i = 0; o && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
         const ws_model_config_field *f = &ws_model_config_fields[i];
         cJSON *v = NULL;
-        if (f->type == WS_CFG_MIXER) {
-            const char *name = ws_mixer_name(*(int *)field(&c, i));
-            v = cJSON_AddStringToObject(o, f->key, name ? name : "?");
+        if (f->type == WS_CFG_NAME) {
+            int k = *(int *)field(&c, i);
+            v = cJSON_AddStringToObject(o, f->key, k >= 0 && k < f->n_names ? f->names[k] : "?");
         } else if (f->type == WS_CFG_FLOAT) {
             v = cJSON_AddNumberToObject(o, f->key, *(float *)field(&c, i));
         } else {
@@ -38,13 +39,18 @@ cJSON *ws_model_config_to_json(const ws_model_config *cfg)
 static ws_status set_field(ws_model_config *c, int i, const cJSON *it, ws_error *err)
 {
     const ws_model_config_field *f = &ws_model_config_fields[i];
-    if (f->type == WS_CFG_MIXER) {
-        int kind = cJSON_IsString(it) ? ws_mixer_kind_of(it->valuestring) : -1;
-        if (kind < 0)
-            return ws_error_set(err, WS_ERR_INVALID,
-                                "config: %s must be one of \"mha\", \"simplicial2\", "
-                                "\"compositional\", \"rmc\", \"rn\"",
-                                f->key);
+    if (f->type == WS_CFG_NAME) {
+        int kind = f->n_names;
+        while (cJSON_IsString(it) && --kind >= 0 && strcmp(it->valuestring, f->names[kind]))
+            ;
+        if (kind < 0 || kind >= f->n_names) {
+            char list[160] = "";
+            for (int k = 0; k < f->n_names; k++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"",
+                         k ? ", " : "", f->names[k]);
+            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be one of %s", f->key,
+                                list);
+        }
         *(int *)field(c, i) = kind;
     } else if (f->type == WS_CFG_FLOAT) {
         if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || fabs(it->valuedouble) > 1e30)
@@ -79,9 +85,11 @@ ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_
         seen[i] = 1;
         WS_TRY(set_field(c, i, it, err));
     }
-    for (int i = 0; need_required && i < WS_MODEL_CONFIG_N_FIELDS; i++)
+    for (int i = 0; need_required && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
         if (ws_model_config_fields[i].required && !seen[i])
             return ws_error_set(err, WS_ERR_INVALID, "config: missing field \"%s\"",
                                 ws_model_config_fields[i].key);
+        if (ws_model_config_fields[i].absent_zero && !seen[i]) *(int *)field(c, i) = 0;
+    }
     return ws_model_config_validate(c, err);
 }

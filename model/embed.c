@@ -1,5 +1,7 @@
 /* embed.c — facts to tokens (DESIGN §2, Facts):
- *   u = Σ_i (E_sym[id_i] + E_slot[i])  or  u = W_raw x;   f = LN_f(u)
+ *   u = Σ_i (code_i(sym_i) + E_sym[id_i] + E_slot[i])  or  u = W_raw x;   f = LN_f(u)
+ * (code_i: the fixed code of the symbol's bytes rolled by slot i, hashed encoding
+ * only; E_sym is skipped for a symbol without a vocabulary id)
  *   instruction token = f + E_val[value]; query token = f
  * and the per-trajectory context C_b = [c_null; instruction tokens of b]. */
 #include "model_internal.h"
@@ -16,6 +18,7 @@ ws_status ws_embed_forward(ws_model *m)
                                            m->cfg.d_raw, d));
         WS_TRY(be->ops->embedding_forward(be, p->u, WS_P(m, o->sym), p->sym_ids, n, S, d,
                                           p->has_raw));
+        if (p->sym_hash) WS_TRY(be->ops->symcode_forward(be, p->u, p->sym_hash, n, S, d, 1));
         WS_TRY(be->ops->embedding_forward(be, p->u, WS_P(m, o->slot), p->slot_ids, n, S, d, 1));
         WS_TRY(ws_ln_forward(m, &o->fact_ln, &p->fact_ln, p->tok, p->u, n));
         WS_TRY(be->ops->embedding_forward(be, p->tok, WS_P(m, o->val), p->val_ids, n, 1, d, 1));

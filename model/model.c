@@ -114,7 +114,9 @@ static int ends_with(const char *s, const char *suffix)
 /* Linear weights N(0, 1/fan_in) so that products keep their input's scale and
  * attention logits are not all ~0 at the start (which stalls learning for
  * small d); embeddings, W_0, positions and c_null N(0, 1), the scale of the
- * LayerNorm'd tokens they sit beside; zero biases, unit LN gains. */
+ * LayerNorm'd tokens they sit beside; zero biases, unit LN gains. Under the
+ * hashed symbol code E_sym is a correction to the fixed codes and starts at 0:
+ * a symbol no one has trained on is its code alone. */
 static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
 {
     float *host = malloc(m->n_params * sizeof *host);
@@ -124,11 +126,12 @@ static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
         const ws_tensor_info *t = &m->tensors[i];
         float *p = host + t->offset;
         int is_ln = strstr(t->name, "ln") != NULL;
+        int is_zero = m->cfg.symbol_code == WS_SYMBOLS_HASHED && !strcmp(t->name, "embed.sym");
         float std = t->decay ? 1.0f / sqrtf((float)t->shape[1]) : 1.0f;
         for (size_t j = 0; j < t->numel; j++) {
             if (is_ln)
                 p[j] = ends_with(t->name, ".g") ? 1.0f : 0.0f;
-            else if (ends_with(t->name, ".b"))
+            else if (is_zero || ends_with(t->name, ".b"))
                 p[j] = 0.0f;
             else
                 p[j] = std * normal(&s);

@@ -36,6 +36,15 @@ typedef enum {
 const char *ws_mixer_name(int kind);
 int ws_mixer_kind_of(const char *name);
 
+/* How a symbol becomes a vector (DESIGN §2, Facts). */
+typedef enum {
+    WS_SYMBOLS_TABLE = 0,  /* a learned row per vocabulary id only (the encoding before
+                              `symbol_code` existed: a symbol never trained on is noise) */
+    WS_SYMBOLS_HASHED = 1, /* the fixed code of its bytes (kernels/symcode.h) plus a
+                              learned per-id correction that starts at zero (default) */
+    WS_SYMBOLS_COUNT
+} ws_symbol_code;
+
 typedef struct {
     int d;            /* width */
     int n_heads;      /* d % n_heads == 0 */
@@ -60,6 +69,7 @@ typedef struct {
     int comp_dim;        /* compositional: d_r, retrieval query/key width */
     int rn_width;        /* rn: width of g and f */
     int rn_layers;       /* rn: layers of g (>= 1) */
+    int symbol_code;     /* ws_symbol_code */
 } ws_model_config;
 
 /* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */
@@ -68,15 +78,20 @@ ws_model_config ws_model_config_default(void);
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
 
 /* Every ws_model_config field by the key that names it in JSON, so checkpoints
- * ("config" metadata) and the server's API spell them alike. Mixer kinds are
- * JSON strings ("mha", "simplicial2", ...), s2_tau a number, the rest integers. */
-#define WS_MODEL_CONFIG_N_FIELDS 21
-typedef enum { WS_CFG_INT, WS_CFG_FLOAT, WS_CFG_MIXER } ws_config_type;
+ * ("config" metadata) and the server's API spell them alike. Mixer kinds and the
+ * symbol code are JSON strings ("mha", "simplicial2", ...; "table", "hashed"),
+ * s2_tau a number, the rest integers. */
+#define WS_MODEL_CONFIG_N_FIELDS 22
+typedef enum { WS_CFG_INT, WS_CFG_FLOAT, WS_CFG_NAME } ws_config_type;
 typedef struct {
     const char *key;
     size_t off; /* offsetof(ws_model_config, field) */
     ws_config_type type;
     int required; /* 0: may be absent from a checkpoint (added after format 1 began) */
+    int absent_zero; /* a checkpoint without the field predates it: the field is 0
+                        (the behaviour before it existed), not the default */
+    const char *const *names; /* WS_CFG_NAME: the spelling of each value */
+    int n_names;
 } ws_model_config_field;
 extern const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS];
 
@@ -102,7 +117,12 @@ typedef struct ws_model ws_model;
 /* ---- batches -------------------------------------------------------------
  * A batch is built on the host, trajectory by trajectory: ws_batch_begin_traj()
  * then that trajectory's instructions and queries. A fact is either up to S
- * symbol ids (from the vocabulary) or a raw vector of d_raw floats. */
+ * symbols or a raw vector of d_raw floats. A symbol is its vocabulary id and the
+ * hash of its bytes that seeds its fixed code (ws_sym; ws_vocab_sym makes one).
+ * The id-only calls take the hash from the model's vocabulary for named ids. A
+ * symbol with id -1 has no vocabulary row: a fresh symbol, its code alone
+ * (under the table encoding it takes its overflow bucket, as an unseen symbol
+ * beyond the vocabulary's capacity would). */
 typedef struct ws_batch ws_batch;
 
 ws_status ws_batch_new(ws_batch **out, const ws_model_config *cfg);
@@ -116,6 +136,8 @@ ws_status ws_batch_add_instr_raw(ws_batch *b, const float *x, int value);
 /* label: 0 or 1, or -1 for an unlabelled query (answered, not trained on) */
 ws_status ws_batch_add_query(ws_batch *b, const int32_t *ids, int n_ids, int label);
 ws_status ws_batch_add_query_raw(ws_batch *b, const float *x, int label);
+ws_status ws_batch_add_instr_syms(ws_batch *b, const ws_sym *syms, int n_syms, int value);
+ws_status ws_batch_add_query_syms(ws_batch *b, const ws_sym *syms, int n_syms, int label);
 int ws_batch_n_traj(const ws_batch *b);
 int ws_batch_n_instr(const ws_batch *b);
 int ws_batch_n_query(const ws_batch *b);

@@ -72,6 +72,7 @@ typedef struct {
     int B, n_instr, n_query, n_facts, n_ctx, n_state_rows, has_raw;
     /* inputs, uploaded from the host staging copy in one transfer */
     int32_t *sym_ids, *slot_ids, *val_ids, *ctx_tok, *ctx_null, *ids_prev, *ids_w0, *ids_pos;
+    uint64_t *sym_hash; /* symbol codes' hashes, 0 where none (hashed encoding only) */
     ws_attn_seg *seg_self, *seg_cross, *seg_ext;
     const ws_attn_seg *seg_self_host, *seg_cross_host, *seg_ext_host; /* staging copies */
     int n_ext_segs, max_instr, max_query;

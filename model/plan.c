@@ -26,6 +26,9 @@ static void layout_inputs(ws_plan *p, const ws_model_config *cfg, carve *c)
 {
     size_t S = (size_t)cfg->max_fact_len;
     p->sym_ids = take_i(c, p->n_facts * S);
+    p->sym_hash = cfg->symbol_code == WS_SYMBOLS_HASHED
+                      ? take(c, p->n_facts * S * sizeof(uint64_t))
+                      : NULL;
     p->slot_ids = take_i(c, p->n_facts * S);
     p->val_ids = take_i(c, p->n_facts);
     p->ctx_tok = take_i(c, p->n_ctx);
@@ -127,15 +130,34 @@ static void copy_n(void *dst, const void *src, size_t bytes)
     if (bytes) memcpy(dst, src, bytes);
 }
 
+/* The symbols of the batch's fact rows (instructions, then queries): ids, and
+ * under the hashed encoding the hash of each (the vocabulary's for symbols given
+ * by id alone); under the table encoding a symbol given by hash alone takes its
+ * overflow bucket. A slot is filled where a symbol is present. */
+static void fill_symbols(const ws_model *m, ws_plan *h, const ws_batch *b)
+{
+    const ws_model_config *cfg = &m->cfg;
+    size_t S = (size_t)cfg->max_fact_len, ni = (size_t)b->instr.n;
+    for (size_t i = 0; i < (size_t)h->n_facts * S; i++) {
+        const ws_fact_list *f = i < ni * S ? &b->instr : &b->query;
+        size_t at = i < ni * S ? i : i - ni * S;
+        int32_t id = f->ids[at];
+        uint64_t hash = f->hash[at];
+        if (h->sym_hash)
+            h->sym_hash[i] = hash ? hash : id >= 0 ? ws_vocab_hash(m->vocab, id) : 0;
+        else if (id < 0 && hash)
+            id = cfg->vocab_cap + (int32_t)(hash % (uint64_t)cfg->n_overflow);
+        h->sym_ids[i] = id;
+        h->slot_ids[i] = id >= 0 || hash ? (int32_t)(i % S) : -1;
+    }
+}
+
 /* Fills the host staging copy of the inputs from the batch. */
 static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
 {
     const ws_model_config *cfg = &m->cfg;
-    int S = cfg->max_fact_len, T = cfg->n_state, H = cfg->n_heads, ni = b->instr.n;
-    copy_n(h->sym_ids, b->instr.ids, (size_t)ni * S * sizeof(int32_t));
-    copy_n(h->sym_ids + (size_t)ni * S, b->query.ids, (size_t)b->query.n * S * sizeof(int32_t));
-    for (size_t i = 0; i < (size_t)h->n_facts * S; i++)
-        h->slot_ids[i] = h->sym_ids[i] >= 0 ? (int32_t)(i % S) : -1;
+    int T = cfg->n_state, H = cfg->n_heads, ni = b->instr.n;
+    fill_symbols(m, h, b);
     for (int r = 0; r < h->n_facts; r++) h->val_ids[r] = r < ni ? b->instr.value[r] : -1;
     if (h->has_raw) {
         memset(h->raw, 0, (size_t)h->n_facts * cfg->d_raw * sizeof(float));

@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/symcode.h"
+
 struct ws_vocab {
     int capacity, n_overflow, size;
     char **symbols;   /* [capacity], by id */
+    uint64_t *hashes; /* [capacity]: ws_sym_hash of each named symbol */
     int32_t *slots;   /* hash table of ids, -1 empty; n_slots is a power of two */
     size_t n_slots;
 };
@@ -32,8 +35,9 @@ ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow)
     v->n_slots = 16;
     while (v->n_slots < (size_t)capacity * 2) v->n_slots *= 2;
     v->symbols = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof *v->symbols);
+    v->hashes = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof *v->hashes);
     v->slots = malloc(v->n_slots * sizeof *v->slots);
-    if (!v->symbols || !v->slots) {
+    if (!v->symbols || !v->hashes || !v->slots) {
         ws_vocab_free(v);
         return WS_ERR_NOMEM;
     }
@@ -47,6 +51,7 @@ void ws_vocab_free(ws_vocab *v)
     if (!v) return;
     for (int i = 0; i < v->size; i++) free(v->symbols[i]);
     free(v->symbols);
+    free(v->hashes);
     free(v->slots);
     free(v);
 }
@@ -70,6 +75,7 @@ int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
             copy[len] = '\0';
             int32_t id = v->size++;
             v->symbols[id] = copy;
+            v->hashes[id] = ws_sym_hash(sym, len);
             v->slots[i] = id;
             return id;
         }
@@ -85,4 +91,16 @@ int ws_vocab_n_overflow(const ws_vocab *v) { return v->n_overflow; }
 const char *ws_vocab_symbol(const ws_vocab *v, int32_t id)
 {
     return (id >= 0 && id < v->size) ? v->symbols[id] : NULL;
+}
+
+ws_sym ws_vocab_sym(ws_vocab *v, const char *sym, size_t len, int add)
+{
+    return (ws_sym){ws_vocab_id(v, sym, len, add), ws_sym_hash(sym, len)};
+}
+
+uint64_t ws_vocab_hash(const ws_vocab *v, int32_t id)
+{
+    if (id >= 0 && id < v->size) return v->hashes[id];
+    uint64_t h = ws_mix64((uint64_t)(uint32_t)id + 0x5EED5EED5EED5EEDULL);
+    return h ? h : 1;
 }

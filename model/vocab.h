@@ -14,12 +14,24 @@
 
 typedef struct ws_vocab ws_vocab;
 
+/* A symbol as a batch takes it: its id (-1: none) and the hash of its bytes
+ * (kernels/symcode.h; 0: take it from the vocabulary by id). */
+typedef struct {
+    int32_t id;
+    uint64_t hash;
+} ws_sym;
+
 ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow);
 void ws_vocab_free(ws_vocab *v);
 
 /* The id of sym[0..len). add != 0 grows the vocabulary if sym is new and there
  * is room; add == 0 only looks up (a new symbol then gets its overflow id). */
 int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add);
+/* ws_vocab_id and the hash of the same bytes. */
+ws_sym ws_vocab_sym(ws_vocab *v, const char *sym, size_t len, int add);
+/* The hash of a named id's symbol; for an overflow or out-of-range id, a hash of
+ * the id itself (a batch built from bare ids still gives each id one code). */
+uint64_t ws_vocab_hash(const ws_vocab *v, int32_t id);
 /* Named symbols so far (<= capacity). */
 int ws_vocab_size(const ws_vocab *v);
 int ws_vocab_capacity(const ws_vocab *v);

@@ -25,7 +25,7 @@ typedef struct {
     ws_task_params tp;
     ws_train_config tc;
     ws_eval_config ec;
-    const char *checkpoint, *resume, *log_path;
+    const char *checkpoint, *resume, *log_path, *ship;
     int eval_every, threads, eval_at_end;
 } options;
 
@@ -33,19 +33,22 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: worldstate-train train|eval [options]\n"
-            "task:     --task recall|facts|conj|life|numbers  --entities N --places N\n"
+            "task:     --task recall|facts|conj|life|numbers|memory  --entities N --places N\n"
             "          --move-rate X\n"
+            "          --live-facts N --live-facts-min N --max-arity N --instr-per-step N\n"
+            "          --override-rate X --active-rate X --queries N   (memory)\n"
             "          --density X --intervention-rate X --images N --non-thorough --horizon N\n"
             "          --data-dir DIR\n"
             "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
-            "          --fact-len N --vocab N --no-state-norm\n"
+            "          --fact-len N --vocab N --overflow N --no-state-norm\n"
+            "          --symbol-code hashed|table (hashed: fixed codes of the symbols' bytes)\n"
             "          --upd-mixer NAME --ext-mixer NAME (mha|simplicial2|compositional|rmc|rn)\n"
             "          --s2-virtual N --s2-heads N --s2-dim N --s2-tau X --rn-width N --rn-layers N\n"
             "          --comp-searches N --comp-retrievals N --comp-dim N\n"
             "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
             "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
             "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
-            "          --threads N\n"
+            "          --threads N --ship PATH (also write the parameters alone to PATH)\n"
             "eval:     --horizons H1,H2,... --trajectories N --window N --eval-seed N\n"
             "          (train evaluates at the end too, unless --no-eval)\n");
     ws_off_usage(f, 0);
@@ -105,6 +108,7 @@ static int parse_args(int argc, char **argv, options *o)
     const char *task = "facts";
     double seed = 1;
     o->tp.move_rate = o->tp.density = o->tp.intervention_rate = NAN;
+    o->tp.override_rate = o->tp.active_rate = NAN;
     num_flag nums[] = {
         {"--entities", 'i', &o->tp.entities, 1, 1024},
         {"--places", 'i', &o->tp.places, 1, 1024},
@@ -113,6 +117,14 @@ static int parse_args(int argc, char **argv, options *o)
         {"--intervention-rate", 'f', &o->tp.intervention_rate, 0, 64},
         {"--images", 'i', &o->tp.images, 1, 16},
         {"--horizon", 'i', &o->tp.horizon, 1, 1e6},
+        {"--live-facts", 'i', &o->tp.live_facts, 1, 4096},
+        {"--live-facts-min", 'i', &o->tp.live_facts_min, 1, 4096},
+        {"--max-arity", 'i', &o->tp.max_arity, 1, 4},
+        {"--instr-per-step", 'i', &o->tp.instr_per_step, 1, 64},
+        {"--override-rate", 'f', &o->tp.override_rate, 0, 1},
+        {"--active-rate", 'f', &o->tp.active_rate, 0, 1},
+        {"--queries", 'i', &o->tp.n_queries, 0, 4096},
+        {"--overflow", 'i', &o->mc.n_overflow, 1, 1 << 20},
         {"--d", 'i', &o->mc.d, 2, 4096},
         {"--heads", 'i', &o->mc.n_heads, 1, 64},
         {"--state-tokens", 'i', &o->mc.n_state, 1, 1024},
@@ -167,7 +179,12 @@ static int parse_args(int argc, char **argv, options *o)
             int kind = ws_mixer_kind_of(argv[++i]);
             if (kind < 0) return -1;
             *(a[2] == 'u' ? &o->mc.upd_mixer : &o->mc.ext_mixer) = kind;
+        } else if (!strcmp(a, "--symbol-code") && v) {
+            const char *c = argv[++i];
+            if (strcmp(c, "hashed") && strcmp(c, "table")) return -1;
+            o->mc.symbol_code = strcmp(c, "hashed") ? WS_SYMBOLS_TABLE : WS_SYMBOLS_HASHED;
         } else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
+        else if (!strcmp(a, "--ship") && v) o->ship = argv[++i];
         else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
         else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];
         else if (!strcmp(a, "--horizons") && v) {
@@ -194,10 +211,13 @@ static int parse_args(int argc, char **argv, options *o)
     }
 #define OVERRIDE(f) if (given.f) o->tp.f = given.f
     OVERRIDE(entities); OVERRIDE(places); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
+    OVERRIDE(live_facts); OVERRIDE(live_facts_min); OVERRIDE(max_arity);
+    OVERRIDE(instr_per_step); OVERRIDE(n_queries);
 #undef OVERRIDE
     /* The rates may be 0 (a static world): NaN marks "not given". */
 #define OVERRIDE_RATE(f) if (!isnan(given.f)) o->tp.f = given.f
     OVERRIDE_RATE(move_rate); OVERRIDE_RATE(density); OVERRIDE_RATE(intervention_rate);
+    OVERRIDE_RATE(override_rate); OVERRIDE_RATE(active_rate);
 #undef OVERRIDE_RATE
     if (given.thorough < 0) o->tp.thorough = 0;
     return 0;
@@ -268,6 +288,10 @@ static int train(options *o, ws_model *m, FILE *log)
            s.iter, s.optim_steps, s.elapsed, s.steps_per_s, s.loss, 100.0 * s.accuracy);
     if (o->checkpoint && ws_checkpoint_save(m, o->checkpoint, 1, &err) != WS_OK) {
         fprintf(stderr, "worldstate-train: checkpoint: %s\n", err.msg);
+        return 1;
+    }
+    if (o->ship && ws_checkpoint_save(m, o->ship, 0, &err) != WS_OK) {
+        fprintf(stderr, "worldstate-train: --ship: %s\n", err.msg);
         return 1;
     }
     return 0;

@@ -89,6 +89,7 @@ static const ws_backend_ops cpu_ops = {
     .add_backward = ws_cpu_add_backward,
     .embedding_forward = ws_cpu_embedding_forward,
     .embedding_backward = ws_cpu_embedding_backward,
+    .symcode_forward = ws_cpu_symcode_forward,
     .bce_forward = ws_cpu_bce_forward,
     .bce_backward = ws_cpu_bce_backward,
     .sigmoid = ws_cpu_sigmoid,

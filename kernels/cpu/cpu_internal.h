@@ -67,6 +67,8 @@ ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *tabl
                                    const int32_t *ids, int n_rows, int k, int d, int accumulate);
 ws_status ws_cpu_embedding_backward(ws_backend *be, float *dtable, const float *dout,
                                     const int32_t *ids, int n_rows, int k, int d);
+ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *hashes, int n_rows,
+                                 int k, int d, int accumulate);
 ws_status ws_cpu_bce_forward(ws_backend *be, float *loss_out, const float *logits,
                              const float *labels, size_t n, float scale);
 ws_status ws_cpu_bce_backward(ws_backend *be, float *dlogits, const float *logits,

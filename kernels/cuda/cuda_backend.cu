@@ -194,6 +194,7 @@ static void fill_ops(ws_backend_ops *o)
     o->add_backward = ws_cuda_add_backward;
     o->embedding_forward = ws_cuda_embedding_forward;
     o->embedding_backward = ws_cuda_embedding_backward;
+    o->symcode_forward = ws_cuda_symcode_forward;
     o->bce_forward = ws_cuda_bce_forward;
     o->bce_backward = ws_cuda_bce_backward;
     o->sigmoid = ws_cuda_sigmoid;

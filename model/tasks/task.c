@@ -10,7 +10,7 @@
 
 static const ws_task_kind *const kinds[] = {&ws_task_kind_recall, &ws_task_kind_facts,
                                             &ws_task_kind_life, &ws_task_kind_numbers,
-                                            &ws_task_kind_conj};
+                                            &ws_task_kind_conj, &ws_task_kind_memory};
 
 static const ws_task_kind *find_kind(const char *name)
 {
@@ -37,7 +37,7 @@ ws_status ws_task_new(ws_task **out, const ws_task_params *p, int n_slots, ws_vo
     const ws_task_kind *k = find_kind(p->name);
     if (!k)
         return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (recall, facts, conj, "
-                                                 "life, numbers)", p->name ? p->name : "(null)");
+                                                 "life, numbers, memory)", p->name ? p->name : "(null)");
     if (n_slots < 1) return ws_error_set(err, WS_ERR_INVALID, "task: need at least one slot");
     ws_task *t = calloc(1, sizeof *t);
     if (!t) return ws_error_set(err, WS_ERR_NOMEM, "task: out of memory");

@@ -20,8 +20,11 @@
  *             facts ("r<row>", "c<col>"); baselines "all dead", "copy previous"
  *   numbers — World of Numbers on Fashion-MNIST images
  *             facts ("m<image>", "y<row>", "x<col>"); baseline "class mean image"
+ *   memory  — open-vocabulary session memory: fresh random symbols every world
+ *             (no vocabulary ids), facts of 1..4 symbols told, re-told and
+ *             overridden, never-told facts queried; kinds TOLD / UNTOLD
  * Each generator's file (recall.c, facts.c, conj.c, life.c, numbers.c) says exactly what
- * it tells and asks. Facts have at most 3 symbols (ws_task_max_fact_len).
+ * it tells and asks. Facts have at most 3 symbols (memory: 4; ws_task_max_fact_len).
  */
 #ifndef WS_TASK_H
 #define WS_TASK_H
@@ -31,7 +34,7 @@
 #include "../model.h"
 
 typedef struct {
-    const char *name;   /* "recall" | "facts" | "conj" | "life" | "numbers" */
+    const char *name;   /* "recall" | "facts" | "conj" | "life" | "numbers" | "memory" */
     /* Ranges are checked by ws_task_new (WS_ERR_INVALID); fields of other tasks
      * are ignored. */
     /* recall */
@@ -54,6 +57,13 @@ typedef struct {
     int test_split;           /* 1: draw images from the t10k files */
     const char *data_dir;     /* directory of the Fashion-MNIST .gz IDX files (NULL:
                                  /usr/share/datasets/fashion-mnist); copied by ws_task_new */
+    /* memory (n_queries: queries per step, half told facts, half never-told) */
+    int live_facts, live_facts_min; /* facts per world: log-uniform in [min, live_facts] */
+    int max_arity;            /* symbols per fact: uniform in [1, max_arity] */
+    int instr_per_step;       /* an active step carries 1..instr_per_step instructions */
+    float override_rate;      /* a told fact's instruction flips its value */
+    float active_rate;        /* after the telling: a world's rate of active steps is
+                                 log-uniform in [active_rate/1000, active_rate] */
 } ws_task_params;
 
 /* Fills *out with a task's defaults (the issue's experiments): returns 1, or 0
@@ -62,7 +72,9 @@ typedef struct {
  *   facts:   entities 4, places 4, move_rate 1.0, query_sample 0
  *   conj:    entities 4, places 4, move_rate 1.0
  *   life:    density 0.35, intervention_rate 2.0
- *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0 */
+ *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0
+ *   memory:  live_facts 32 (min 1), max_arity 4, instr_per_step 4, override_rate 0.25,
+ *            active_rate 0.5, n_queries 16 */
 int ws_task_params_default(const char *name, ws_task_params *out);
 
 /* What a query is, for evaluation beyond plain accuracy. */

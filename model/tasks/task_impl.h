@@ -44,7 +44,7 @@ struct ws_task_kind {
 };
 
 extern const ws_task_kind ws_task_kind_recall, ws_task_kind_facts, ws_task_kind_life,
-    ws_task_kind_numbers, ws_task_kind_conj;
+    ws_task_kind_numbers, ws_task_kind_conj, ws_task_kind_memory;
 
 /* Registers (or finds) sym for t and stores its id; WS_ERR_INVALID when the
  * vocabulary is full, since an overflow id would silently merge task symbols. */

@@ -7,8 +7,6 @@
 
 /* Row blocks smaller than this are not worth a thread of their own. */
 #define WS_MIN_ROWS_PER_THREAD 32
-/* Rows per sgemm call of linear_forward (see there). */
-#define WS_LINEAR_BLOCK 64
 
 static void sgemm_rows(const ws_gemm_args *g, int b, int i0, int i1)
 {
@@ -50,61 +48,6 @@ ws_status ws_cpu_gemm(ws_backend *be, const ws_gemm_args *g)
             sgemm_rows(g, b, i0, i1);
         }
     }
-    return WS_OK;
-}
-
-/* rows rows of a linear layer in one sgemm call (bias first copied into out). */
-static void linear_block(float *out, const float *in, const float *w, const float *bias,
-                         int rows, int in_dim, int out_dim)
-{
-    float beta = 0.0f;
-    if (bias) {
-        for (int r = 0; r < rows; r++)
-            memcpy(out + (long)r * out_dim, bias, (size_t)out_dim * sizeof *out);
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out_dim, in_dim, 1.0f, in, in_dim,
-                w, in_dim, beta, out, out_dim);
-}
-
-/* sgemm is only ever called on WS_LINEAR_BLOCK rows (a last partial block goes
- * through zero-padded scratch), so that a row's output depends on that row
- * alone. OpenBLAS picks its kernel from the call's shape (0.3.21 on SKYLAKEX: a
- * small-matrix kernel when rows·out <= 1200, K >= 32 and rows·out·K <= 1e6), and
- * the kernels round differently: a session's rows would round one way when it is
- * stepped alone and another way in a batch shared with other sessions, and a
- * replay of its log would not reproduce its stored state bit for bit. One call
- * shape per layer means one kernel, and 64 is a multiple of every register
- * blocking, so no row falls into a kernel's edge code either
- * (tests/test_ops_linear checks rows against row counts and offsets).
- * Cost (d = 128, one thread): a 64-trajectory inference step +20%, a training
- * step +7%, a one-session step +75% (its 32 state
- * rows and few instruction and query rows are padded to 64). */
-ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, const float *w,
-                                const float *bias, int n, int in_dim, int out_dim)
-{
-    if (n <= 0) return WS_OK;
-    int full = n / WS_LINEAR_BLOCK, tail = n % WS_LINEAR_BLOCK;
-    int chunks = full < ws_cpu_threads(be) ? full : ws_cpu_threads(be);
-#pragma omp parallel for num_threads(chunks > 0 ? chunks : 1)
-    for (int t = 0; t < chunks; t++) {
-        for (int blk = full * t / chunks; blk < full * (t + 1) / chunks; blk++) {
-            long r0 = (long)blk * WS_LINEAR_BLOCK;
-            linear_block(out + r0 * out_dim, in + r0 * in_dim, w, bias, WS_LINEAR_BLOCK, in_dim,
-                         out_dim);
-        }
-    }
-    if (!tail) return WS_OK;
-    size_t in_floats = (size_t)WS_LINEAR_BLOCK * (size_t)in_dim;
-    float *pad_in = ws_cpu_scratch(be, in_floats + (size_t)WS_LINEAR_BLOCK * (size_t)out_dim);
-    if (!pad_in) return WS_ERR_NOMEM;
-    float *pad_out = pad_in + in_floats;
-    long r0 = (long)full * WS_LINEAR_BLOCK;
-    memcpy(pad_in, in + r0 * in_dim, (size_t)tail * (size_t)in_dim * sizeof *in);
-    memset(pad_in + (size_t)tail * (size_t)in_dim, 0,
-           (size_t)(WS_LINEAR_BLOCK - tail) * (size_t)in_dim * sizeof *in);
-    linear_block(pad_out, pad_in, w, bias, WS_LINEAR_BLOCK, in_dim, out_dim);
-    memcpy(out + r0 * out_dim, pad_out, (size_t)tail * (size_t)out_dim * sizeof *out);
     return WS_OK;
 }
 

@@ -1,0 +1,98 @@
+/* cpu_linear.c — the linear layer's forward pass, row-deterministic.
+ *
+ * out[r] = W·in[r] + b must not depend on which other rows share the call: a
+ * session's rows are computed alone when it steps by itself and among other
+ * sessions' rows in a batch, and replaying its log must reproduce its stored
+ * state bit for bit. BLAS sgemm does not promise that: OpenBLAS picks kernels
+ * by call shape and CPU, and on some (an AVX-512 Xeon with 0.3.21) a row's
+ * result depends on its position inside a 64-row call. So the forward pass is
+ * this small kernel: every output element is Σ_k in[r,k]·W[o,k] summed in k
+ * order from 0 by the same instructions (tail rows and columns go through
+ * padded tiles, never through other code), then + b. The vector type lets the
+ * compiler use the widest SIMD -march allows (AVX-512: one register per vector),
+ * and contraction into FMA is the same for every element. */
+#include <omp.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+#define LIN_ROWS 4  /* rows per tile */
+#define LIN_VEC 16  /* floats per vector */
+#define LIN_COLS 32 /* columns per tile: two vectors */
+
+typedef float lin_vec __attribute__((vector_size(LIN_VEC * sizeof(float)), aligned(4)));
+
+/* One LIN_ROWS x LIN_COLS tile: x rows (stride ldx), wt [in_dim][ldw] (transposed W,
+ * zero-padded columns), into y rows (stride ldy), every column of the tile. */
+static void tile(float *y, int ldy, const float *x, int ldx, const float *wt, int ldw,
+                 const float *bias, int in_dim)
+{
+    lin_vec acc[LIN_ROWS][2];
+    memset(acc, 0, sizeof acc);
+    for (int k = 0; k < in_dim; k++) {
+        lin_vec w0 = *(const lin_vec *)(wt + (long)k * ldw);
+        lin_vec w1 = *(const lin_vec *)(wt + (long)k * ldw + LIN_VEC);
+        for (int r = 0; r < LIN_ROWS; r++) {
+            float xr = x[(long)r * ldx + k];
+            acc[r][0] += xr * w0;
+            acc[r][1] += xr * w1;
+        }
+    }
+    for (int r = 0; r < LIN_ROWS; r++) {
+        if (bias) {
+            acc[r][0] += *(const lin_vec *)bias;
+            acc[r][1] += *(const lin_vec *)(bias + LIN_VEC);
+        }
+        memcpy(y + (long)r * ldy, acc[r], sizeof acc[r]);
+    }
+}
+
+ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, const float *w,
+                                const float *bias, int n, int in_dim, int out_dim)
+{
+    if (n <= 0) return WS_OK;
+    int ldw = (out_dim + LIN_COLS - 1) / LIN_COLS * LIN_COLS;
+    int row_tiles = (n + LIN_ROWS - 1) / LIN_ROWS, col_tiles = ldw / LIN_COLS;
+    int threads = ws_cpu_threads(be);
+    /* scratch: W transposed and padded, the padded bias, and per thread one padded
+     * input tile and one output tile for the edges */
+    size_t wt_n = (size_t)in_dim * ldw, edge_n = (size_t)LIN_ROWS * (in_dim + LIN_COLS);
+    float *wt = ws_cpu_scratch(be, wt_n + ldw + edge_n * threads);
+    if (!wt) return WS_ERR_NOMEM;
+    float *bpad = wt + wt_n, *edges = bpad + ldw;
+    for (int k = 0; k < in_dim; k++) {
+        float *row = wt + (long)k * ldw;
+        for (int o = 0; o < out_dim; o++) row[o] = w[(long)o * in_dim + k];
+        memset(row + out_dim, 0, (size_t)(ldw - out_dim) * sizeof *row);
+    }
+    memset(bpad, 0, (size_t)ldw * sizeof *bpad);
+    if (bias) memcpy(bpad, bias, (size_t)out_dim * sizeof *bpad);
+    int chunks = row_tiles < threads * 4 ? (row_tiles + 3) / 4 : threads;
+    if (chunks > threads) chunks = threads;
+#pragma omp parallel for num_threads(chunks) schedule(static)
+    for (int rt = 0; rt < row_tiles; rt++) {
+        float *xin = edges + edge_n * (size_t)omp_get_thread_num();
+        float *yout = xin + LIN_ROWS * in_dim;
+        int r0 = rt * LIN_ROWS, rows = n - r0 < LIN_ROWS ? n - r0 : LIN_ROWS;
+        const float *x = in + (long)r0 * in_dim;
+        if (rows < LIN_ROWS) { /* the last rows, zero-padded */
+            memcpy(xin, x, (size_t)rows * in_dim * sizeof *xin);
+            memset(xin + (size_t)rows * in_dim, 0,
+                   (size_t)(LIN_ROWS - rows) * in_dim * sizeof *xin);
+            x = xin;
+        }
+        for (int ct = 0; ct < col_tiles; ct++) {
+            int c0 = ct * LIN_COLS, cols = out_dim - c0 < LIN_COLS ? out_dim - c0 : LIN_COLS;
+            const float *b = bias ? bpad + c0 : NULL;
+            if (rows == LIN_ROWS && cols == LIN_COLS) {
+                tile(out + (long)r0 * out_dim + c0, out_dim, x, in_dim, wt + c0, ldw, b, in_dim);
+                continue;
+            }
+            tile(yout, LIN_COLS, x, in_dim, wt + c0, ldw, b, in_dim);
+            for (int r = 0; r < rows; r++)
+                memcpy(out + (long)(r0 + r) * out_dim + c0, yout + (long)r * LIN_COLS,
+                       (size_t)cols * sizeof *out);
+        }
+    }
+    return WS_OK;
+}

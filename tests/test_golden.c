@@ -191,58 +191,91 @@ static void set_params(ws_model *m, const ws_st_file *f)
     }
 }
 
-static int fact_len(const int32_t *ids, int S)
+/* The symbols of a fact row: ids (-1 padded) and, in files of the hashed symbol
+ * code, hashes as [S][2] int32 halves (low, high; 0 = none) — a symbol is there
+ * when it has an id or a hash. */
+static int fact_syms(const int32_t *ids, const int32_t *hash, int S, ws_sym *out)
 {
     int n = 0;
-    while (n < S && ids[n] >= 0) n++;
+    for (; n < S; n++) {
+        uint64_t h = hash ? (uint32_t)hash[2 * n] | (uint64_t)(uint32_t)hash[2 * n + 1] << 32 : 0;
+        if (ids[n] < 0 && !h) break;
+        out[n] = (ws_sym){ids[n], h};
+    }
     return n;
+}
+
+/* One fact list of the file ("instr" or "query"): ids, raw rows, raw vectors,
+ * values, and the hashes where the file has them. */
+typedef struct {
+    const int32_t *ids, *row, *val, *hash;
+    const float *raw;
+    size_t n;
+} fact_rows;
+
+static fact_rows read_facts(const ws_st_file *f, const char *kind, const char *val, int S)
+{
+    char key[48];
+    fact_rows r;
+    size_t nb;
+    snprintf(key, sizeof key, "in.%s_ids", kind);
+    r.ids = ints(f, key, &nb);
+    snprintf(key, sizeof key, "in.%s_raw_row", kind);
+    r.row = ints(f, key, &r.n);
+    snprintf(key, sizeof key, "in.%s_%s", kind, val);
+    r.val = ints(f, key, NULL);
+    snprintf(key, sizeof key, "in.%s_raw", kind);
+    r.raw = need(f, key, WS_ST_F32)->data;
+    assert_int_equal(nb, r.n * (size_t)S);
+    snprintf(key, sizeof key, "in.%s_hash", kind);
+    r.hash = ws_st_find(f, key) ? ints(f, key, &nb) : NULL;
+    if (r.hash) assert_int_equal(nb, r.n * (size_t)S * 2);
+    return r;
+}
+
+static void add_fact(ws_batch *b, const fact_rows *r, size_t i, int query,
+                     const ws_model_config *c)
+{
+    int S = c->max_fact_len;
+    ws_status st;
+    if (r->row[i] >= 0) {
+        const float *x = r->raw + (size_t)r->row[i] * c->d_raw;
+        st = query ? ws_batch_add_query_raw(b, x, r->val[i]) : ws_batch_add_instr_raw(b, x, r->val[i]);
+    } else {
+        ws_sym syms[WS_MAX_FACT_LEN];
+        int n = fact_syms(r->ids + i * S, r->hash ? r->hash + i * S * 2 : NULL, S, syms);
+        st = query ? ws_batch_add_query_syms(b, syms, n, r->val[i])
+                   : ws_batch_add_instr_syms(b, syms, n, r->val[i]);
+    }
+    assert_int_equal(st, WS_OK);
 }
 
 /* Rebuilds the batch trajectory by trajectory through the public API. */
 static void build_batch(ws_batch *b, const ws_st_file *f, const ws_model_config *c)
 {
-    size_t B, nb, ni, nq;
+    size_t B, nb;
     const int32_t *from_w0 = ints(f, "in.from_w0", &B);
     const int32_t *n_instr = ints(f, "in.n_instr", &nb);
     assert_int_equal(nb, B);
     const int32_t *n_query = ints(f, "in.n_query", &nb);
     assert_int_equal(nb, B);
-    int S = c->max_fact_len;
-    const int32_t *i_ids = ints(f, "in.instr_ids", &nb);
-    const int32_t *i_row = ints(f, "in.instr_raw_row", &ni);
-    const int32_t *i_val = ints(f, "in.instr_val", NULL);
-    const float *i_raw = need(f, "in.instr_raw", WS_ST_F32)->data;
-    assert_int_equal(nb, ni * (size_t)S);
-    const int32_t *q_ids = ints(f, "in.query_ids", &nb);
-    const int32_t *q_row = ints(f, "in.query_raw_row", &nq);
-    const int32_t *q_lab = ints(f, "in.query_label", NULL);
-    const float *q_raw = need(f, "in.query_raw", WS_ST_F32)->data;
-    assert_int_equal(nb, nq * (size_t)S);
+    fact_rows in = read_facts(f, "instr", "val", c->max_fact_len);
+    fact_rows qu = read_facts(f, "query", "label", c->max_fact_len);
     size_t ii = 0, qi = 0;
     ws_batch_clear(b);
     for (size_t t = 0; t < B; t++) {
         assert_int_equal(ws_batch_begin_traj(b, from_w0[t]), WS_OK);
         for (int k = 0; k < n_instr[t]; k++, ii++) {
-            assert_true(ii < ni);
-            ws_status st =
-                i_row[ii] >= 0
-                    ? ws_batch_add_instr_raw(b, i_raw + (size_t)i_row[ii] * c->d_raw, i_val[ii])
-                    : ws_batch_add_instr(b, i_ids + ii * S, fact_len(i_ids + ii * S, S),
-                                         i_val[ii]);
-            assert_int_equal(st, WS_OK);
+            assert_true(ii < in.n);
+            add_fact(b, &in, ii, 0, c);
         }
         for (int k = 0; k < n_query[t]; k++, qi++) {
-            assert_true(qi < nq);
-            ws_status st =
-                q_row[qi] >= 0
-                    ? ws_batch_add_query_raw(b, q_raw + (size_t)q_row[qi] * c->d_raw, q_lab[qi])
-                    : ws_batch_add_query(b, q_ids + qi * S, fact_len(q_ids + qi * S, S),
-                                         q_lab[qi]);
-            assert_int_equal(st, WS_OK);
+            assert_true(qi < qu.n);
+            add_fact(b, &qu, qi, 1, c);
         }
     }
-    assert_int_equal(ii, ni);
-    assert_int_equal(qi, nq);
+    assert_int_equal(ii, in.n);
+    assert_int_equal(qi, qu.n);
     assert_int_equal(ws_batch_n_traj(b), (int)B);
 }
 

@@ -5,10 +5,13 @@
   tests/golden/model_nonorm.safetensors  state_norm=0 (no upd.ln)
   tests/golden/model_comp_self.safetensors   upd_mixer=compositional (S 4, R 3, d_r 5)
   tests/golden/model_comp_cross.safetensors  ext_mixer=compositional (S 2, R 3, d_r 3)
+  tests/golden/model_hashed.safetensors  symbol_code=hashed: symbols with ids and hashes,
+                                         and symbols known by their hash alone
 
 Each holds, for one small config and one ragged batch of 3 trajectories:
   param.<name>   initial parameters (C names and shapes, model/params.c)
-  in.*           the batch (layout in ws_ref.py) and in.w_prev [B,T,d]
+  in.*           the batch (layout in ws_ref.py) and in.w_prev [B,T,d]; hashed files
+                 also in.instr_hash / in.query_hash [N,S,2] int32 (low, high halves)
   out.w_t, out.logits, out.loss      after one forward pass
   grad.<name>    gradients of out.loss (before clipping)
   adam3.<name>   parameters after 3 x {zero_grad; forward/backward on the same batch
@@ -18,7 +21,7 @@ Each holds, for one small config and one ragged batch of 3 trajectories:
 Everything is computed in float64 from float32-representable parameters and
 inputs, then stored as float32. Deterministic (fixed seeds).
 
-Usage: /usr/bin/python3 tests/reference/gen_golden.py [--out DIR] [--check]
+Usage: /usr/bin/python3 tests/reference/gen_golden.py [--out DIR] [--check] [--only FILE]
 (--check: regenerate in memory and compare against the files in DIR instead.)
 """
 
@@ -34,6 +37,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mix_rn  # noqa: E402,F401  (registers the rn readout)
 import st  # noqa: E402
+import symcode  # noqa: E402
 import ws_ref  # noqa: E402
 import mix_simplicial2  # noqa: E402,F401  (registers the mixer)
 import mix_rmc  # noqa: E402,F401  (registers "rmc")
@@ -65,6 +69,8 @@ GOLDEN = [
                                      "comp_retrievals": 3, "comp_dim": 5}),
     ("model_comp_cross.safetensors", {"ext_mixer": "compositional", "comp_searches": 2,
                                       "comp_retrievals": 3, "comp_dim": 3}),
+    # the open-vocabulary encoding: fixed codes of the symbols' hashes + E_sym corrections
+    ("model_hashed.safetensors", {"symbol_code": "hashed"}),
 ]
 
 
@@ -92,6 +98,16 @@ def build_batch(cfg, seed):
          "instr": [([1], 0), ([22, 4], 1), ([7, 7], 0), ([19, 0, 23], 1), ([13, 6], 1)],
          "query": []},
     ]
+    if cfg.get("symbol_code") == "hashed":
+        # named ids carry the hash of a name; the overflow ids become symbols known
+        # by their hash alone (id -1): a symbol no vocabulary has
+        def sym(x):
+            return (x, symcode.sym_hash("s%d" % x)) if x < cfg["vocab_cap"] else \
+                (-1, symcode.sym_hash("fresh%d" % x))
+        for t in trajs:
+            for kind in ("instr", "query"):
+                t[kind] = [(f if isinstance(f, tuple) else [sym(x) for x in f], v)
+                           for f, v in t[kind]]
     w_prev = rng.standard_normal((B, T, d)).astype(np.float32)
     return ws_ref.make_batch(cfg, trajs, f32(w_prev))
 
@@ -145,6 +161,9 @@ def generate(cfg, seed=1234):
               "instr_val", "query_ids", "query_raw_row", "query_raw", "query_label", "w_prev"):
         v = batch[k].numpy()
         out["in." + k] = v.astype(np.float32 if v.dtype.kind == "f" else np.int32)
+    if cfg.get("symbol_code") == "hashed":
+        for k in ("instr_hash", "query_hash"):
+            out["in." + k] = symcode.to_halves(batch[k])
     out["out.w_t"] = w_t.detach().numpy().astype(np.float32)
     out["out.logits"] = logits.detach().numpy().astype(np.float32)
     out["out.loss"] = np.array([float(loss)], dtype=np.float32)
@@ -154,7 +173,7 @@ def generate(cfg, seed=1234):
         out["adam3." + n] = p.detach().numpy().astype(np.float32)
     meta = {
         # the mixer fields an entry sets (absent ones are the defaults)
-        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS + tuple(ws_ref.MIXER_DEFAULTS)
+        "config": json.dumps({k: cfg[k] for k in ws_ref.CONFIG_KEYS + tuple(ws_ref.OPTIONAL_FIELDS)
                               if k in cfg}),
         "optim": json.dumps(OPTIM),
         "steps": str(STEPS),
@@ -198,6 +217,8 @@ def main():
     ap.add_argument("--out", default=os.path.normpath(os.path.join(here, "..", "golden")))
     ap.add_argument("--check", action="store_true",
                     help="compare a fresh generation with the files in --out")
+    ap.add_argument("--only", metavar="FILE", help="just this golden file (e.g. "
+                    "model_hashed.safetensors)")
     ap.add_argument("--spread", action="store_true",
                     help="also report the float32-vs-float64 spread of the same computation")
     args = ap.parse_args()
@@ -205,6 +226,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     status = 0
     for fname, overrides in GOLDEN:
+        if args.only and fname != args.only:
+            continue
         cfg = dict(BASE_CFG, **overrides)
         tensors, meta, info, (model, batch, init) = generate(cfg)
         path = os.path.join(args.out, fname)

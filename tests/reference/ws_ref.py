@@ -8,6 +8,8 @@ batches given in the same flat layout as the golden files (tests/golden/*):
   n_instr  [B]  int   instructions per trajectory (rows in trajectory order)
   n_query  [B]  int   queries per trajectory
   instr_ids [N_i,S] int  symbol ids, -1 padded (raw facts are all -1)
+  instr_hash [N_i,S] uint64 (numpy; optional)  symbol hashes seeding the fixed codes
+                   (symcode.py), 0 = none; a symbol is present where id >= 0 or hash != 0
   instr_raw_row [N_i] int  -1 symbolic, else the row of instr_raw
   instr_raw [n_raw,d_raw] float,  instr_val [N_i] int (0/1)
   query_ids, query_raw_row, query_raw as above, query_label [N_q] (0/1, -1 unlabelled)
@@ -24,17 +26,22 @@ execute the self-checks.
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+import symcode
+
 CONFIG_KEYS = ("d", "n_heads", "n_state", "n_upd_layers", "n_ext_layers", "max_fact_len",
                "vocab_cap", "n_overflow", "d_raw", "state_norm")
 
-# The mixer fields (model/model.h) and their defaults (model/config.c).
-MIXER_DEFAULTS = {"upd_mixer": "mha", "ext_mixer": "mha", "s2_virtual": 2, "s2_heads": 1,
-                  "s2_dim": 32, "s2_tau": 1.0, "comp_searches": 4, "comp_retrievals": 2,
-                  "comp_dim": 16, "rn_width": 64, "rn_layers": 2}
+# The fields a config may leave out (model/model.h), with the value they then take
+# in a checkpoint (model/config.c): the mixer fields' defaults, and symbol_code
+# "table", the encoding of checkpoints written before the field existed.
+OPTIONAL_FIELDS = {"upd_mixer": "mha", "ext_mixer": "mha", "s2_virtual": 2, "s2_heads": 1,
+                   "s2_dim": 32, "s2_tau": 1.0, "comp_searches": 4, "comp_retrievals": 2,
+                   "comp_dim": 16, "rn_width": 64, "rn_layers": 2, "symbol_code": "table"}
 
 # Mixers by name (model/mixer.h). A block mixer provides
 #   layout(add, linear, ln, prefix, cfg, mode)     its tensors "<prefix>.<name>" in C order
@@ -56,7 +63,7 @@ def register_mixer(name, module):
 def full_config(cfg):
     """cfg with every field: integers, the mixer names as strings, s2_tau a float."""
     out = {k: int(cfg[k]) for k in CONFIG_KEYS}
-    for k, v in MIXER_DEFAULTS.items():
+    for k, v in OPTIONAL_FIELDS.items():
         val = cfg.get(k, v)
         out[k] = val if isinstance(v, str) else type(v)(val)
     return out
@@ -261,14 +268,27 @@ class WSRef(nn.Module):
         return x + self.lin(h, prefix + ".mlp.proj")
 
     # ---- the model ---------------------------------------------------------
-    def embed_facts(self, ids, raw_row, raw):
-        """ids [N,S] (-1 padded), raw_row [N] (-1 symbolic), raw [n_raw,d_raw] -> f [N,d]."""
+    def embed_facts(self, ids, raw_row, raw, hashes=None):
+        """ids [N,S] (-1 padded), raw_row [N] (-1 symbolic), raw [n_raw,d_raw], hashes
+        [N,S] uint64 or None -> f [N,d]. Under symbol_code "hashed" each symbol adds
+        its fixed code; under "table" a symbol given by hash alone takes its overflow
+        bucket (as the C plan does)."""
         ids = ids.long()
-        mask = (ids >= 0).to(self.p("embed.sym").dtype)  # [N,S]: 1 where a symbol is
-        # Σ_i mask_i·E_sym[id_i] in one kernel, plus Σ_i mask_i·E_slot[i]
+        dt = self.p("embed.sym").dtype
+        h = (np.zeros(tuple(ids.shape), dtype=np.uint64) if hashes is None
+             else np.asarray(hashes, dtype=np.uint64))
+        has_hash = torch.from_numpy(h != 0)
+        if self.cfg["symbol_code"] == "table":
+            bucket = torch.from_numpy((h % np.uint64(self.cfg["n_overflow"])).astype(np.int64))
+            ids = torch.where((ids < 0) & has_hash, self.cfg["vocab_cap"] + bucket, ids)
+        present = ((ids >= 0) | has_hash).to(dt)      # [N,S]: 1 where a symbol is
+        with_id = (ids >= 0).to(dt)
+        # Σ_i E_sym[id_i] over symbols with ids, Σ_i code_i, plus Σ_i present_i·E_slot[i]
         u = (F.embedding_bag(ids.clamp(min=0), self.p("embed.sym"), mode="sum",
-                             per_sample_weights=mask)
-             + mask @ self.p("embed.slot")[:ids.shape[1]])
+                             per_sample_weights=with_id)
+             + present @ self.p("embed.slot")[:ids.shape[1]])
+        if self.cfg["symbol_code"] == "hashed":
+            u = u + torch.from_numpy(symcode.fact_codes(h, self.cfg["d"])).to(dt)
         if raw is not None and raw.shape[0] > 0:
             raw_row = raw_row.long()
             ur = F.linear(raw.to(u.dtype), self.p("embed.raw"))
@@ -282,7 +302,8 @@ class WSRef(nn.Module):
         null = self.p("ctx.null").reshape(1, 1, d).expand(B, 1, d)
         if batch["instr_ids"].shape[0] == 0:
             return null, None
-        f = self.embed_facts(batch["instr_ids"], batch["instr_raw_row"], batch.get("instr_raw"))
+        f = self.embed_facts(batch["instr_ids"], batch["instr_raw_row"], batch.get("instr_raw"),
+                             batch.get("instr_hash"))
         tok = f + F.embedding(batch["instr_val"].long(), self.p("embed.val"))
         padded, mask, _ = pad_ragged(tok, batch["n_instr"].long())
         C = torch.cat([null, padded], 1)
@@ -319,7 +340,8 @@ class WSRef(nn.Module):
         """Logits [N_q] of the batch's queries on states w [B, T, d]."""
         if batch["query_ids"].shape[0] == 0:
             return w.new_zeros(0)
-        f = self.embed_facts(batch["query_ids"], batch["query_raw_row"], batch.get("query_raw"))
+        f = self.embed_facts(batch["query_ids"], batch["query_raw_row"], batch.get("query_raw"),
+                             batch.get("query_hash"))
         Q, qmask, (traj, pos) = pad_ragged(f, batch["n_query"].long())
         readout = MIXERS.get(self.cfg["ext_mixer"])
         readout = readout if getattr(readout, "kind", None) == "readout" else None
@@ -353,24 +375,29 @@ class WSRef(nn.Module):
 
 def make_batch(cfg, trajs, w_prev=None, dtype=torch.float64):
     """trajs: [{"from_w0": bool, "instr": [(fact, value)], "query": [(fact, label)]}]
-    where a fact is a list of ids or a raw vector given as ("raw", [floats]).
+    where a fact is a list of symbols or a raw vector given as ("raw", [floats]); a
+    symbol is an id, or (id, hash) with id -1 for a symbol known by its hash alone.
     Returns the flat batch dict (torch tensors) described at the top."""
     S, d_raw = cfg["max_fact_len"], cfg["d_raw"]
 
     def facts(kind):
-        ids, raw_row, raw, vals = [], [], [], []
+        ids, hashes, raw_row, raw, vals = [], [], [], [], []
         for t in trajs:
             for fact, v in t[kind]:
                 if isinstance(fact, tuple) and fact[0] == "raw":
                     assert len(fact[1]) == d_raw
                     ids.append([-1] * S)
+                    hashes.append([0] * S)
                     raw_row.append(len(raw))
                     raw.append(list(fact[1]))
                 else:
                     assert 1 <= len(fact) <= S
-                    ids.append(list(fact) + [-1] * (S - len(fact)))
+                    pad = S - len(fact)
+                    ids.append([x[0] if isinstance(x, tuple) else x for x in fact] + [-1] * pad)
+                    hashes.append([x[1] if isinstance(x, tuple) else 0 for x in fact] + [0] * pad)
                     raw_row.append(-1)
                 vals.append(v)
+        facts.hashes = np.array(hashes, dtype=np.uint64).reshape(-1, S)
         return (torch.tensor(ids, dtype=torch.int32).reshape(-1, S),
                 torch.tensor(raw_row, dtype=torch.int32),
                 torch.tensor(raw, dtype=dtype).reshape(-1, max(d_raw, 0)),
@@ -382,7 +409,9 @@ def make_batch(cfg, trajs, w_prev=None, dtype=torch.float64):
         "n_query": torch.tensor([len(t["query"]) for t in trajs], dtype=torch.int32),
     }
     b["instr_ids"], b["instr_raw_row"], b["instr_raw"], b["instr_val"] = facts("instr")
+    b["instr_hash"] = facts.hashes
     b["query_ids"], b["query_raw_row"], b["query_raw"], b["query_label"] = facts("query")
+    b["query_hash"] = facts.hashes
     if w_prev is not None:
         b["w_prev"] = torch.as_tensor(w_prev, dtype=dtype)
     return b
@@ -400,13 +429,16 @@ def split_batch(batch, i):
         raw = batch[prefix + "_raw"][used] if used.numel() else batch[prefix + "_raw"][:0]
         remap = torch.full_like(rows, -1)
         remap[rows >= 0] = torch.arange(used.numel())
-        return batch[prefix + "_ids"][a:b_], remap.to(torch.int32), raw
+        return batch[prefix + "_ids"][a:b_], remap.to(torch.int32), raw, \
+            (batch[prefix + "_hash"][a:b_] if prefix + "_hash" in batch else None)
 
     out = {"from_w0": batch["from_w0"][i:i + 1], "n_instr": batch["n_instr"][i:i + 1],
            "n_query": batch["n_query"][i:i + 1]}
-    out["instr_ids"], out["instr_raw_row"], out["instr_raw"] = sub("instr", i0, i1)
+    out["instr_ids"], out["instr_raw_row"], out["instr_raw"], out["instr_hash"] = \
+        sub("instr", i0, i1)
     out["instr_val"] = batch["instr_val"][i0:i1]
-    out["query_ids"], out["query_raw_row"], out["query_raw"] = sub("query", q0, q1)
+    out["query_ids"], out["query_raw_row"], out["query_raw"], out["query_hash"] = \
+        sub("query", q0, q1)
     out["query_label"] = batch["query_label"][q0:q1]
     if "w_prev" in batch:
         out["w_prev"] = batch["w_prev"][i:i + 1]

@@ -344,7 +344,7 @@ static const damage damages[] = {
                    "\"s2_virtual\":3,\"ext_mixer\":\"mha\",\"upd_mixer\":\"mha\","
                    "\"state_norm\":1,\"d_raw\":3,\"n_overflow\":4,\"vocab_cap\":8,"
                    "\"max_fact_len\":3,\"n_ext_layers\":1,\"n_upd_layers\":1,\"n_state\":4,"
-                   "\"n_heads\":2,\"d\":16}",
+                   "\"n_heads\":2,\"d\":16,\"symbol_code\":\"hashed\"}",
      .code = WS_OK},
     {.what = "missing tensor", .drop = "ext.head.b", .code = WS_ERR_FORMAT,
      .needle = "'ext.head.b' is missing"},
@@ -460,6 +460,39 @@ static const damage damages[] = {
     {.what = "optim_steps without moments", .meta_key = "optim_steps", .meta_value = "3",
      .code = WS_ERR_FORMAT, .needle = "'adam.m.embed.sym' is missing"},
 };
+
+/* A checkpoint written before symbol_code existed has no such key: it loads as
+ * the table encoding it was trained with (not the hashed default), parameters
+ * unchanged; a spelling this build does not know is refused. */
+static void test_symbol_code_of_old_checkpoints(void **state)
+{
+    (void)state;
+    char good[128], old[128];
+    path_in(good, sizeof good, "hashed.safetensors");
+    path_in(old, sizeof old, "old.safetensors");
+    ws_model *a = make_model(8), *m = NULL;
+    assert_int_equal(ws_model_config_of(a)->symbol_code, WS_SYMBOLS_HASHED);
+    ws_error err = {0};
+    check(ws_checkpoint_save(a, good, 0, &err), &err);
+    write_damaged(good, old, &(damage){.meta_key = "config", .meta_value = CFG_OK});
+    check(ws_checkpoint_load(&m, old, be, &err), &err);
+    assert_int_equal(ws_model_config_of(m)->symbol_code, WS_SYMBOLS_TABLE);
+    float *x = download_all(a, ws_model_params(a)), *y = download_all(m, ws_model_params(m));
+    assert_memory_equal(x, y, ws_model_n_params(a) * sizeof *x);
+    free(x), free(y);
+    ws_model_free(m);
+    write_damaged(good, old, &(damage){.meta_key = "config",
+                                       .meta_value = "{\"d\":16,\"n_heads\":2,\"n_state\":4,"
+                                                     "\"n_upd_layers\":1,\"n_ext_layers\":1,"
+                                                     "\"max_fact_len\":3,\"vocab_cap\":8,"
+                                                     "\"n_overflow\":4,\"d_raw\":3,"
+                                                     "\"state_norm\":1,\"symbol_code\":\"bpe\"}"});
+    m = (ws_model *)0x1;
+    assert_int_equal(ws_checkpoint_load(&m, old, be, &err), WS_ERR_FORMAT);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "symbol_code must be one of \"table\", \"hashed\""));
+    ws_model_free(a);
+}
 
 static void test_rejects_damaged(void **state)
 {
@@ -690,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_params),  cmocka_unit_test(test_roundtrip_optim),
         cmocka_unit_test(test_save_refuses),      cmocka_unit_test(test_rejects_damaged),
         cmocka_unit_test(test_rejects_other_files), cmocka_unit_test(test_reference_reader),
+        cmocka_unit_test(test_symbol_code_of_old_checkpoints),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kernels/symcode.h"
 #include "checkpoint.h"
 #include "model_check.h"
 
@@ -218,7 +219,9 @@ static double naive_prob(ws_model *m, const ws_model_config *c, const float *st,
     return 1.0 / (1.0 + exp(-logit));
 }
 
-/* With no Extractor layers, q = LN_o(LN_f(Σ_k E_sym[id_k] + E_slot[k])). */
+/* With no Extractor layers, q = LN_o(LN_f(Σ_k E_sym[id_k] + code_k(id_k) + E_slot[k]))
+ * (the code term under the hashed symbol code: the vocabulary's hash of the id,
+ * rolled by slot k, kernels/symcode.h). */
 static void query_row(ws_model *m, const ws_model_config *c, const int32_t *ids, int n, double *q)
 {
     int d = c->d;
@@ -228,7 +231,10 @@ static void query_row(ws_model *m, const ws_model_config *c, const int32_t *ids,
     for (int k = 0; k < d; k++) q[k] = 0.0;
     for (int s = 0; s < n; s++)
         for (int k = 0; k < d; k++)
-            q[k] += (double)sym[(size_t)ids[s] * d + k] + slot[(size_t)s * d + k];
+            q[k] += (double)sym[(size_t)ids[s] * d + k] + slot[(size_t)s * d + k] +
+                    (c->symbol_code == WS_SYMBOLS_HASHED
+                         ? ws_sym_code(ws_vocab_hash(ws_model_vocab(m), ids[s]), (k + s) % d)
+                         : 0.0);
     layer_norm(q, d, fg, fb);
     layer_norm(q, d, og, ob);
     free(sym), free(slot), free(fg), free(fb), free(og), free(ob);

@@ -265,11 +265,16 @@ typedef struct {
 typedef struct {
     char name[WS_CLIENT_NAME_MAX + 1];
     int64_t version;
-    int64_t created_ms; /* 0 in the creation answer */
+    int64_t created_ms; /* 0 when the server did not send it */
     ws_client_model_config config;
     char *config_json; /* the config object as the server sent it */
     ws_client_training training;
     ws_client_model_status status;
+    /* Where the parameters come from: origin ("random", "shipped", "imported";
+     * "" from an older server) is how version 1 was made, version_note (NULL
+     * when not sent) what made the current version ("online training", ...). */
+    char origin[16];
+    char *version_note;
 } ws_client_model;
 
 typedef struct {
@@ -297,6 +302,15 @@ ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_cl
 /* PATCH /v1/models/{name}/training (admin); *out: the resulting settings. */
 ws_client_status ws_client_training_set(const ws_client *c, const char *name, const ws_client_training_patch *patch,
                                         ws_client_training *out, ws_client_error *err);
+/* POST /v1/models/{name}/import (admin): the checkpoint file at `path`
+ * (safetensors, worldstate-model-1, with or without AdamW state; up to 256 MiB)
+ * becomes model `name` (*created = 1) or, when it exists, its next version
+ * (*created = 0); *out is the model as the server lists it. *created may be
+ * NULL. Never repeated once sent (like a creation). Refusals: 400
+ * bad_checkpoint / invalid_request, 403, 409 config_mismatch / vocab_mismatch,
+ * 413. */
+ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *path,
+                                        ws_client_model *out, int *created, ws_client_error *err);
 /* GET /v1/models/{name}/checkpoint into the file `path` (written to path.part,
  * renamed on success); *version (may be NULL) from X-Model-Version. */
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name, const char *path,

@@ -73,6 +73,30 @@ static int take(ws_engine *e, ws_job **jobs, int max)
     return n;
 }
 
+/* Answers a created or imported model as GET /v1/models lists it. */
+static void model_reply(ws_engine *e, ws_job *j, int status)
+{
+    ws_error err = {0};
+    cJSON *r;
+    ws_status s = ws_srv_model_json(e->st, j->model_name, &r, NULL, &err);
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
+    ws_eng_finish(j, status, r);
+}
+
+static void import_job(ws_engine *e, ws_job *j)
+{
+    ws_error err = {0};
+    int created, status;
+    const char *code;
+    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &created, &status, &code,
+                                      &err);
+    free(j->upload); /* the file is gone or in place: not the job's any more */
+    j->upload = NULL;
+    if (s == WS_OK) return model_reply(e, j, created ? 201 : 200);
+    if (status) return ws_eng_finish(j, status, ws_http_error(code, "%s", err.msg));
+    ws_eng_fail(j, s, &err);
+}
+
 static void admin_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
@@ -81,13 +105,9 @@ static void admin_job(ws_engine *e, ws_job *j)
         ws_eng_model *em;
         s = ws_eng_model_create(e, j->model_name, &j->cfg, &j->training, j->seed, &em, &err);
         if (s != WS_OK) return ws_eng_fail(j, s, &err);
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "name", em->name);
-        cJSON_AddNumberToObject(r, "version", (double)em->version);
-        cJSON_AddItemToObject(r, "config", ws_srv_model_config_json(&em->cfg));
-        cJSON_AddItemToObject(r, "training", ws_srv_training_json(&em->tr));
-        return ws_eng_finish(j, 201, r);
+        return model_reply(e, j, 201);
     }
+    if (j->kind == WS_JOB_MODEL_IMPORT) return import_job(e, j);
     /* WS_JOB_TRAINING_SET */
     ws_eng_model *em = ws_eng_model_by_name(e, j->model_name);
     if (!em) return ws_eng_finish(j, 404, ws_http_error("not_found", "no such model"));
@@ -191,7 +211,8 @@ static void *engine_main(void *arg)
             ws_job *j = jobs[i];
             if (now > j->deadline_ms) /* the client's wait is over: answer without running */
                 ws_eng_finish(j, 503, ws_http_error("deadline_exceeded", "the job waited too long in the queue"));
-            else if (j->kind == WS_JOB_MODEL_CREATE || j->kind == WS_JOB_TRAINING_SET)
+            else if (j->kind == WS_JOB_MODEL_CREATE || j->kind == WS_JOB_TRAINING_SET ||
+                     j->kind == WS_JOB_MODEL_IMPORT)
                 admin_job(e, j);
             else
                 jobs[m++] = j;

@@ -1,7 +1,8 @@
 /* engine_models.c — the engine's table of loaded models: loading every model's
  * current checkpoint and vocabulary at start, creating models (the default one
- * on first start), recording new versions made by online training, and
- * adopting versions that another process (worldstate-train retrain) recorded.
+ * on first start: engine_import.c), recording new versions made by online
+ * training, and adopting versions that another process (worldstate-train
+ * retrain) recorded.
  *
  * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
  * version is a new file written atomically (ws_checkpoint_save: temp file,
@@ -44,18 +45,28 @@ static void model_release(ws_eng_model *em)
     memset(em, 0, sizeof *em);
 }
 
-static ws_eng_model *table_add(ws_engine *e, ws_error *err)
+/* Makes room for one more model (under mu: status and metrics read the table). */
+static ws_status table_reserve(ws_engine *e, ws_error *err)
 {
+    ws_status s = WS_OK;
+    pthread_mutex_lock(&e->mu);
     if (e->n_models == e->cap_models) {
         int cap = e->cap_models ? 2 * e->cap_models : 4;
         ws_eng_model *t = realloc(e->models, sizeof *t * (size_t)cap);
-        if (!t) {
-            ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-            return NULL;
+        if (t) {
+            e->models = t;
+            e->cap_models = cap;
+        } else {
+            s = ws_error_set(err, WS_ERR_NOMEM, "out of memory");
         }
-        e->models = t;
-        e->cap_models = cap;
     }
+    pthread_mutex_unlock(&e->mu);
+    return s;
+}
+
+static ws_eng_model *table_add(ws_engine *e, ws_error *err)
+{
+    if (table_reserve(e, err) != WS_OK) return NULL;
     ws_eng_model *em = &e->models[e->n_models];
     memset(em, 0, sizeof *em);
     return em;
@@ -102,26 +113,27 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     ws_status s = ws_srv_model_rows_read(e->st, &rows, err);
     for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
     ws_srv_model_rows_free(&rows);
-    if (s == WS_OK && e->n_models == 0) { /* first start: the default model */
-        ws_model_config cfg = ws_model_config_default();
-        cfg.vocab_cap = 4096;
-        ws_srv_training tr = ws_srv_training_default();
-        ws_eng_model *em;
-        s = ws_eng_model_create(e, "default", &cfg, &tr, 1, &em, err);
-    }
+    if (s == WS_OK) ws_eng_uploads_clean(e); /* uploads a crash left behind */
+    if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
     return s;
 }
 
-static ws_status record_model(ws_engine *e, const char *name, const ws_model_config *cfg,
-                              const ws_srv_training *tr, const char *path, int64_t *id, ws_error *err)
+/* Records a new model, its version 1 (path, note) and m's vocabulary in one
+ * transaction. */
+static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
+                              const ws_srv_training *tr, const char *path, const char *note,
+                              int64_t *id, ws_error *err)
 {
-    cJSON *cj = ws_srv_model_config_json(cfg), *tj = ws_srv_training_json(tr);
-    char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL, *ttext = tj ? cJSON_PrintUnformatted(tj) : NULL;
+    cJSON *cj = ws_srv_model_config_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
+    char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL;
+    char *ttext = tj ? cJSON_PrintUnformatted(tj) : NULL;
     cJSON_Delete(cj);
     cJSON_Delete(tj);
-    ws_status s = ctext && ttext ? ws_store_begin(e->st, err) : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
+                                 : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
-    if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, "created", err);
+    if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, note, err);
+    if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
     if (s == WS_OK) s = ws_store_commit(e->st, err);
     else if (ctext && ttext) ws_store_rollback(e->st, NULL);
     free(ctext);
@@ -129,37 +141,56 @@ static ws_status record_model(ws_engine *e, const char *name, const ws_model_con
     return s;
 }
 
-ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
-                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err)
+ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
+                               const ws_srv_training *tr, const char *path, const char *note,
+                               ws_eng_model **out, ws_error *err)
 {
-    if (ws_eng_model_by_name(e, name)) return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
-    ws_eng_model tmp = {0};
-    WS_TRY(ws_model_new(&tmp.m, cfg, e->be, seed, err));
-    char path[WS_SRV_PATH_MAX + 128];
-    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
-    ws_status s = ws_checkpoint_save(tmp.m, path, 1, err);
-    if (s == WS_OK) s = record_model(e, name, cfg, tr, path, &tmp.id, err);
-    if (s == WS_OK) s = model_attach(e, &tmp, err);
+    if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
+        ws_model_free(m);
+        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
+    }
+    ws_eng_model tmp = {.m = m};
+    /* Everything that can fail for want of memory comes before the commit, so a
+     * committed model is always served. */
+    ws_status s = model_attach(e, &tmp, err);
+    if (s == WS_OK) s = table_reserve(e, err);
+    if (s == WS_OK) s = record_model(e, name, m, tr, path, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
+        /* Not recorded: nobody refers to the file (a crash before this point
+         * leaves it unreferenced, and the next creation of the name replaces it). */
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
         return s;
     }
     tmp.version = 1;
     tmp.tr = *tr;
+    tmp.vocab_stored = ws_vocab_size(ws_model_vocab(m));
     strcpy(tmp.name, name);
     pthread_mutex_lock(&e->mu); /* readers of the table (status, metrics) hold mu */
-    ws_eng_model *em = table_add(e, err);
-    if (em) {
-        *em = tmp;
-        e->n_models++;
-    }
+    ws_eng_model *em = &e->models[e->n_models++];
+    *em = tmp;
     pthread_mutex_unlock(&e->mu);
-    if (!em) {
-        model_release(&tmp);
-        return WS_ERR_NOMEM;
-    }
     *out = em;
     return WS_OK;
+}
+
+ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out,
+                              ws_error *err)
+{
+    if (ws_eng_model_by_name(e, name))
+        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
+    ws_model *m = NULL;
+    WS_TRY(ws_model_new(&m, cfg, e->be, seed, err));
+    char path[WS_SRV_PATH_MAX + 128];
+    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
+    ws_status s = ws_checkpoint_save(m, path, 1, err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        return s;
+    }
+    return ws_eng_model_install(e, name, m, tr, path, WS_SRV_NOTE_CREATED, out, err);
 }
 
 ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
@@ -182,17 +213,8 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
     return WS_OK;
 }
 
-/* Serves version `version` of em from now on: the checkpoint replaces the
- * model (same configuration, so the batch and state buffers stay). */
-static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
+void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version)
 {
-    ws_model *m = NULL;
-    WS_TRY(ws_srv_version_load(e->st, em->id, version, e->be, &m, err));
-    /* Every field is a 4-byte int or float: no padding to compare. */
-    if (memcmp(ws_model_config_of(m), &em->cfg, sizeof em->cfg) != 0) {
-        ws_model_free(m);
-        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration", (long long)version);
-    }
     ws_model_free(em->m);
     em->m = m;
     /* Symbols that never reached SQLite (a failed group commit) are dropped with
@@ -202,6 +224,20 @@ static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, 
     pthread_mutex_lock(&e->mu);
     em->version = version;
     pthread_mutex_unlock(&e->mu);
+}
+
+/* Serves version `version` of em from now on: the checkpoint replaces the
+ * model (same configuration, so the batch and state buffers stay). */
+static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
+{
+    ws_model *m = NULL;
+    WS_TRY(ws_srv_version_load(e->st, em->id, version, e->be, &m, err));
+    if (!ws_srv_config_equal(ws_model_config_of(m), &em->cfg)) {
+        ws_model_free(m);
+        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration",
+                            (long long)version);
+    }
+    ws_eng_model_adopt(e, em, m, version);
     return WS_OK;
 }
 

@@ -2,12 +2,14 @@
  *
  * One request = one ws_http_req (MHD's con_cls). The first callback has the
  * headers only: an oversized Content-Length is answered 413 at once. Body
- * chunks accumulate under WS_SRV_BODY_MAX; on the final call the route runs.
+ * chunks accumulate under WS_SRV_BODY_MAX (an import's go to a file, under
+ * WS_SRV_IMPORT_MAX); on the final call the route runs.
  * A route that needs the engine returns a job: the connection is suspended and
  * the engine resumes it once job->done is set; MHD then calls us again and the
  * reply goes out. Suspended connections never time out in MHD, so every job
  * carries its own deadline, enforced by the engine. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +25,18 @@ typedef struct {
     char *body;
     size_t len, cap;
     int too_large;
-    int replied; /* a reply was queued before the body was read (413) */
+    int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
     int route;
     int64_t t0_ms;
     struct timespec t0;
+    /* POST /v1/models/{name}/import: the body goes to a file, not to memory */
+    int import;
+    uint64_t received;  /* body bytes so far */
+    int spool_fd;       /* -1 once closed */
+    char *spool;        /* its path, until a job takes it over */
+    int spool_failed;
+    char spool_msg[256];
 } ws_http_req;
 
 cJSON *ws_http_error(const char *code, const char *fmt, ...)
@@ -62,7 +71,7 @@ int ws_http_status_of(ws_status s, const char **code)
 
 static const char *route_names[WS_ROUTE_COUNT] = {
     "healthz", "readyz", "metrics", "sessions", "session", "state", "steps", "queries",
-    "labels", "models", "model", "training", "checkpoint", "other"};
+    "labels", "models", "model", "training", "checkpoint", "import", "other"};
 
 const char *ws_http_route_name(int route)
 {
@@ -121,6 +130,77 @@ static int split_path(const char *url, char *copy, size_t cap, char **segs, int 
     return n;
 }
 
+static cJSON *too_large(const ws_http_req *r)
+{
+    return ws_http_error("too_large", "request body over %llu bytes",
+                         (unsigned long long)(r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX));
+}
+
+/* Fills c->who from the key; 0 with the refusal (401, or 503 when storage
+ * fails) in a. Health and metrics stay open: probes and scrapers carry no keys. */
+static int auth_ok(ws_srv *srv, struct MHD_Connection *conn, int route, ws_http_ctx *c,
+                   ws_http_answer *a)
+{
+    if (route == WS_ROUTE_HEALTH || route == WS_ROUTE_READY || route == WS_ROUTE_METRICS) return 1;
+    ws_error err = {0};
+    ws_status st = ws_auth_check(srv, conn, &c->who, &err);
+    if (st == WS_OK) return 1;
+    const char *code = "unauthorized";
+    a->status = st == WS_ERR_NOTFOUND ? 401 : ws_http_status_of(st, &code);
+    a->json = ws_http_error(code, "%s", err.msg);
+    return 0;
+}
+
+/* First call of a request (headers only): refuses an announced body over the
+ * route's cap; for an import, also checks the key and the name before a body
+ * of up to WS_SRV_IMPORT_MAX is read (a client sending "Expect: 100-continue"
+ * then sends none of it), and opens the file the body goes to. */
+static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
+                                     const char *url, const char *method)
+{
+    ws_http_ctx c = {.srv = srv, .conn = conn, .method = method};
+    char path[WS_SRV_PATH_MAX];
+    c.n_segs = split_path(url, path, sizeof path, c.segs, 8);
+    r->route = c.n_segs < 0 ? WS_ROUTE_OTHER : ws_http_route_of(&c);
+    r->import = r->route == WS_ROUTE_IMPORT && !strcmp(method, "POST");
+    uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > cap) {
+        r->too_large = r->replied = 1; /* any body that still arrives is dropped */
+        return send_json(conn, r, 413, too_large(r));
+    }
+    if (!r->import) return MHD_YES;
+    ws_http_answer a = {0};
+    if (!auth_ok(srv, conn, r->route, &c, &a) || !ws_routes_import_precheck(&c, &a)) {
+        r->replied = 1;
+        return send_json(conn, r, a.status, a.json);
+    }
+    ws_error err = {0};
+    char file[WS_SRV_PATH_MAX + 64];
+    if (ws_srv_upload_create(srv->cfg.data_dir, file, sizeof file, &r->spool_fd, &err) != WS_OK) {
+        r->replied = 1;
+        return send_json(conn, r, 500, ws_http_error("internal", "%s", err.msg));
+    }
+    if (!(r->spool = strdup(file))) {
+        unlink(file);
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* One chunk of an import's body into its file; a write failure is answered
+ * (500) once the body is in, the rest of it is dropped. */
+static void spool_chunk(ws_http_req *r, const char *data, size_t n)
+{
+    ws_error err = {0};
+    if (r->spool_failed) return;
+    if (ws_srv_write_all(r->spool_fd, data, n, &err) != WS_OK) {
+        r->spool_failed = 1;
+        snprintf(r->spool_msg, sizeof r->spool_msg, "%s", err.msg);
+    }
+}
+
 static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
                                  const char *url, const char *method)
 {
@@ -132,22 +212,17 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
         return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
     }
     r->route = ws_http_route_of(&c);
-    if (r->too_large)
-        return send_json(conn, r, 413, ws_http_error("too_large", "request body over %u bytes", WS_SRV_BODY_MAX));
-    /* Health and metrics stay open: probes and scrapers carry no keys. */
-    if (r->route != WS_ROUTE_HEALTH && r->route != WS_ROUTE_READY && r->route != WS_ROUTE_METRICS) {
-        ws_error err = {0};
-        ws_status st = ws_auth_check(srv, conn, &c.who, &err);
-        if (st == WS_ERR_NOTFOUND)
-            return send_json(conn, r, 401, ws_http_error("unauthorized", "%s", err.msg));
-        if (st != WS_OK) {
-            const char *code;
-            int status = ws_http_status_of(st, &code);
-            return send_json(conn, r, status, ws_http_error(code, "%s", err.msg));
-        }
-    }
+    if (r->too_large) return send_json(conn, r, 413, too_large(r));
+    if (r->spool_failed)
+        return send_json(conn, r, 500, ws_http_error("internal", "cannot store the body: %s",
+                                                     r->spool_msg));
+    ws_http_answer refusal = {0};
+    if (!auth_ok(srv, conn, r->route, &c, &refusal))
+        return send_json(conn, r, refusal.status, refusal.json);
     ws_http_answer a = {0};
+    c.upload = r->spool;
     ws_routes_dispatch(&c, r->route, &a);
+    if (r->spool && !c.upload) r->spool = NULL; /* a job owns the file now */
     if (a.job) {
         r->job = a.job;
         MHD_suspend_connection(conn);
@@ -169,14 +244,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!r) return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &r->t0);
         r->route = WS_ROUTE_OTHER;
+        r->spool_fd = -1;
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > WS_SRV_BODY_MAX) {
-            r->too_large = r->replied = 1; /* any body that still arrives is dropped */
-            return send_json(conn, r, 413, ws_http_error("too_large", "request body over %u bytes", WS_SRV_BODY_MAX));
-        }
-        return MHD_YES;
+        return begin_request(srv, conn, r, url, method);
     }
     if (r->job) { /* resumed by the engine */
         if (!atomic_load_explicit(&r->job->done, memory_order_acquire)) return MHD_YES;
@@ -191,8 +262,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        if (r->too_large || r->len + n > WS_SRV_BODY_MAX) { /* chunked bodies have no Content-Length */
+        if (r->replied || r->too_large) return MHD_YES; /* answered already: dropped */
+        /* chunked bodies have no Content-Length */
+        if (r->received + n > (r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX)) {
             r->too_large = 1;
+            return MHD_YES;
+        }
+        r->received += n;
+        if (r->spool) {
+            spool_chunk(r, upload_data, n);
             return MHD_YES;
         }
         if (r->len + n + 1 > r->cap) {
@@ -209,6 +287,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (r->replied) return MHD_YES;
+    if (r->spool_fd >= 0) { /* the whole body is in the file */
+        if (close(r->spool_fd) != 0 && !r->spool_failed) {
+            r->spool_failed = 1;
+            snprintf(r->spool_msg, sizeof r->spool_msg, "%s", strerror(errno));
+        }
+        r->spool_fd = -1;
+    }
     return run_route(srv, conn, r, url, method);
 }
 
@@ -221,6 +306,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     /* A job is only still attached if the engine finished it but the client
      * vanished before the reply went out: it is ours to free. */
     if (r->job) ws_job_free(r->job);
+    if (r->spool_fd >= 0) close(r->spool_fd);
+    if (r->spool) unlink(r->spool); /* no job took it: the request failed or was refused */
+    free(r->spool);
     free(r->body);
     free(r);
     *con_cls = NULL;

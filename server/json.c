@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "srv.h"
 
@@ -169,6 +170,8 @@ void ws_job_free(ws_job *j)
     free(j->instr);
     free(j->query);
     cJSON_Delete(j->body);
+    if (j->upload) unlink(j->upload); /* an import that never ran: its file goes */
+    free(j->upload);
     cJSON_Delete(j->reply);
     free(j->instr_json);
     free(j->query_json);

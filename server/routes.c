@@ -32,6 +32,7 @@ int ws_http_route_of(const ws_http_ctx *c)
         if (c->n_segs == 3) return WS_ROUTE_MODEL;
         if (c->n_segs == 4 && is(c, 3, "training")) return WS_ROUTE_TRAINING;
         if (c->n_segs == 4 && is(c, 3, "checkpoint")) return WS_ROUTE_CHECKPOINT;
+        if (c->n_segs == 4 && is(c, 3, "import")) return WS_ROUTE_IMPORT;
     }
     return WS_ROUTE_OTHER;
 }
@@ -84,7 +85,8 @@ void ws_routes_dispatch(ws_http_ctx *c, int route, ws_http_answer *a)
     case WS_ROUTE_MODELS:
     case WS_ROUTE_MODEL:
     case WS_ROUTE_TRAINING:
-    case WS_ROUTE_CHECKPOINT: ws_routes_models(c, route, a); return;
+    case WS_ROUTE_CHECKPOINT:
+    case WS_ROUTE_IMPORT: ws_routes_models(c, route, a); return;
     default:
         a->status = 404;
         a->json = ws_http_error("not_found", "no such route");

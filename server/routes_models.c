@@ -1,6 +1,6 @@
 /* routes_models.c — /v1/models...: listings and the checkpoint download answer
- * from storage; creating a model and changing its training settings go through
- * the engine, which owns the loaded models. */
+ * from storage; creating or importing a model and changing its training
+ * settings go through the engine, which owns the loaded models. */
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,26 +34,6 @@ static int name_ok(const char *s)
     for (size_t i = 0; i < n; i++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i])) return 0;
     return 1;
-}
-
-static cJSON *model_json(const ws_store_model *m)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddStringToObject(o, "name", m->name);
-    cJSON_AddNumberToObject(o, "version", (double)m->current_version);
-    cJSON_AddItemToObject(o, "config", cJSON_Parse(m->config_json));
-    cJSON_AddItemToObject(o, "training", cJSON_Parse(m->training_json));
-    cJSON_AddNumberToObject(o, "created_ms", (double)m->created_ms);
-    return o;
-}
-
-static ws_status list_one(void *ctx, const ws_store_model *m)
-{
-    cJSON *o = model_json(m);
-    if (!o) return WS_ERR_NOMEM;
-    cJSON_AddItemToArray(ctx, o);
-    return WS_OK;
 }
 
 static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
@@ -118,6 +98,37 @@ static void training_set(ws_http_ctx *c, ws_http_answer *a)
     ws_http_submit(c, j, a);
 }
 
+/* POST /v1/models/{name}/import: the body is already in the file c->upload;
+ * the engine loads it, checks it and makes it a model or a version. */
+static void import_model(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_job *j = c->upload ? calloc(1, sizeof *j) : NULL;
+    if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
+    j->kind = WS_JOB_MODEL_IMPORT;
+    strcpy(j->model_name, c->segs[2]); /* checked by ws_routes_import_precheck */
+    j->upload = c->upload; /* the job owns the file from here on */
+    c->upload = NULL;
+    ws_http_submit(c, j, a);
+}
+
+int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a)
+{
+    if (strcmp(c->method, "POST") != 0) {
+        a->status = 405;
+        a->json = ws_http_error("method_not_allowed", "allowed: POST");
+        return 0;
+    }
+    if (!need_admin(c, a)) return 0;
+    if (!name_ok(c->segs[2])) {
+        a->status = 400;
+        a->json = ws_http_error("invalid_request",
+                                "name must be 1..64 characters of [A-Za-z0-9._-]");
+        return 0;
+    }
+    return 1;
+}
+
 static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
 {
     ws_error err = {0};
@@ -172,15 +183,16 @@ void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
             a->json = ws_http_error("method_not_allowed", "allowed: GET POST");
             return;
         }
-        cJSON *arr = cJSON_CreateArray();
-        ws_status s = arr ? ws_store_model_list(st, list_one, arr, &err) : WS_ERR_NOMEM;
-        if (s != WS_OK) {
-            cJSON_Delete(arr);
-            return fail(a, s, &err);
-        }
+        cJSON *arr;
+        ws_status s = ws_srv_models_json(st, &arr, &err);
+        if (s != WS_OK) return fail(a, s, &err);
         a->status = 200;
         a->json = cJSON_CreateObject();
         cJSON_AddItemToObject(a->json, "models", arr);
+        return;
+    }
+    if (route == WS_ROUTE_IMPORT) {
+        if (ws_routes_import_precheck(c, a)) import_model(c, a);
         return;
     }
     const char *allowed = route == WS_ROUTE_TRAINING ? "PATCH" : "GET";
@@ -193,17 +205,20 @@ void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
         if (need_admin(c, a)) training_set(c, a);
         return;
     }
-    ws_store_model model = {0};
-    ws_status s = name_ok(c->segs[2]) ? ws_store_model_find(st, c->segs[2], &model, &err)
-                                      : ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
-    if (s != WS_OK) return fail(a, s, &err);
-    if (route == WS_ROUTE_CHECKPOINT) {
-        checkpoint(st, &model, a);
-    } else {
+    if (!name_ok(c->segs[2]))
+        return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
+    if (route == WS_ROUTE_MODEL) {
+        int64_t id;
+        ws_status s = ws_srv_model_json(st, c->segs[2], &a->json, &id, &err);
+        if (s != WS_OK) return fail(a, s, &err);
         a->status = 200;
-        a->json = model_json(&model);
-        cJSON *status = ws_engine_model_status(c->srv->engine, model.id);
+        cJSON *status = ws_engine_model_status(c->srv->engine, id);
         if (status) cJSON_AddItemToObject(a->json, "status", status);
+        return;
     }
+    ws_store_model model = {0};
+    ws_status s = ws_store_model_find(st, c->segs[2], &model, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    checkpoint(st, &model, a);
     ws_store_model_clear(&model);
 }

@@ -20,6 +20,9 @@
 #include "../storage/storage.h"
 
 #define WS_SRV_BODY_MAX (1u << 20)  /* request body cap (bytes) */
+/* Body cap of POST /v1/models/{name}/import (a checkpoint, spooled to a file):
+ * room for a model of about 64M parameters, or 21M with its AdamW state. */
+#define WS_SRV_IMPORT_MAX ((uint64_t)256 << 20)
 #define WS_SRV_MAX_ITEMS 256        /* instructions, queries or labels per request */
 #define WS_SRV_SYMBOL_MAX 128       /* bytes per symbol */
 #define WS_SRV_PATH_MAX 1024
@@ -74,7 +77,8 @@ typedef enum {
     WS_JOB_QUERY,
     WS_JOB_LABELS,
     WS_JOB_MODEL_CREATE,
-    WS_JOB_TRAINING_SET
+    WS_JOB_TRAINING_SET,
+    WS_JOB_MODEL_IMPORT
 } ws_job_kind;
 
 typedef struct ws_job {
@@ -96,6 +100,8 @@ typedef struct ws_job {
     ws_model_config cfg;  /* WS_JOB_MODEL_CREATE */
     ws_srv_training training;
     uint64_t seed;
+    char *upload;         /* WS_JOB_MODEL_IMPORT: the spooled checkpoint (owned: ws_job_free
+                             removes the file unless the engine took it over) */
     /* result, written by the engine before `done` */
     int status;
     cJSON *reply;
@@ -148,13 +154,16 @@ typedef struct {
     int n_segs;
     const char *body;
     size_t body_len;
+    char *upload;         /* WS_ROUTE_IMPORT: the file holding the body; a route that
+                             takes it over moves it into its job and sets it to NULL */
     ws_store_principal who;
 } ws_http_ctx;
 
 enum {
     WS_ROUTE_HEALTH, WS_ROUTE_READY, WS_ROUTE_METRICS, WS_ROUTE_SESSIONS, WS_ROUTE_SESSION,
     WS_ROUTE_STATE, WS_ROUTE_STEPS, WS_ROUTE_QUERIES, WS_ROUTE_LABELS, WS_ROUTE_MODELS,
-    WS_ROUTE_MODEL, WS_ROUTE_TRAINING, WS_ROUTE_CHECKPOINT, WS_ROUTE_OTHER, WS_ROUTE_COUNT
+    WS_ROUTE_MODEL, WS_ROUTE_TRAINING, WS_ROUTE_CHECKPOINT, WS_ROUTE_IMPORT, WS_ROUTE_OTHER,
+    WS_ROUTE_COUNT
 };
 const char *ws_http_route_name(int route);
 
@@ -163,10 +172,31 @@ int ws_http_route_of(const ws_http_ctx *c);
 void ws_routes_dispatch(ws_http_ctx *c, int route, ws_http_answer *a);
 void ws_routes_sessions(ws_http_ctx *c, int route, ws_http_answer *a);
 void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a);
+/* Checks of POST /v1/models/{name}/import made before its body is read (admin
+ * key, model name): 1 to go on, 0 with the refusal in a. */
+int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a);
 /* Hands a job to the engine: a->job on success, else a 503 in a. */
 void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 /* Model config <-> JSON (the checkpoint's field names). */
 cJSON *ws_srv_model_config_json(const ws_model_config *cfg);
+/* A model as the API shows it (model_json.c): name, version, config, training,
+ * created_ms, origin and version_note. One model by name (*id: its id; may be
+ * NULL), or every model. */
+ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id,
+                            ws_error *err);
+ws_status ws_srv_models_json(ws_store *st, cJSON **out, ws_error *err);
+
+/* ---- files in <data-dir>/models (files.c) ------------------------------- */
+#define WS_SRV_UPLOAD_PREFIX ".upload-" /* temporary files: removed at start */
+/* A new empty temporary file <data-dir>/models/.upload-XXXXXX (mode 0600),
+ * open for writing; its path into path[cap]. */
+ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int *fd,
+                               ws_error *err);
+/* Writes all of buf[0..n) to fd (retrying short writes); errno on failure. */
+ws_status ws_srv_write_all(int fd, const void *buf, size_t n, ws_error *err);
+/* Makes the finished temporary file tmp durable under the name dst: fsync,
+ * rename, fsync of the folder (a crash leaves the old dst or the whole new one). */
+ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err);
 
 /* One step-log entry as the API lists it (step, instructions, queries, labels,
  * answers, model_version, time_ms), added to o (log_json.c). */

@@ -29,6 +29,24 @@ typedef struct {
 ws_status ws_srv_model_rows_read(ws_store *st, ws_srv_model_rows *out, ws_error *err);
 void ws_srv_model_rows_free(ws_srv_model_rows *r);
 
+/* Notes of a version 1, which say where a model's parameters began (its
+ * "origin" in the API): random ones (POST /v1/models, or the default model of a
+ * build without a shipped one), the checkpoint shipped in worldstated, or one
+ * imported through POST /v1/models/{name}/import (which also notes a new
+ * version it makes so). */
+#define WS_SRV_NOTE_CREATED "created"
+#define WS_SRV_NOTE_SHIPPED "shipped"
+#define WS_SRV_NOTE_IMPORTED "imported"
+/* "random", "shipped", "imported", or "unknown" for the note of a version 1. */
+const char *ws_srv_origin_of_note(const char *note);
+
+/* 1 when both configurations are the same; else 0 with the first field that
+ * differs described in why[cap], naming a and b ("d is 64 in the checkpoint,
+ * 128 in the model"). */
+int ws_srv_config_diff(const ws_model_config *a, const char *a_name, const ws_model_config *b,
+                       const char *b_name, char *why, size_t cap);
+int ws_srv_config_equal(const ws_model_config *a, const ws_model_config *b);
+
 void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
                       size_t cap);
 
@@ -53,5 +71,16 @@ ws_status ws_srv_version_load(ws_store *st, int64_t model_id, int64_t version, w
 ws_status ws_srv_version_publish(ws_store *st, const char *data_dir, const char *name,
                                  int64_t model_id, ws_model *m, int64_t expect_prev,
                                  const char *note, int64_t *version_out, ws_error *err);
+/* ws_srv_version_publish that also records, in the same transaction, the
+ * symbols of m's vocabulary from id vocab_from on (an imported checkpoint may
+ * name symbols the model has not stored yet); vocab_from < 0: none. */
+ws_status ws_srv_version_publish_vocab(ws_store *st, const char *data_dir, const char *name,
+                                       int64_t model_id, ws_model *m, int64_t expect_prev,
+                                       const char *note, int vocab_from, int64_t *version_out,
+                                       ws_error *err);
+/* Records m's symbols from id `from` on in the model's vocabulary (inside the
+ * caller's transaction). */
+ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from,
+                             ws_error *err);
 
 #endif

@@ -1,12 +1,12 @@
-/* cmd_model.c — worldstate model list|create|status|checkpoint, and training. */
+/* cmd_model.c — worldstate model list|create|status|checkpoint|import, and training. */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-#define MODEL_USAGE                                                                                             \
-    "worldstate model list | status NAME | checkpoint NAME --out FILE\n"                                        \
+#define MODEL_USAGE                                                                      \
+    "worldstate model list | status NAME | checkpoint NAME --out FILE | import NAME FILE\n" \
     "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
 #define TRAINING_USAGE                                                                                          \
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] [--recall-queries N]"
@@ -58,6 +58,12 @@ static void print_model(const ws_client_model *m)
     cli_time(m->created_ms, created, sizeof created);
     printf("name           %s\nversion        %lld\ncreated        %s\nconfig         %s\n", m->name,
            (long long)m->version, created, m->config_json);
+    /* Whether the parameters were ever trained is what a user asks first. */
+    int random = !strcmp(m->origin, "random");
+    if (m->origin[0])
+        printf("origin         %s%s\n", m->origin,
+               random ? " (random parameters: untrained, unless trained since)" : "");
+    if (m->version_note) printf("version note   %s\n", m->version_note);
     print_training("training", &m->training);
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
@@ -115,6 +121,30 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+/* import NAME FILE */
+static int import(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[2];
+    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, none, pos, 2, 2, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_model m;
+    ws_client_error e;
+    int created = 0;
+    if (ws_client_model_import(ctx->client, pos[0], pos[1], &m, &created, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model import");
+    if (ctx->json) {
+        cJSON *o = cli_model_json(&m);
+        rc = cli_print_json(o ? cli_json_item(o, "created", cJSON_CreateBool(created)) : NULL);
+    } else {
+        printf("imported %s as %s\n", pos[1],
+               created ? "a new model" : "the model's next version");
+        print_model(&m);
+    }
+    ws_client_model_free(&m);
+    return rc;
+}
+
 /* status NAME / checkpoint NAME --out FILE */
 static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
 {
@@ -155,6 +185,7 @@ int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)
     if (!strcmp(sub, "create")) return create(ctx, argc - 1, argv + 1);
     if (!strcmp(sub, "status")) return one(ctx, argc - 1, argv + 1, 0);
     if (!strcmp(sub, "checkpoint")) return one(ctx, argc - 1, argv + 1, 1);
+    if (!strcmp(sub, "import")) return import(ctx, argc - 1, argv + 1);
     return cli_usage(MODEL_USAGE, "unknown model subcommand \"%s\"", sub);
 }
 

@@ -69,5 +69,7 @@ cJSON *cli_model_json(const ws_client_model *m)
     o = cli_json_item(o, "config", cJSON_Parse(m->config_json ? m->config_json : "{}"));
     o = cli_json_item(o, "training", cli_training_json(&m->training));
     o = cli_json_num(o, "created_ms", (double)m->created_ms);
+    if (m->origin[0]) o = cli_json_str(o, "origin", m->origin);
+    if (m->version_note) o = cli_json_str(o, "version_note", m->version_note);
     return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
 }

@@ -21,6 +21,8 @@ static const char HELP[] =
     "  export ID [--after N] | export --all   step logs as JSON Lines (input of step --file)\n"
     "  model list | model status NAME | model checkpoint NAME --out FILE\n"
     "  model create NAME [--config JSON] [--seed N] [training flags]\n"
+    "  model import NAME FILE                 a trained checkpoint (safetensors) becomes model\n"
+    "                                         NAME, or its next version when NAME exists\n"
     "  training NAME [--enable|--disable] [--lr X] [--update-every N] [--recall-queries N]\n"
     "  health                                 liveness and readiness\n"
     "\n"

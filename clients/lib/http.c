@@ -68,6 +68,13 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
     return k;
 }
 
+/* A binary body from its file (rq->source). */
+static size_t on_read(char *p, size_t sz, size_t n, void *ctx)
+{
+    size_t k = fread(p, 1, sz * n, ctx);
+    return k == 0 && ferror((FILE *)ctx) ? CURL_READFUNC_ABORT : k;
+}
+
 static CURLcode set_options(CURL *h, const ws_client *c, const wsc_request *rq, const char *url,
                             struct curl_slist *headers, attempt_ctx *ctx, char *errbuf)
 {
@@ -85,6 +92,11 @@ static CURLcode set_options(CURL *h, const ws_client *c, const wsc_request *rq, 
     if (e == CURLE_OK && rq->body) e = curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
     if (e == CURLE_OK && rq->body)
         e = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(rq->body));
+    if (e == CURLE_OK && rq->source) e = curl_easy_setopt(h, CURLOPT_POST, 1L);
+    if (e == CURLE_OK && rq->source) e = curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+    if (e == CURLE_OK && rq->source) e = curl_easy_setopt(h, CURLOPT_READDATA, rq->source);
+    if (e == CURLE_OK && rq->source)
+        e = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->source_len);
     return e;
 }
 
@@ -92,7 +104,12 @@ static struct curl_slist *headers_of(const ws_client *c, const wsc_request *rq)
 {
     /* "Expect:" turns off 100-continue: the daemon answers at once, so the
      * handshake would only add a round trip to larger bodies. */
-    const char *lines[] = {rq->body ? "Content-Type: application/json" : NULL, rq->body ? "Expect:" : NULL, c->auth};
+    /* A binary body (a checkpoint, up to 256 MiB) keeps 100-continue instead:
+     * a refusal (403, 413) then comes before any of it is sent. */
+    const char *lines[] = {rq->body ? "Content-Type: application/json" : NULL,
+                           rq->body ? "Expect:" : NULL,
+                           rq->source ? "Content-Type: application/octet-stream" : NULL,
+                           rq->source ? "Expect: 100-continue" : NULL, c->auth};
     struct curl_slist *list = NULL;
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         if (!lines[i]) continue;
@@ -114,7 +131,7 @@ static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *u
     errbuf[0] = '\0';
     CURL *h = curl_easy_init();
     struct curl_slist *headers = h ? headers_of(c, rq) : NULL;
-    if (!h || (!headers && (rq->body || c->auth))) {
+    if (!h || (!headers && (rq->body || rq->source || c->auth))) {
         curl_easy_cleanup(h);
         ctx->nomem = 1;
         return CURLE_OUT_OF_MEMORY;
@@ -178,6 +195,11 @@ ws_client_status wsc_call(const ws_client *c, const wsc_request *rq, wsc_respons
         if (rq->sink && (fflush(rq->sink) != 0 || ftruncate(fileno(rq->sink), 0) != 0 || fseek(rq->sink, 0, SEEK_SET) != 0)) {
             free(url);
             return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rewrite the download file: %s", strerror(errno));
+        }
+        if (rq->source && fseek(rq->source, 0, SEEK_SET) != 0) {
+            free(url);
+            return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rewind the file to send: %s",
+                            strerror(errno));
         }
         int sent;
         e = attempt(c, rq, url, rs, &ctx, errbuf, &sent);

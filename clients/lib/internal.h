@@ -24,6 +24,8 @@ typedef struct {
     int repeatable;   /* sending it twice is harmless: retry transport errors */
     int answer_503;   /* a 503 is this route's answer (readyz): never retried */
     FILE *sink;       /* a 2xx body goes here (truncated before each attempt), not to memory */
+    FILE *source;     /* a binary body read from here (rewound before each attempt), or NULL */
+    int64_t source_len;
 } wsc_request;
 
 typedef struct {

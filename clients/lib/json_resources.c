@@ -76,6 +76,21 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
     return s;
 }
 
+/* origin and version_note, optional (servers before them sent neither). */
+static ws_client_status origin_from_json(const cJSON *obj, ws_client_model *m, ws_client_error *err)
+{
+    static const wsc_field fields[] = {
+        {"origin", WSC_STR, offsetof(ws_client_model, origin), sizeof m->origin, 0}};
+    ws_client_status s = wsc_decode_fields(obj, fields, 1, m, err);
+    const cJSON *note = cJSON_GetObjectItemCaseSensitive(obj, "version_note");
+    if (s != WS_CLIENT_OK || !note) return s;
+    if (!cJSON_IsString(note))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL,
+                        "answer field \"version_note\" must be a string");
+    m->version_note = strdup(note->valuestring);
+    return m->version_note ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+}
+
 ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_client_error *err)
 {
     static const wsc_field fields[] = {
@@ -89,6 +104,7 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
         s = wsc_training_from_json(cJSON_GetObjectItemCaseSensitive(obj, "training"), &out->training, err);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (s == WS_CLIENT_OK && st) s = status_from_json(st, &out->status, err);
+    if (s == WS_CLIENT_OK) s = origin_from_json(obj, out, err);
     if (s != WS_CLIENT_OK) ws_client_model_free(out);
     return s;
 }
@@ -96,6 +112,7 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
 void ws_client_model_free(ws_client_model *m)
 {
     free(m->config_json);
+    free(m->version_note);
     memset(m, 0, sizeof *m);
 }
 

@@ -634,6 +634,33 @@ static void test_embedding(void **state)
     }
 }
 
+/* Symbol codes: the same hashes (zeros = no symbol, a row without any) on both. */
+static void test_symcode(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    ws_test_rng r = {9};
+    for (int s = 0; s < N_EMB; s++) {
+        int n = k_emb[s][0], k = k_emb[s][1], d = k_emb[s][2];
+        size_t nh = (size_t)n * k;
+        uint64_t *h = xmalloc(nh * sizeof *h);
+        for (size_t i = 0; i < nh; i++)
+            h[i] = ws_test_int(&r, 0, 3) ? ((uint64_t)ws_test_int(&r, 0, 1 << 30) << 33) + i + 1 : 0;
+        if (n > 1)
+            for (int j = 0; j < k; j++) h[k + j] = 0;
+        dual dh = dual_from(h, nh * sizeof *h);
+        free(h);
+        for (int acc = 0; acc < 2; acc++) {
+            dual out = acc ? dual_normal(&r, (size_t)n * d, 1.0f) : dual_nan((size_t)n * d);
+            BOTH(be->ops->symcode_forward(be, F(out), (const uint64_t *)dh.p[S_], n, k, d, acc));
+            comparef(&out, (size_t)n * d, TOL_SUM, "symcode_forward n=%d k=%d d=%d acc=%d", n, k,
+                     d, acc);
+            dual_free(&out);
+        }
+        dual_free(&dh);
+    }
+}
+
 /* ---- AdamW -------------------------------------------------------------------------------- */
 
 static void test_adamw(void **state)
@@ -910,6 +937,7 @@ int main(void)
         cmocka_unit_test(test_linear),     cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_attention),  cmocka_unit_test(test_pointwise),
         cmocka_unit_test(test_reductions), cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_symcode),
         cmocka_unit_test(test_adamw),      cmocka_unit_test(test_model_step),
     };
     int have = start_cuda();

@@ -2,8 +2,9 @@
  * ops of a backend: LayerNorm, GELU (tanh form), residual add, embedding
  * gather-sum (skipped negative ids, accumulate flag) and its scatter-add
  * backward (repeated ids), BCE with logits (unlabelled items, extreme logits),
- * sigmoid, sum_squares, scale, and AdamW against a double-precision
- * transcription of torch.optim.AdamW.
+ * sigmoid, sum_squares, scale, AdamW against a double-precision
+ * transcription of torch.optim.AdamW, and the symbol codes (kernels/symcode.h)
+ * against values computed by the numpy reference (tests/reference/symcode.py).
  *
  * Forwards are checked against naive double references with NaN-poisoned
  * outputs; backwards against central finite differences of L = Σ out ⊙ R (R
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/symcode.h"
 #include "backend.h"
 #include "ops_check.h"
 #include "test_util.h"
@@ -726,6 +728,80 @@ static void test_adamw(void **state)
         }
 }
 
+/* ---- symbol codes ------------------------------------------------------------------- */
+
+/* The hash and the first code elements of "mary", as tests/reference/symcode.py
+ * computes them (an independent implementation of the same definition):
+ *   sym_hash("mary") = 0x646c6a01b5918fda; codes([h], 8)[0] = below. */
+static void test_symcode_reference_values(void **state)
+{
+    (void)state;
+    uint64_t h = ws_sym_hash("mary", 4);
+    assert_true(h == 0x646c6a01b5918fdaULL);
+    static const double want[8] = {1.48211408, -0.41588423, -0.12227257, -0.61255133,
+                                   2.08695817, 0.21264236,  0.4881705,   -0.64076191};
+    for (int e = 0; e < 8; e++)
+        if (fabs(ws_sym_code(h, e) - want[e]) > 1e-7)
+            fail_msg("code(mary)[%d] = %.9g, reference %.9g", e, (double)ws_sym_code(h, e), want[e]);
+    assert_true(ws_sym_hash("", 0) != 0);
+    assert_true(ws_sym_hash("mary", 4) != ws_sym_hash("marz", 4));
+    /* unit-variance Gaussian: mean ~0, variance ~1, |x| > 3 about 0.27% of the time */
+    double sum = 0, sq = 0;
+    long tails = 0, n = 0;
+    for (uint64_t s = 1; s <= 2000; s++)
+        for (int e = 0; e < 64; e++, n++) {
+            double x = ws_sym_code(ws_mix64(s), e);
+            sum += x, sq += x * x, tails += fabs(x) > 3.0;
+        }
+    double mean = sum / n, var = sq / n - mean * mean;
+    printf("symbol codes: mean %.4f var %.4f tails>3 %.3f%% over %ld\n", mean, var,
+           100.0 * tails / n, n);
+    assert_true(fabs(mean) < 0.02 && fabs(var - 1.0) < 0.02);
+    assert_true(tails > n / 1000 && tails < n / 200);
+}
+
+/* The op against the definition in double: Σ over present slots j of the code
+ * rolled by j; absent symbols (0) and empty rows add nothing; += contract. */
+static void test_symcode(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{1, 1, 1}, {3, 3, 17}, {17, 4, 33}, {9, 16, 3}, {40, 2, 128}};
+    ws_test_rng rng = {77};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int n = shapes[si][0], k = shapes[si][1], d = shapes[si][2];
+        size_t nh = (size_t)n * k, no = (size_t)n * d;
+        uint64_t *h = malloc(nh * sizeof *h);
+        float *base = malloc(no * sizeof *base), *got = malloc(no * sizeof *got);
+        double *want = malloc(no * sizeof *want);
+        assert_true(h && base && got && want);
+        for (size_t i = 0; i < nh; i++)
+            h[i] = ws_test_int(&rng, 0, 3) ? ws_mix64(i * 31 + si + 1) : 0;
+        if (n > 1)
+            for (int j = 0; j < k; j++) h[k + j] = 0; /* a row without symbols */
+        ws_test_fill_normal(&rng, base, no, 1.0f);
+        for (int acc = 0; acc < 2; acc++) {
+            for (int r = 0; r < n; r++)
+                for (int c = 0; c < d; c++) {
+                    double v = acc ? base[(size_t)r * d + c] : 0.0;
+                    for (int j = 0; j < k; j++)
+                        if (h[(size_t)r * k + j]) v += ws_sym_code(h[(size_t)r * k + j], (c + j) % d);
+                    want[(size_t)r * d + c] = v;
+                }
+            uint64_t *dh = dev_alloc_bytes(nh * sizeof *dh);
+            put_bytes(dh, h, nh * sizeof *h);
+            float *dout = dev_from(base, no);
+            if (!acc) dev_set(dout, NAN, no); /* "=" must overwrite, not read */
+            assert_int_equal(g_be->ops->symcode_forward(g_be, dout, dh, n, k, d, acc), WS_OK);
+            get(got, dout, no);
+            char what[64];
+            snprintf(what, sizeof what, "symcode n%d k%d d%d acc%d", n, k, d, acc);
+            check_elementwise(what, got, want, no, 1e-5, 1e-5);
+            dev_free(dh), dev_free(dout);
+        }
+        free(h), free(base), free(got), free(want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -733,7 +809,8 @@ int main(void)
         cmocka_unit_test(test_add),        cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_bce),        cmocka_unit_test(test_sigmoid),
         cmocka_unit_test(test_sum_squares), cmocka_unit_test(test_scale),
-        cmocka_unit_test(test_adamw),
+        cmocka_unit_test(test_adamw),      cmocka_unit_test(test_symcode_reference_values),
+        cmocka_unit_test(test_symcode),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

@@ -117,7 +117,9 @@ static void snapshot(const rig *r, blob *o)
     put(o, &b->query.n, sizeof b->query.n);
     put(o, b->instr.ids, (size_t)b->instr.n * b->S * sizeof *b->instr.ids);
     put(o, b->instr.value, (size_t)b->instr.n * sizeof *b->instr.value);
+    put(o, b->instr.hash, (size_t)b->instr.n * b->S * sizeof *b->instr.hash);
     put(o, b->query.ids, (size_t)b->query.n * b->S * sizeof *b->query.ids);
+    put(o, b->query.hash, (size_t)b->query.n * b->S * sizeof *b->query.hash);
     put(o, b->query.value, (size_t)b->query.n * sizeof *b->query.value);
     put(o, r->info, (size_t)b->query.n * sizeof *r->info);
 }
@@ -301,6 +303,7 @@ static void test_determinism(void **state)
     check_determinism(p, 12);
     check_determinism(params("life"), 12);
     check_determinism(params("conj"), 12);
+    check_determinism(params("memory"), 40);
 }
 
 /* ---- recall ------------------------------------------------------------------ */
@@ -503,6 +506,114 @@ static void check_conj(ws_task_params p, int steps, uint64_t seed)
     free(holds);
     free(opens);
     rig_close(&r);
+}
+
+/* ---- memory -------------------------------------------------------------------- */
+
+/* A fact as the batch holds it: its symbols' hashes (every symbol id -1). */
+typedef struct {
+    int arity, value;
+    uint64_t h[4];
+} mem_told;
+
+static int fact_of(const rig *r, const ws_fact_list *f, int i, mem_told *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int j = 0; j < r->b->S; j++) {
+        int32_t id = f->ids[(long)i * r->b->S + j];
+        uint64_t h = f->hash[(long)i * r->b->S + j];
+        assert_int_equal(id, -1); /* fresh symbols: no vocabulary id */
+        if (!h) break;
+        assert_true(j < 4);
+        out->h[out->arity++] = h;
+    }
+    return out->arity;
+}
+
+static mem_told *find_told(mem_told *t, int n, const mem_told *f)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i].arity == f->arity && !memcmp(t[i].h, f->h, sizeof f->h)) return &t[i];
+    return NULL;
+}
+
+/* Replays every instruction into a table of last-told values and checks each
+ * query's label and kind against it; counts what the task is meant to produce. */
+static void check_memory(ws_task_params p, int steps, uint64_t seed, int n_slots)
+{
+    rig r;
+    rig_open(&r, &p, n_slots);
+    int cap = 4096, n = 0, overrides = 0, hard = 0, told_q = 0, untold_q = 0, silent = 0;
+    mem_told *told = calloc((size_t)cap, sizeof *told);
+    assert_non_null(told);
+    for (int slot = 0; slot < n_slots; slot++) {
+        assert_int_equal(ws_task_reset(r.t, slot, seed + (uint64_t)slot), WS_OK);
+        int first = n; /* this world's facts start here: no symbol is shared across worlds */
+        for (int s = 1; s <= steps; s++) {
+            step(&r, slot);
+            int ni = ws_batch_n_instr(r.b), nq = ws_batch_n_query(r.b);
+            silent += ni == 0;
+            assert_true(ni <= p.instr_per_step);
+            for (int i = 0; i < ni; i++) {
+                mem_told f;
+                assert_true(fact_of(&r, &r.b->instr, i, &f) >= 1);
+                assert_true(f.arity <= p.max_arity);
+                for (int j = 0; j < i; j++) { /* one instruction per fact and step */
+                    mem_told g;
+                    fact_of(&r, &r.b->instr, j, &g);
+                    assert_false(g.arity == f.arity && !memcmp(g.h, f.h, sizeof f.h));
+                }
+                f.value = r.b->instr.value[i];
+                mem_told *t = find_told(told + first, n - first, &f);
+                if (t) {
+                    overrides += t->value == 1 && f.value == 0;
+                    t->value = f.value;
+                } else {
+                    for (int w = 0; w < first; w++)
+                        for (int j = 0; j < f.arity; j++)
+                            for (int k = 0; k < told[w].arity; k++)
+                                assert_true(told[w].h[k] != f.h[j]);
+                    assert_true(n < cap);
+                    told[n++] = f;
+                }
+            }
+            assert_int_equal(nq, p.n_queries);
+            for (int q = 0; q < nq; q++) {
+                mem_told f;
+                assert_true(fact_of(&r, &r.b->query, q, &f) >= 1);
+                const mem_told *t = find_told(told + first, n - first, &f);
+                assert_int_equal(r.b->query.value[q], t ? t->value : 0);
+                assert_int_equal(r.info[q].kind, t ? WS_QK_TOLD : WS_QK_UNTOLD);
+                assert_int_equal(r.info[q].group, -1);
+                told_q += t != NULL;
+                untold_q += t == NULL;
+                /* a never-told tuple made of told symbols: a distractor */
+                if (!t)
+                    for (int w = first; w < n && !hard; w++)
+                        for (int j = 0; j < told[w].arity; j++) hard |= told[w].h[j] == f.h[0];
+            }
+        }
+        assert_true(n - first >= p.live_facts_min && n - first <= p.live_facts);
+    }
+    printf("memory: %d facts, %d overrides, %d told / %d never-told queries, %d silent steps\n",
+           n, overrides, told_q, untold_q, silent);
+    assert_true(overrides > 0 && hard && silent > 0);
+    assert_true(told_q > untold_q / 2 && untold_q > told_q / 2);
+    free(told);
+    rig_close(&r);
+}
+
+static void test_memory(void **state)
+{
+    (void)state;
+    ws_task_params p = params("memory");
+    check_memory(p, 200, 5, 4);
+    p.live_facts = p.live_facts_min = 8;
+    p.max_arity = 2;
+    p.instr_per_step = 1;
+    p.override_rate = 0.5f;
+    p.active_rate = 1.0f;
+    check_memory(p, 100, 9, 3);
 }
 
 static void test_conj(void **state)
@@ -991,7 +1102,7 @@ int main(void)
         cmocka_unit_test(test_defaults),     cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_step_refusals), cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_recall),       cmocka_unit_test(test_facts),
-        cmocka_unit_test(test_conj),
+        cmocka_unit_test(test_conj),         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_life_rule),    cmocka_unit_test(test_life),
         cmocka_unit_test(test_numbers),      cmocka_unit_test(test_numbers_defaults),
         cmocka_unit_test(test_idx_damaged),

@@ -348,8 +348,11 @@ static void test_state(void **state)
     assert_int_equal(ws_client_step(c, id, &req, &a, &e), WS_CLIENT_OK);
     ws_client_answers_free(&a);
     assert_int_equal(ws_client_state_get(c, id, &st, &e), WS_CLIENT_OK);
-    assert_int_equal(st.rows, 32);
-    assert_int_equal(st.cols, 128);
+    ws_client_model dm; /* the default model's shape depends on the checkpoint it ships */
+    assert_int_equal(ws_client_model_get(c, "default", &dm, &e), WS_CLIENT_OK);
+    assert_int_equal(st.rows, dm.config.n_state);
+    assert_int_equal(st.cols, dm.config.d);
+    ws_client_model_free(&dm);
     assert_int_equal(st.step, 1);
     double norm = 0;
     for (int i = 0; i < st.rows * st.cols; i++) {
@@ -403,9 +406,12 @@ static void test_models(void **state)
     assert_int_equal(ws_client_model_list_get(c, &l, &e), WS_CLIENT_OK);
     assert_true(l.n >= 1);
     assert_string_equal(l.items[0].name, "default");
-    assert_int_equal(l.items[0].config.d, 128);
-    assert_int_equal(l.items[0].config.n_state, 32);
-    assert_non_null(strstr(l.items[0].config_json, "\"n_heads\":4"));
+    /* Its config is the shipped checkpoint's, or the built-in default's. */
+    char heads[32];
+    snprintf(heads, sizeof heads, "\"n_heads\":%d", l.items[0].config.n_heads);
+    assert_true(l.items[0].config.d > 0 && l.items[0].config.n_state > 0);
+    assert_non_null(strstr(l.items[0].config_json, heads));
+    assert_true(!strcmp(l.items[0].origin, "random") || !strcmp(l.items[0].origin, "shipped"));
     ws_client_model_list_free(&l);
     ws_client_training_patch tp = WS_CLIENT_TRAINING_KEEP;
     tp.update_every = 8;
@@ -456,6 +462,30 @@ static void test_models(void **state)
     fclose(f);
     assert_true(n > 8);
     assert_non_null(strstr(head + 8, "worldstate-model-1"));
+    /* The checkpoint imported: a new model, then that model's next version. */
+    int created = -1;
+    assert_int_equal(ws_client_model_import(c, "tiny-copy", path, &m, &created, &e), WS_CLIENT_OK);
+    assert_int_equal(created, 1);
+    assert_int_equal(m.version, 1);
+    assert_int_equal(m.config.d, 16);
+    assert_string_equal(m.origin, "imported");
+    ws_client_model_free(&m);
+    assert_int_equal(ws_client_model_import(c, "tiny-copy", path, &m, &created, &e), WS_CLIENT_OK);
+    assert_int_equal(created, 0);
+    assert_int_equal(m.version, 2);
+    assert_string_equal(m.version_note, "imported");
+    ws_client_model_free(&m);
+    expect_http(ws_client_model_import(c, "default", path, &m, NULL, &e), &e, 409,
+                "config_mismatch");
+    char junk[420];
+    snprintf(junk, sizeof junk, "%s/junk.safetensors", DIR_);
+    f = fopen(junk, "wb");
+    assert_non_null(f);
+    assert_int_equal(fputs("not a checkpoint", f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    expect_http(ws_client_model_import(c, "junk", junk, &m, NULL, &e), &e, 400, "bad_checkpoint");
+    strcat(junk, ".missing");
+    assert_int_equal(ws_client_model_import(c, "junk", junk, &m, NULL, &e), WS_CLIENT_ERR_IO);
     /* A failed download leaves neither the file nor its .part. */
     snprintf(path, sizeof path, "%s/nope.safetensors", DIR_);
     expect_http(ws_client_checkpoint_download(c, "nope", path, &version, &e), &e, 404, "not_found");

@@ -204,7 +204,7 @@ static void test_export_replay_same_state(void **state)
     ws_ts_resp sa, sb;
     fetch_state(&da, a, &sa);
     fetch_state(&db, b, &sb);
-    assert_int_equal(sa.len, 32 * 128 * 4);
+    assert_int_equal(sa.len, ws_ts_state_floats(&da, NULL, "default") * 4);
     assert_int_equal(sa.len, sb.len);
     assert_memory_equal(sa.body, sb.body, sa.len);
     ws_ts_resp_free(&sa);
@@ -456,6 +456,42 @@ static void test_commands(void **state)
     cJSON_Delete(j);
 }
 
+/* model import NAME FILE: the default model's checkpoint becomes a new model,
+ * then its next version; a file that is not a checkpoint is the server's 400. */
+static void test_model_import(void **state)
+{
+    (void)state;
+    char file[300], args[700];
+    snprintf(file, sizeof file, "%s/default.safetensors", DIR_);
+    snprintf(args, sizeof args, "model checkpoint default --out '%s'", file);
+    cJSON *j = cli_json(D, 0, args);
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "model import copy '%s'", file);
+    j = cli_json(D, 0, args);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "created")));
+    assert_string_equal(str_of(j, "origin"), "imported");
+    assert_int_equal(num_of(j, "version"), 1);
+    cJSON_Delete(j);
+    run_result r = cli(D, "model import copy '%s'", file);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "as the model's next version"));
+    assert_non_null(strstr(r.out, "version        2"));
+    assert_non_null(strstr(r.out, "origin         imported"));
+    run_free(&r);
+    snprintf(file, sizeof file, "%s/junk.safetensors", DIR_);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs("not a checkpoint", f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    r = cli(D, "model import junk '%s'", file);
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "bad_checkpoint, HTTP 400"));
+    run_free(&r);
+    r = cli(D, "model import copy");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_export_all),
         cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_model_import),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

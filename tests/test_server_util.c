@@ -248,6 +248,21 @@ long ws_ts_session(const ws_ts_daemon *d, const char *key, const char *model, ch
     return st;
 }
 
+long ws_ts_state_floats(const ws_ts_daemon *d, const char *key, const char *model)
+{
+    char path[160];
+    snprintf(path, sizeof path, "/v1/models/%s", model);
+    ws_ts_resp r;
+    long n = 0;
+    if (ws_ts_req(d, "GET", path, key, NULL, &r) == 200) {
+        const cJSON *c = cJSON_GetObjectItem(r.json, "config");
+        const cJSON *t = cJSON_GetObjectItem(c, "n_state"), *w = cJSON_GetObjectItem(c, "d");
+        if (cJSON_IsNumber(t) && cJSON_IsNumber(w)) n = (long)t->valuedouble * (long)w->valuedouble;
+    }
+    ws_ts_resp_free(&r);
+    return n;
+}
+
 const char *ws_ts_spath(char *buf, size_t cap, const char *id, const char *suffix)
 {
     snprintf(buf, cap, "/v1/sessions/%s%s", id, suffix ? suffix : "");

@@ -60,6 +60,9 @@ long ws_ts_req(const ws_ts_daemon *d, const char *method, const char *path, cons
                ws_ts_resp *r);
 /* Creates a session on model; the id into out (33 bytes). Returns the status. */
 long ws_ts_session(const ws_ts_daemon *d, const char *key, const char *model, char *out);
+/* Floats of one world state (n_state * d) of a model, as its config says: the
+ * default model's shape depends on the checkpoint the build ships. 0 on failure. */
+long ws_ts_state_floats(const ws_ts_daemon *d, const char *key, const char *model);
 /* Path helper: "/v1/sessions/<id><suffix>" into a static buffer per call site. */
 const char *ws_ts_spath(char *buf, size_t cap, const char *id, const char *suffix);
 

@@ -32,7 +32,8 @@ and POST steps that carry ``expect_step``. Creating a session or a model is
 never repeated once sent. When a step's reply was lost and the retry answers
 409 step_conflict with ``current_step == expect_step + 1``, the first attempt
 was applied: the client reads that step back from the log, and if it is the
-step it sent, returns its logged answers with ``"recovered": True``.
+step it sent, returns its logged answers with ``"recovered": True``. Importing
+a model (``import_model``) is never repeated once sent either.
 
 The client talks to the URL directly (environment proxies are ignored). A
 Client holds only its configuration; calls from several threads are fine.
@@ -203,7 +204,10 @@ class Client:
         """One HTTP exchange: (status, headers, bytes)."""
         headers = {"Accept": "application/json"}
         data = None
-        if body is not None:
+        if isinstance(body, (bytes, bytearray)):  # a checkpoint (import_model)
+            data = bytes(body)
+            headers["Content-Type"] = "application/octet-stream"
+        elif body is not None:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         if self.api_key:
@@ -403,6 +407,26 @@ class Client:
         body = {k: v for k, v in (("enabled", enabled), ("lr", lr), ("update_every", update_every),
                                   ("recall_queries", recall_queries)) if v is not None}
         return self._json("PATCH", "/v1/models/%s/training" % self._q(name), body)
+
+    def import_model(self, name, path_or_bytes):
+        """POST /v1/models/{name}/import (admin): a checkpoint (safetensors,
+        worldstate-model-1; a file path or its bytes) becomes model ``name``, or
+        its next version when the model exists. Returns the model as
+        ``list_models`` shows it, plus ``"created"``: True when a new model was
+        made (201), False for a new version (200). Never repeated once sent."""
+        if isinstance(path_or_bytes, (bytes, bytearray)):
+            data = bytes(path_or_bytes)
+        else:
+            with open(path_or_bytes, "rb") as f:
+                data = f.read()
+        status, _, raw = self._request("POST", "/v1/models/%s/import" % self._q(name), data,
+                                       repeatable=False)
+        try:
+            model = json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ProtocolError(status, "protocol", "the answer is not JSON") from None
+        model["created"] = status == 201
+        return model
 
     def get_checkpoint(self, name):
         """GET /v1/models/{name}/checkpoint: (version, safetensors bytes)."""

@@ -130,6 +130,38 @@ class OpenMode(unittest.TestCase):
         header = json.loads(data[8:8 + header_len])
         self.assertEqual(header["__metadata__"]["format"], "worldstate-model-1")
 
+    def test_import_model(self):
+        c = self.c
+        self.assertIn(c.get_model("default")["origin"], ("random", "shipped"))
+        version, data = c.get_checkpoint("small")
+        m = c.import_model("small-copy", data)
+        self.assertEqual((m["created"], m["version"], m["origin"]), (True, 1, "imported"))
+        self.assertEqual(m["config"], c.get_model("small")["config"])
+        # The copy answers as the original: same parameters, same vocabulary.
+        step = dict(instructions=[(["imp", "kitchen"], True)],
+                    queries=[["imp", "kitchen"], ["imp", "attic"]])
+        a = c.step(c.create_session("small")["id"], **step)["answers"]
+        b = c.step(c.create_session("small-copy")["id"], **step)["answers"]
+        for x, y in zip(a, b):
+            self.assertAlmostEqual(x["p"], y["p"], places=6)
+        # From a file, onto the existing model: its next version.
+        path = os.path.join(self.dir, "small.safetensors")
+        with open(path, "wb") as f:
+            f.write(data)
+        m = c.import_model("small-copy", path)
+        self.assertEqual((m["created"], m["version"], m["version_note"]), (False, 2, "imported"))
+        before = c.list_models()
+        with self.assertRaises(ws.BadRequest) as e:
+            c.import_model("other", b"not a checkpoint")
+        self.assertEqual((e.exception.status, e.exception.code), (400, "bad_checkpoint"))
+        with self.assertRaises(ws.Conflict) as e:
+            c.import_model("default", data)
+        self.assertEqual((e.exception.status, e.exception.code), (409, "config_mismatch"))
+        with self.assertRaises(ws.BadRequest) as e:
+            c.import_model("bad name!", data)
+        self.assertEqual(e.exception.code, "invalid_request")
+        self.assertEqual(c.list_models(), before)
+
     def test_steps_queries_labels_state(self):
         c = self.c
         s = c.create_session("small")
@@ -252,6 +284,8 @@ class Keys(unittest.TestCase):
             self.assertEqual(ws.Client(d.url).health(), {"status": "ok"})  # probes need no key
             with self.assertRaises(ws.Forbidden):
                 ws.Client(d.url, api_key=acme).create_model("m2")
+            with self.assertRaises(ws.Forbidden):  # refused before the body is read
+                ws.Client(d.url, api_key=acme).import_model("m3", b"\0" * 4096)
             self.assertEqual(ws.Client(d.url, api_key=admin).create_model("m2")["version"], 1)
             sid = ws.Client(d.url, api_key=acme).create_session()["id"]
             with self.assertRaises(ws.NotFound):  # another tenant's session looks missing

@@ -103,7 +103,9 @@ static void training_set(ws_http_ctx *c, ws_http_answer *a)
 static void import_model(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
-    ws_job *j = c->upload ? calloc(1, sizeof *j) : NULL;
+    if (!c->upload) /* http.c spools every import's body: a bug if not */
+        return fail(a, ws_error_set(&err, WS_ERR_IO, "the body was not stored"), &err);
+    ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
     strcpy(j->model_name, c->segs[2]); /* checked by ws_routes_import_precheck */

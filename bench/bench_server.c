@@ -17,11 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon_proc.h"
 #include "storage.h"
 
 #define MODEL_D 32
@@ -68,40 +67,6 @@ static long post(CURL *c, int port, const char *path, const char *body, char *ou
     long st = 0;
     if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
     return st;
-}
-
-typedef struct {
-    pid_t pid;
-    int port;
-} daemon_proc;
-
-static int start_daemon(daemon_proc *d, const char *dir, const char *max_batch, const char *wait_us,
-                        const char *durability)
-{
-    char log[320];
-    snprintf(log, sizeof log, "%.300s.log", dir);
-    fflush(stdout);
-    d->pid = fork();
-    if (d->pid < 0) return -1;
-    if (d->pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(127); /* never outlive the benchmark */
-        if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr)) _exit(127);
-        execl(WS_DAEMON_PATH, WS_DAEMON_PATH, "--data-dir", dir, "--listen", "127.0.0.1:0", "--max-batch", max_batch,
-              "--batch-wait-us", wait_us, "--durability", durability, "--threads", "4", (char *)NULL);
-        _exit(127);
-    }
-    d->port = 0;
-    for (int i = 0; i < 600 && !d->port; i++) {
-        usleep(100000);
-        FILE *f = fopen(log, "r");
-        char line[512];
-        while (f && fgets(line, sizeof line, f)) {
-            const char *p = strstr(line, "listening on http://127.0.0.1:");
-            if (p) d->port = atoi(p + strlen("listening on http://127.0.0.1:"));
-        }
-        if (f) fclose(f);
-    }
-    return d->port ? 0 : -1;
 }
 
 typedef struct {
@@ -167,7 +132,9 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     char dir[300];
     snprintf(dir, sizeof dir, "%s/mb%s", base, max_batch);
     daemon_proc d;
-    if (start_daemon(&d, dir, max_batch, wait_us, durability) != 0) return -1;
+    const char *flags[] = {"--max-batch", max_batch, "--batch-wait-us", wait_us, "--durability",
+                           durability, "--threads", "4", NULL};
+    if (daemon_start(&d, WS_DAEMON_PATH, dir, flags) != 0) return -1;
     CURL *c = curl_easy_init();
     char resp[4096];
     int ok = c && post(c, d.port, "/v1/models", MODEL_JSON, resp) == 201;
@@ -204,8 +171,7 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     free(all);
     free(cl);
     free(th);
-    kill(d.pid, SIGTERM);
-    waitpid(d.pid, NULL, 0);
+    daemon_stop(&d);
     return ok && all ? 0 : -1;
 }
 

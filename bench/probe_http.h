@@ -1,0 +1,22 @@
+/* probe_http.h — memory probes (model/probe.h) run through a live daemon over its
+ * REST API with the C client: what a user of the service sees. Shared by
+ * bench/bench_memory (the HTTP slice) and the end-to-end tests. */
+#ifndef WS_PROBE_HTTP_H
+#define WS_PROBE_HTTP_H
+
+#include <stddef.h>
+
+#include "probe.h"
+
+/* One session per episode on `model` (NULL: the default), created through url.
+ * Each session gets its episode's instruction steps (no labels), then silent
+ * steps; at each delay (counted from the session's last instruction step, as
+ * ws_probe_run counts) all 2k questions are asked with POST /queries and tallied
+ * into res as ws_probe_run would. With chatter, every silent step also asks one
+ * never-told question of fresh symbols (a session in use, about other things):
+ * those answers must be "no" and are tallied as never-told at the next delay.
+ * Returns 0, or -1 with a message in err. */
+int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc, int chatter,
+                      ws_probe_result *res, char *err, size_t err_len);
+
+#endif

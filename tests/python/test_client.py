@@ -6,6 +6,7 @@ the log through expect_step, a lost reply without expect_step not repeated, a
 503 "not applied" retried, an unreachable daemon), API keys, and the house
 assistant example. Run by CTest (test_python_client); needs only python3."""
 
+import contextlib
 import io
 import json
 import os
@@ -260,11 +261,44 @@ class OpenMode(unittest.TestCase):
         self.assertFalse(e.exception.sent)
 
     def test_house_assistant_example(self):
+        # Two random households (fresh sessions, names no model has seen), scored
+        # against their true state; the default model may be untrained here, so
+        # only the bookkeeping is checked, not the accuracy.
         out = io.StringIO()
-        share = example_assistant.run(self.c, "default", out)
-        self.assertTrue(0 <= share <= 1)
-        self.assertIn("where is mary?", out.getvalue())
-        self.assertIn("4 steps", out.getvalue())
+        res = example_assistant.run(self.c, "default", out, seed=7, runs=2, steps=5, delay=2, label=True)
+        text = out.getvalue()
+        self.assertIn("seed 7", text)
+        self.assertIn("where is %s?" % res["households"][0]["people"][0], text)
+        self.assertIn("summary: 2 households", text)
+        first, second = res["households"]
+        names = lambda h: set(h["people"] + h["places"] + h["objects"] + h["events"])  # noqa: E731
+        self.assertFalse(names(first) & names(second))
+        for h in res["households"]:
+            self.assertTrue(0 <= h["accuracy"] <= 1)
+            self.assertEqual(sum(k["asked"] for k in h["by_kind"].values()), h["questions"])
+            self.assertEqual(sum(k["right"] for k in h["by_kind"].values()), h["right"])
+            self.assertGreater(h["by_kind"]["holds now"]["asked"], 0)
+            self.assertGreater(h["by_kind"]["never told"]["asked"], 0)
+            self.assertEqual(self.c.get_session(h["session"])["step"], h["steps"])
+            self.assertIn("training_example", h)
+            last = self.c.list_steps(h["session"], after=h["steps"] - 1)["steps"][0]
+            self.assertEqual(len(last["labels"]), h["questions"])  # the true answers, as labels
+            self.assertEqual(last["instructions"], [])
+        # The same seed draws the same households.
+        again = example_assistant.run(self.c, "default", None, seed=7, runs=2, steps=5, delay=2)
+        self.assertEqual([h["people"] for h in again["households"]], [h["people"] for h in res["households"]])
+        # The command line: JSON out, errors as exit codes.
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(example_assistant.main(["--url", self.d.url, "--runs", "1", "--steps", "2", "--json"]), 0)
+        doc = json.loads(buf.getvalue())
+        self.assertEqual((doc["summary"]["households"], doc["model"]), (1, "default"))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(example_assistant.main(["--url", self.d.url, "--model", "nope"]), 1)
+            self.assertEqual(example_assistant.main(["--url", "http://127.0.0.1:9", "--seed", "1"]), 1)
+            with self.assertRaises(SystemExit) as e:
+                example_assistant.main(["--runs", "0"])
+            self.assertEqual(e.exception.code, 2)
 
 
 class Keys(unittest.TestCase):

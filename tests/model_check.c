@@ -78,6 +78,9 @@ void model_check_batch(ws_batch *b, int variant)
     assert_int_equal(ws_batch_add_query(b, ids, 3, 1), WS_OK);
     ids[0] = 5;
     assert_int_equal(ws_batch_add_query(b, ids, 1, 0), WS_OK);
+    /* a symbol known by its hash alone (no vocabulary id) beside a named one */
+    ws_sym syms[2] = {{-1, 0x9E3779B97F4A7C15ULL}, {3, 0}};
+    assert_int_equal(ws_batch_add_query_syms(b, syms, 2, 1), WS_OK);
 }
 
 /* A model on its own backend, with n states uploaded to *w_prev and room in *w_out. */
@@ -175,7 +178,7 @@ double model_check_gradients(model_fixture *f, float h, double tol, const char *
     assert_int_equal(ws_model_step(f->m, f->b, f->w_prev, f->w_out, WS_STEP_TRAIN, 1.0f, NULL,
                                    &res, &err),
                      WS_OK);
-    assert_int_equal(res.n_labelled, 6);
+    assert_int_equal(res.n_labelled, 7);
     double l0 = fd_loss(f), worst = 0.0;
     const char *worst_name = "";
     size_t total = 0, kinked = 0;

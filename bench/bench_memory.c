@@ -4,7 +4,8 @@
  *
  *   build/bench/bench_memory [--checkpoint PATH] [--ks 4,16,64,256]
  *       [--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--seed N]
- *       [--threads N] [--http] [--http-ks 8] [--http-delays 1,10,100] [--http-traj N]
+ *       [--threads N] [--grow-vocab] [--http] [--http-ks 8] [--http-delays 1,10,100]
+ *       [--http-traj N]
  *
  * The checkpoint defaults to the shipped default model (models/default.safetensors).
  * Episodes of every K run in one batch on the model library (CPU backend); with
@@ -12,7 +13,10 @@
  * daemon (the one built beside this benchmark, on a temporary data dir, whose
  * "default" is the shipped model) with the same episodes, one session each, and
  * both are printed side by side. --traj N episodes per K (default: 512/K, at
- * least 8). Prints a table per path and one JSON line. */
+ * least 8). --grow-vocab gives the symbols vocabulary ids as a daemon does (new
+ * ids, rows the model never trained on); without it a symbol has no id (its code
+ * alone; under the table encoding its overflow bucket, as in training). Prints
+ * a table per path and one JSON line. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +77,8 @@ static int parse(int argc, char **argv, options *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (!strcmp(a, "--http")) {
-            o->with_http = 1;
+        if (!strcmp(a, "--http") || !strcmp(a, "--grow-vocab")) {
+            *(a[2] == 'h' ? &o->with_http : &o->lib.grow_vocab) = 1;
             continue;
         }
         if (!v) return -1;
@@ -97,6 +101,7 @@ static int parse(int argc, char **argv, options *o)
     }
     o->http.instr_per_step = o->lib.instr_per_step;
     o->http.seed = o->lib.seed;
+    o->http.grow_vocab = 1; /* the library slice beside the daemon's: ids as it gives them */
     set_traj(&o->lib, o->traj);
     set_traj(&o->http, o->http_traj > 0 ? o->http_traj : 8);
     return 0;
@@ -169,7 +174,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o)) {
         fprintf(stderr, "usage: bench_memory [--checkpoint PATH] [--ks 4,16,64,256] "
                         "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] "
-                        "[--seed N] [--threads N] [--http] [--http-ks 8] "
+                        "[--seed N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] "
                         "[--http-delays 1,10,100] [--http-traj N]\n");
         return 2;
     }
@@ -183,10 +188,11 @@ int main(int argc, char **argv)
     }
     const ws_model_config *c = ws_model_config_of(m);
     printf("bench_memory: %s (d=%d, %d heads, T=%d, %d+%d layers, symbol_code %s), "
-           "%d instructions/step, seed %llu\n",
+           "%d instructions/step, seed %llu, symbols %s\n",
            o.checkpoint, c->d, c->n_heads, c->n_state, c->n_upd_layers, c->n_ext_layers,
            c->symbol_code == WS_SYMBOLS_HASHED ? "hashed" : "table", o.lib.instr_per_step,
-           (unsigned long long)o.lib.seed);
+           (unsigned long long)o.lib.seed,
+           o.lib.grow_vocab ? "with new vocabulary ids" : "without ids");
     double t0 = now_s();
     ws_probe_result lib;
     if (ws_probe_run(m, &o.lib, &lib, &err) != WS_OK) {
@@ -215,7 +221,8 @@ int main(int argc, char **argv)
 #else
     if (o.with_http) fprintf(stderr, "bench_memory: built without the daemon: no --http\n");
 #endif
-    printf("{\"bench\":\"memory\",\"checkpoint\":\"%s\",\"seconds\":%.1f,", o.checkpoint, lib_s);
+    printf("{\"bench\":\"memory\",\"checkpoint\":\"%s\",\"grow_vocab\":%d,\"seconds\":%.1f,",
+           o.checkpoint, o.lib.grow_vocab, lib_s);
     print_json("library", &o.lib, &lib);
     if (http_ok) {
         printf(",");

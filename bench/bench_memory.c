@@ -3,7 +3,7 @@
  * silence since the last instruction, on symbols no model has seen (model/probe.h).
  *
  *   build/bench/bench_memory [--checkpoint PATH] [--ks 4,16,64,256]
- *       [--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--seed N]
+ *       [--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] [--seed N]
  *       [--threads N] [--grow-vocab] [--http] [--http-ks 8] [--http-delays 1,10,100]
  *       [--http-traj N]
  *
@@ -94,12 +94,15 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--traj")) o->traj = atoi(v);
         else if (!strcmp(a, "--http-traj")) o->http_traj = atoi(v);
         else if (!strcmp(a, "--instr-per-step")) bad = (o->lib.instr_per_step = atoi(v)) < 1;
+        else if (!strcmp(a, "--max-arity"))
+            bad = (o->lib.max_arity = atoi(v)) < 1 || o->lib.max_arity > WS_PROBE_ARITY;
         else if (!strcmp(a, "--seed")) o->lib.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
         else return -1;
         if (bad) return -1;
     }
     o->http.instr_per_step = o->lib.instr_per_step;
+    o->http.max_arity = o->lib.max_arity;
     o->http.seed = o->lib.seed;
     o->http.grow_vocab = 1; /* the library slice beside the daemon's: ids as it gives them */
     set_traj(&o->lib, o->traj);
@@ -173,7 +176,7 @@ int main(int argc, char **argv)
     options o;
     if (parse(argc, argv, &o)) {
         fprintf(stderr, "usage: bench_memory [--checkpoint PATH] [--ks 4,16,64,256] "
-                        "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] "
+                        "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] "
                         "[--seed N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] "
                         "[--http-delays 1,10,100] [--http-traj N]\n");
         return 2;

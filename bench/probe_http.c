@@ -126,7 +126,7 @@ int ws_probe_http_run(const char *url, const char *model, const ws_probe_config 
         for (int t = 0; !rc && t < pc->n_traj[ki]; t++) {
             ws_probe_episode e;
             uint64_t seed = ws_probe_seed(pc, ki, t);
-            if (ws_probe_episode_make(&e, pc->ks[ki], pc->instr_per_step, seed, &werr) != WS_OK) {
+            if (ws_probe_episode_make(&e, pc->ks[ki], pc, seed, &werr) != WS_OK) {
                 snprintf(err, err_len, "%s", werr.msg);
                 rc = -1;
                 break;

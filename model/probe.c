@@ -59,13 +59,16 @@ void ws_probe_episode_free(ws_probe_episode *e)
     memset(e, 0, sizeof *e);
 }
 
-ws_status ws_probe_episode_make(ws_probe_episode *e, int k, int instr_per_step, uint64_t seed,
-                                ws_error *err)
+ws_status ws_probe_episode_make(ws_probe_episode *e, int k, const ws_probe_config *pc,
+                                uint64_t seed, ws_error *err)
 {
     memset(e, 0, sizeof *e);
-    if (k < 1 || k > 65536 || instr_per_step < 1)
-        return ws_error_set(err, WS_ERR_INVALID, "probe: need 1 <= k <= 65536 facts and "
-                                                 "instr_per_step >= 1");
+    int instr_per_step = pc->instr_per_step;
+    uint32_t arities = pc->max_arity ? (uint32_t)pc->max_arity : WS_PROBE_ARITY;
+    if (k < 1 || k > 65536 || instr_per_step < 1 || arities > WS_PROBE_ARITY)
+        return ws_error_set(err, WS_ERR_INVALID, "probe: need 1 <= k <= 65536 facts, "
+                                                 "instr_per_step >= 1, max_arity <= %d",
+                            WS_PROBE_ARITY);
     int n_over = k / 4, n_instr = k + n_over, n_pool = 2 * k + 4;
     int n_steps = (k + instr_per_step - 1) / instr_per_step +
                   (n_over + instr_per_step - 1) / instr_per_step;
@@ -89,7 +92,7 @@ ws_status ws_probe_episode_make(ws_probe_episode *e, int k, int instr_per_step, 
                  (unsigned long long)(ws_task_rng_next(&r) >> 16));
     e->k = k;
     for (int i = 0; i < k; i++) {
-        do draw(&r, pool, n_pool, 1 + (int)ws_task_rng_below(&r, WS_PROBE_ARITY), &e->facts[i]);
+        do draw(&r, pool, n_pool, 1 + (int)ws_task_rng_below(&r, arities), &e->facts[i]);
         while (known(e->facts, i, &e->facts[i]));
         e->kind[i] = WS_PROBE_TOLD_TRUE;
     }
@@ -103,7 +106,7 @@ ws_status ws_probe_episode_make(ws_probe_episode *e, int k, int instr_per_step, 
                 memcpy(u->sym[ws_task_rng_below(&r, (uint32_t)u->arity)], one.sym[0],
                        sizeof one.sym[0]);
             } else {
-                draw(&r, pool, n_pool, 1 + (int)ws_task_rng_below(&r, WS_PROBE_ARITY), u);
+                draw(&r, pool, n_pool, 1 + (int)ws_task_rng_below(&r, arities), u);
             }
         } while (known(e->facts, k, u) || known(e->untold, i, u) || has_repeat(u));
     }
@@ -253,8 +256,7 @@ ws_status ws_probe_run(ws_model *m, const ws_probe_config *pc, ws_probe_result *
     for (int ki = 0, i = 0; st == WS_OK && ki < pc->n_ks; ki++)
         for (int t = 0; st == WS_OK && t < pc->n_traj[ki]; t++, i++) {
             ps.ki[i] = ki;
-            st = ws_probe_episode_make(&ps.ep[i], pc->ks[ki], pc->instr_per_step,
-                                       ws_probe_seed(pc, ki, t), err);
+            st = ws_probe_episode_make(&ps.ep[i], pc->ks[ki], pc, ws_probe_seed(pc, ki, t), err);
             if (st == WS_OK && ps.ep[i].n_steps > ps.last) ps.last = ps.ep[i].n_steps;
         }
     if (st == WS_OK && ps.n > 0) st = ws_model_state_alloc(m, ps.n, &w, err);

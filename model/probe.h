@@ -3,14 +3,14 @@
  * check and the end-to-end tests.
  *
  * An episode draws fresh random symbols (strings "s" + 12 hex digits: never seen
- * by any model) into a pool of 2K+4 and K distinct facts of 1..4 of them (arity
- * uniform). It tells every fact true, instr_per_step instructions a step, then
+ * by any model) into a pool of 2K+4 and K distinct facts of 1..max_arity (4) of
+ * them (arity uniform). It tells every fact true, instr_per_step instructions a step, then
  * overrides a quarter of them (told false: the last value told wins), again
  * instr_per_step a step; after that, silence. Its questions: the K told facts
  * (told-true or overridden) and K never-told facts (half distractors: a told fact
  * with one symbol swapped for another pool symbol; half random pool tuples).
  * Closed world: a never-told or overridden fact does not hold. Deterministic in
- * (k, instr_per_step, seed). */
+ * (k, instr_per_step, max_arity, seed). */
 #ifndef WS_PROBE_H
 #define WS_PROBE_H
 
@@ -44,8 +44,10 @@ typedef struct {
     int *step_off;         /* [n_steps + 1]: step s carries instructions [off[s], off[s+1]) */
 } ws_probe_episode;
 
-ws_status ws_probe_episode_make(ws_probe_episode *e, int k, int instr_per_step, uint64_t seed,
-                                ws_error *err);
+typedef struct ws_probe_config ws_probe_config;
+/* Episode of k facts with pc's instr_per_step and max_arity. */
+ws_status ws_probe_episode_make(ws_probe_episode *e, int k, const ws_probe_config *pc,
+                                uint64_t seed, ws_error *err);
 void ws_probe_episode_free(ws_probe_episode *e);
 
 /* The 2k questions of an episode: question q < k is told fact q, question k + q
@@ -65,15 +67,16 @@ void ws_probe_syms(const ws_probe_fact *f, ws_vocab *vocab, ws_sym *out);
 #define WS_PROBE_MAX_KS 8
 #define WS_PROBE_MAX_DELAYS 8
 
-typedef struct {
+struct ws_probe_config {
     int n_ks, ks[WS_PROBE_MAX_KS];
     int n_traj[WS_PROBE_MAX_KS];
     int n_delays, delays[WS_PROBE_MAX_DELAYS];
     int instr_per_step;
+    int max_arity;  /* symbols per fact: uniform in 1..max_arity (0: WS_PROBE_ARITY) */
     int grow_vocab; /* 1: symbols get ids in the model's vocabulary as a daemon gives
                        them; 0: id -1, the code alone (the table encoding: overflow) */
     uint64_t seed;
-} ws_probe_config;
+};
 
 typedef struct {
     long n[WS_PROBE_MAX_KS][WS_PROBE_MAX_DELAYS][WS_PROBE_KINDS];

@@ -163,7 +163,7 @@ static int run_http(const options *o, ws_probe_result *res, double *secs)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", d.port);
     double t0 = now_s();
-    int rc = ws_probe_http_run(url, NULL, &o->http, 0, res, err, sizeof err);
+    int rc = ws_probe_http_run(url, NULL, &o->http, NULL, res, err, sizeof err);
     *secs = now_s() - t0;
     daemon_stop(&d);
     if (rc) fprintf(stderr, "bench_memory: http: %s\n", err);

@@ -31,7 +31,7 @@ static ws_client_fact client_fact(const ws_probe_fact *f, char **buf)
 
 /* Steps of one episode's instructions, then silent steps up to each delay. */
 static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int ki,
-                       const ws_probe_episode *e, int chatter, uint64_t chatter_seed,
+                       const ws_probe_episode *e, long *chatter, uint64_t chatter_seed,
                        ws_probe_result *res)
 {
     ws_client_error ce;
@@ -60,7 +60,6 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
     int done = 0;
     ws_task_rng r;
     ws_task_rng_seed(&r, chatter_seed);
-    long extra_n = 0, extra_right = 0;
     for (int di = 0; !rc && di < pc->n_delays; di++) {
         for (; !rc && done < pc->delays[di]; done++) {
             ws_client_step_req req = {.expect_step = WS_CLIENT_NO_STEP};
@@ -79,7 +78,7 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
                 rc = fail(x, "silent step", &ce);
                 break;
             }
-            if (chatter && a.n_answers == 1) extra_n++, extra_right += !a.answers[0].holds;
+            if (chatter && a.n_answers == 1) chatter[0]++, chatter[1] += !a.answers[0].holds;
             ws_client_answers_free(&a);
         }
         if (rc) break;
@@ -102,19 +101,17 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
             res->n[ki][di][kind]++;
             res->right[ki][di][kind] += a.answers[q].holds == label;
         }
-        res->n[ki][di][WS_PROBE_NEVER_TOLD] += extra_n;
-        res->right[ki][di][WS_PROBE_NEVER_TOLD] += extra_right;
-        extra_n = extra_right = 0;
         ws_client_answers_free(&a);
     }
     free(ins), free(qs), free(syms);
     return rc;
 }
 
-int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc, int chatter,
-                      ws_probe_result *res, char *err, size_t err_len)
+int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc,
+                      long chatter[2], ws_probe_result *res, char *err, size_t err_len)
 {
     memset(res, 0, sizeof *res);
+    if (chatter) chatter[0] = chatter[1] = 0;
     ws_client_config cfg = ws_client_config_default();
     cfg.url = url;
     ws_client_error ce;

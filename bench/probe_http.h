@@ -12,11 +12,11 @@
  * Each session gets its episode's instruction steps (no labels), then silent
  * steps; at each delay (counted from the session's last instruction step, as
  * ws_probe_run counts) all 2k questions are asked with POST /queries and tallied
- * into res as ws_probe_run would. With chatter, every silent step also asks one
- * never-told question of fresh symbols (a session in use, about other things):
- * those answers must be "no" and are tallied as never-told at the next delay.
- * Returns 0, or -1 with a message in err. */
-int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc, int chatter,
-                      ws_probe_result *res, char *err, size_t err_len);
+ * into res as ws_probe_run would. With chatter (non-NULL), every silent step also
+ * asks one never-told question of fresh symbols (a session in use, about other
+ * things, which changes nothing): chatter[0] counts those answers and chatter[1]
+ * the ones that are "no". Returns 0, or -1 with a message in err. */
+int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc,
+                      long chatter[2], ws_probe_result *res, char *err, size_t err_len);
 
 #endif

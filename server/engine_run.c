@@ -15,6 +15,8 @@ typedef struct {
     ws_store_session sess;
     ws_eng_model *em;
     int32_t *ids; /* (n_instr + n_query) rows of S ids, -1 padded (vector rows all -1) */
+    uint64_t *hash; /* the same rows: each symbol's hash of its bytes (its fixed code, also
+                       for a symbol past the vocabulary's capacity), 0 padded */
     int row;      /* trajectory in the model's batch */
     int q_off;    /* first answer in the probs array */
     int live;     /* still to be answered by the run */
@@ -67,26 +69,38 @@ static void prepare(ws_engine *e, item *it)
         return;
     int S = it->em->cfg.max_fact_len, rows = j->n_instr + j->n_query;
     it->ids = malloc(sizeof(int32_t) * (size_t)S * (size_t)(rows ? rows : 1));
-    if (!it->ids) return fail_item(it, 500, "internal", "out of memory");
+    it->hash = malloc(sizeof(uint64_t) * (size_t)S * (size_t)(rows ? rows : 1));
+    if (!it->ids || !it->hash) return fail_item(it, 500, "internal", "out of memory");
     ws_vocab *v = ws_model_vocab(it->em->m);
     for (int r = 0; r < rows; r++) {
         const ws_srv_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
-        for (int k = 0; k < S; k++)
-            it->ids[(size_t)r * S + k] = k < f->n_sym ? ws_vocab_id(v, f->sym[k], (size_t)f->sym_len[k], 1) : -1;
+        for (int k = 0; k < S; k++) {
+            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], (size_t)f->sym_len[k], 1) : (ws_sym){-1, 0};
+            it->ids[(size_t)r * S + k] = s.id;
+            it->hash[(size_t)r * S + k] = s.hash;
+        }
     }
+}
+
+/* Row r of the item's facts as symbols (id and hash). */
+static const ws_sym *row_syms(const item *it, int r, int S, ws_sym *out)
+{
+    for (int k = 0; k < S; k++) out[k] = (ws_sym){it->ids[(size_t)r * S + k], it->hash[(size_t)r * S + k]};
+    return out;
 }
 
 static ws_status add_facts(ws_batch *b, const item *it, int S)
 {
     const ws_job *j = it->j;
+    ws_sym syms[WS_MAX_FACT_LEN];
     for (int i = 0; i < j->n_instr; i++) {
         const ws_srv_fact *f = &j->instr[i];
-        WS_TRY(f->n_sym ? ws_batch_add_instr(b, it->ids + (size_t)i * S, f->n_sym, f->value)
+        WS_TRY(f->n_sym ? ws_batch_add_instr_syms(b, row_syms(it, i, S, syms), f->n_sym, f->value)
                         : ws_batch_add_instr_raw(b, f->vec, f->value));
     }
     for (int i = 0; i < j->n_query; i++) {
         const ws_srv_fact *f = &j->query[i];
-        WS_TRY(f->n_sym ? ws_batch_add_query(b, it->ids + (size_t)(j->n_instr + i) * S, f->n_sym, -1)
+        WS_TRY(f->n_sym ? ws_batch_add_query_syms(b, row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
                         : ws_batch_add_query_raw(b, f->vec, -1));
     }
     return WS_OK;
@@ -342,6 +356,7 @@ void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n)
     for (int i = 0; i < n; i++) {
         ws_store_session_clear(&items[i].sess);
         free(items[i].ids);
+        free(items[i].hash);
     }
     free(items);
 }

@@ -24,10 +24,14 @@
 
 typedef struct {
     int32_t ids[WS_MAX_FACT_LEN]; /* symbol ids, -1 padded */
+    uint64_t hash[WS_MAX_FACT_LEN]; /* the symbols' hashes (their fixed codes), 0 padded */
     int n_ids;                    /* 0: a raw vector fact */
     float *vec;                   /* d_raw floats (owned) for a vector fact */
     int val;                      /* instruction value, or query label (-1: none) */
 } ws_off_fact;
+
+/* The symbols of a symbolic fact (n_ids of them) as a batch takes them. */
+const ws_sym *ws_off_fact_syms(const ws_off_fact *f, ws_sym *out);
 
 typedef struct {
     int64_t step, model_version;

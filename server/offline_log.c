@@ -28,16 +28,25 @@ static ws_status take_facts(ws_model *m, ws_srv_fact *f, int n, ws_off_fact *out
         if (!f[i].n_sym && f[i].n_vec != c->d_raw)
             return ws_error_set(err, WS_ERR_INVALID, "%s[%d]: vectors of this model have %d numbers", what,
                                 i, c->d_raw);
-        for (int k = 0; k < WS_MAX_FACT_LEN; k++)
-            out[i].ids[k] = k < f[i].n_sym ? ws_vocab_id(ws_model_vocab(m), f[i].sym[k],
-                                                         (size_t)f[i].sym_len[k], 0)
-                                           : -1;
+        for (int k = 0; k < WS_MAX_FACT_LEN; k++) {
+            ws_sym s = k < f[i].n_sym ? ws_vocab_sym(ws_model_vocab(m), f[i].sym[k],
+                                                     (size_t)f[i].sym_len[k], 0)
+                                      : (ws_sym){-1, 0};
+            out[i].ids[k] = s.id;
+            out[i].hash[k] = s.hash;
+        }
         out[i].n_ids = f[i].n_sym;
         out[i].vec = f[i].vec;
         f[i].vec = NULL;
         out[i].val = f[i].value;
     }
     return WS_OK;
+}
+
+const ws_sym *ws_off_fact_syms(const ws_off_fact *f, ws_sym *out)
+{
+    for (int k = 0; k < f->n_ids; k++) out[k] = (ws_sym){f->ids[k], f->hash[k]};
+    return out;
 }
 
 static void free_srv_facts(ws_srv_fact *f, int n)

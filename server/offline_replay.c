@@ -80,7 +80,8 @@ static ws_status add_row(ws_off_replay *r, ws_off_row *row, ws_off_queries_fn qu
     WS_TRY(ws_batch_begin_traj(r->batch, row->first));
     for (int k = 0; k < st->n_instr; k++) {
         const ws_off_fact *f = &st->facts[k];
-        WS_TRY(f->n_ids ? ws_batch_add_instr(r->batch, f->ids, f->n_ids, f->val)
+        ws_sym syms[WS_MAX_FACT_LEN];
+        WS_TRY(f->n_ids ? ws_batch_add_instr_syms(r->batch, ws_off_fact_syms(f, syms), f->n_ids, f->val)
                         : ws_batch_add_instr_raw(r->batch, f->vec, f->val));
     }
     return queries ? queries(ctx, row, r->batch, err) : WS_OK;

@@ -39,8 +39,9 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
         if (st->facts[k].n_ids) ws_recall_tell(&r->recall, c->S, st->facts[k].ids, st->facts[k].val);
     for (int k = st->n_instr; k < st->n_instr + st->n_query; k++) {
         const ws_off_fact *f = &st->facts[k];
+        ws_sym syms[WS_MAX_FACT_LEN];
         if (f->val < 0) continue; /* unlabelled: nothing to learn from */
-        WS_TRY(f->n_ids ? ws_batch_add_query(b, f->ids, f->n_ids, f->val)
+        WS_TRY(f->n_ids ? ws_batch_add_query_syms(b, ws_off_fact_syms(f, syms), f->n_ids, f->val)
                         : ws_batch_add_query_raw(b, f->vec, f->val));
     }
     int n = r->recall.n < c->recall ? r->recall.n : c->recall;

@@ -23,28 +23,27 @@
 typedef float lin_vec __attribute__((vector_size(LIN_VEC * sizeof(float)), aligned(4)));
 
 /* One LIN_ROWS x LIN_COLS tile: x rows (stride ldx), wt [in_dim][ldw] (transposed W,
- * zero-padded columns), into y rows (stride ldy), every column of the tile. */
+ * zero-padded columns), into y rows (stride ldy), every column of the tile. The
+ * accumulators are named, not an array, so that they stay in registers. */
 static void tile(float *y, int ldy, const float *x, int ldx, const float *wt, int ldw,
                  const float *bias, int in_dim)
 {
-    lin_vec acc[LIN_ROWS][2];
-    memset(acc, 0, sizeof acc);
+    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2L * ldx, *x3 = x + 3L * ldx;
+    lin_vec a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
+            a31 = {0};
     for (int k = 0; k < in_dim; k++) {
         lin_vec w0 = *(const lin_vec *)(wt + (long)k * ldw);
         lin_vec w1 = *(const lin_vec *)(wt + (long)k * ldw + LIN_VEC);
-        for (int r = 0; r < LIN_ROWS; r++) {
-            float xr = x[(long)r * ldx + k];
-            acc[r][0] += xr * w0;
-            acc[r][1] += xr * w1;
-        }
+        a00 += x0[k] * w0, a01 += x0[k] * w1;
+        a10 += x1[k] * w0, a11 += x1[k] * w1;
+        a20 += x2[k] * w0, a21 += x2[k] * w1;
+        a30 += x3[k] * w0, a31 += x3[k] * w1;
     }
-    for (int r = 0; r < LIN_ROWS; r++) {
-        if (bias) {
-            acc[r][0] += *(const lin_vec *)bias;
-            acc[r][1] += *(const lin_vec *)(bias + LIN_VEC);
-        }
-        memcpy(y + (long)r * ldy, acc[r], sizeof acc[r]);
-    }
+    lin_vec b0 = {0}, b1 = {0};
+    if (bias) b0 = *(const lin_vec *)bias, b1 = *(const lin_vec *)(bias + LIN_VEC);
+    lin_vec out[LIN_ROWS][2] = {{a00 + b0, a01 + b1}, {a10 + b0, a11 + b1},
+                                {a20 + b0, a21 + b1}, {a30 + b0, a31 + b1}};
+    for (int r = 0; r < LIN_ROWS; r++) memcpy(y + (long)r * ldy, out[r], sizeof out[r]);
 }
 
 ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, const float *w,

@@ -35,16 +35,28 @@ WS_SYMCODE_FN uint64_t ws_mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* The hash of a symbol's bytes; never 0. */
-WS_SYMCODE_FN uint64_t ws_sym_hash(const char *s, size_t len)
+/* FNV-1a-64 of bytes (also the vocabulary's table hash, model/vocab.c). */
+WS_SYMCODE_FN uint64_t ws_fnv1a64(const char *s, size_t len)
 {
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < len; i++) {
         h ^= (unsigned char)s[i];
         h *= 1099511628211ULL;
     }
-    h = ws_mix64(h);
+    return h;
+}
+
+/* The symbol hash from its bytes' FNV-1a-64; never 0. */
+WS_SYMCODE_FN uint64_t ws_sym_hash_of_fnv(uint64_t fnv)
+{
+    uint64_t h = ws_mix64(fnv);
     return h ? h : 1;
+}
+
+/* The hash of a symbol's bytes; never 0. */
+WS_SYMCODE_FN uint64_t ws_sym_hash(const char *s, size_t len)
+{
+    return ws_sym_hash_of_fnv(ws_fnv1a64(s, len));
 }
 
 /* Elements 2p and 2p+1 of the code of hash h. */

@@ -14,16 +14,6 @@ struct ws_vocab {
     size_t n_slots;
 };
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow)
 {
     *out = NULL;
@@ -56,9 +46,9 @@ void ws_vocab_free(ws_vocab *v)
     free(v);
 }
 
-int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
+/* ws_vocab_id with the bytes' FNV-1a-64 already computed. */
+static int32_t id_of(ws_vocab *v, const char *sym, size_t len, uint64_t h, int add)
 {
-    uint64_t h = fnv1a(sym, len);
     size_t mask = v->n_slots - 1;
     size_t i = (size_t)h & mask;
     for (;; i = (i + 1) & mask) {
@@ -75,7 +65,7 @@ int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
             copy[len] = '\0';
             int32_t id = v->size++;
             v->symbols[id] = copy;
-            v->hashes[id] = ws_sym_hash(sym, len);
+            v->hashes[id] = ws_sym_hash_of_fnv(h);
             v->slots[i] = id;
             return id;
         }
@@ -93,9 +83,16 @@ const char *ws_vocab_symbol(const ws_vocab *v, int32_t id)
     return (id >= 0 && id < v->size) ? v->symbols[id] : NULL;
 }
 
+int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
+{
+    return id_of(v, sym, len, ws_fnv1a64(sym, len), add);
+}
+
+/* One pass over the bytes gives both the table hash and the symbol hash. */
 ws_sym ws_vocab_sym(ws_vocab *v, const char *sym, size_t len, int add)
 {
-    return (ws_sym){ws_vocab_id(v, sym, len, add), ws_sym_hash(sym, len)};
+    uint64_t h = ws_fnv1a64(sym, len);
+    return (ws_sym){id_of(v, sym, len, h, add), ws_sym_hash_of_fnv(h)};
 }
 
 uint64_t ws_vocab_hash(const ws_vocab *v, int32_t id)

@@ -1,5 +1,5 @@
 /* test_versions.c — model versions shared by worldstated and worldstate-train
- * (server/versions.h) and the data-directory lock: a published version loads
+ * (server/common/versions.h) and the data-directory lock: a published version loads
  * back with the same parameters and the database's whole vocabulary; a
  * publisher that expected another latest version records and writes nothing;
  * one that takes whatever is there gets the next number; a second holder of
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "srv.h"
+#include "common.h"
 #include "test_util.h"
 #include "versions.h"
 

@@ -1,0 +1,62 @@
+/* common.h — what worldstated (server/daemon/) and worldstate-train
+ * (server/train/) share: request limits, facts parsed from JSON, step-log
+ * entries as JSON, per-model online-training settings and the data-directory
+ * lock. Model versions on disk (versions.h) and recall facts (recall.h) have
+ * headers of their own. */
+#ifndef WS_SRV_COMMON_H
+#define WS_SRV_COMMON_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "../../model/model.h"
+#include "../../storage/storage.h"
+
+#define WS_SRV_MAX_ITEMS 256        /* instructions, queries or labels per request */
+#define WS_SRV_SYMBOL_MAX 128       /* bytes per symbol */
+#define WS_SRV_PATH_MAX 1024
+
+/* Locks the data directory for this process's lifetime (datadir_lock.c); who
+ * names the caller in the message. WS_ERR_CONFLICT while another holds it. */
+ws_status ws_srv_datadir_lock(const char *data_dir, const char *who, int *fd_out, ws_error *err);
+
+/* ---- parsed facts ------------------------------------------------------- */
+typedef struct {
+    int n_sym;                          /* 0: a vector fact */
+    const char *sym[WS_MAX_FACT_LEN];   /* borrowed from the job's cJSON body */
+    int sym_len[WS_MAX_FACT_LEN];
+    float *vec;                         /* owned, n_vec floats */
+    int n_vec;
+    int value;                          /* instruction value, or query label (-1 none) */
+} ws_srv_fact;
+
+/* ---- per-model online-training settings (training_settings.c) -------------------- */
+typedef struct {
+    int enabled;
+    float lr;
+    int update_every;   /* examples per AdamW step */
+    int recall_queries; /* recall queries the engine adds per example */
+} ws_srv_training;
+
+ws_srv_training ws_srv_training_default(void);
+/* Applies the fields present in obj (enabled, lr, update_every,
+ * recall_queries) to *t after checking all of them; unknown fields refused. */
+ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err);
+cJSON *ws_srv_training_json(const ws_srv_training *t);
+
+/* One step-log entry as the API lists it (step, instructions, queries, labels,
+ * answers, model_version, time_ms), added to o (log_json.c). */
+ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e);
+
+/* Parsing helpers (json.c). */
+ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err);
+/* Every member of obj is one of the names (NULL-terminated list). */
+ws_status ws_json_only(const cJSON *obj, const char *const *names, ws_error *err);
+/* Facts of a step/query body into a job; kind "instructions" or "queries". */
+ws_status ws_json_facts(const cJSON *arr, int instructions, ws_srv_fact **out, int *n,
+                        ws_error *err);
+ws_status ws_json_labels(const cJSON *arr, ws_srv_fact *q, int n_query, ws_error *err);
+ws_status ws_json_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out, const char *name,
+                      ws_error *err);
+
+#endif

@@ -1,0 +1,162 @@
+/* json.c — strict request-body parsing: everything a client sends is checked
+ * here (types, unknown fields, limits, finiteness, UTF-8) before any state is
+ * touched, so bad input always ends as a 4xx with nothing changed. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err)
+{
+    *out = NULL;
+    if (len == 0) return ws_error_set(err, WS_ERR_FORMAT, "empty body: a JSON object is required");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) return ws_error_set(err, WS_ERR_FORMAT, "malformed JSON");
+    /* Trailing bytes other than whitespace mean the client sent two documents or junk. */
+    for (const char *p = end; p && p < body + len; p++) {
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+            cJSON_Delete(root);
+            return ws_error_set(err, WS_ERR_FORMAT, "trailing data after the JSON document");
+        }
+    }
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return ws_error_set(err, WS_ERR_INVALID, "the body must be a JSON object");
+    }
+    *out = root;
+    return WS_OK;
+}
+
+ws_status ws_json_only(const cJSON *obj, const char *const *names, ws_error *err)
+{
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int ok = 0;
+        for (const char *const *n = names; *n && !ok; n++) ok = it->string && !strcmp(it->string, *n);
+        if (!ok) return ws_error_set(err, WS_ERR_INVALID, "unknown field \"%s\"", it->string ? it->string : "");
+        /* A duplicated key would make "which one wins" a parser accident. */
+        for (const cJSON *o = it->next; o; o = o->next)
+            if (o->string && !strcmp(o->string, it->string))
+                return ws_error_set(err, WS_ERR_INVALID, "duplicate field \"%s\"", it->string);
+    }
+    return WS_OK;
+}
+
+ws_status ws_json_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out, const char *name,
+                      ws_error *err)
+{
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble))
+        return ws_error_set(err, WS_ERR_INVALID, "%s must be an integer", name);
+    if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+        return ws_error_set(err, WS_ERR_INVALID, "%s must be in [%lld, %lld]", name, (long long)lo,
+                            (long long)hi);
+    *out = (int64_t)v->valuedouble;
+    return WS_OK;
+}
+
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 9;
+        if (k == 9 || i + k >= n) return 0; /* bad lead byte or truncated sequence */
+        for (size_t j = 1; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fact *f, ws_error *err)
+{
+    static const char *const instr_fields[] = {"fact", "vector", "value", NULL};
+    static const char *const query_fields[] = {"fact", "vector", NULL};
+    const char *what = instruction ? "instructions" : "queries";
+    if (!cJSON_IsObject(o)) return ws_error_set(err, WS_ERR_INVALID, "%s[%d] must be an object", what, idx);
+    WS_TRY(ws_json_only(o, instruction ? instr_fields : query_fields, err));
+    const cJSON *fact = cJSON_GetObjectItemCaseSensitive(o, "fact");
+    const cJSON *vec = cJSON_GetObjectItemCaseSensitive(o, "vector");
+    if (!!fact == !!vec)
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d] needs exactly one of \"fact\" or \"vector\"", what, idx);
+    f->value = -1;
+    if (instruction) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+        if (!cJSON_IsBool(v))
+            return ws_error_set(err, WS_ERR_INVALID, "instructions[%d].value must be true or false", idx);
+        f->value = cJSON_IsTrue(v) ? 1 : 0;
+    }
+    if (fact) {
+        if (!cJSON_IsArray(fact))
+            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact must be an array of strings", what, idx);
+        int n = cJSON_GetArraySize(fact);
+        if (n < 1 || n > WS_MAX_FACT_LEN)
+            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact must have 1..%d symbols (the model may allow fewer)",
+                                what, idx, WS_MAX_FACT_LEN);
+        int i = 0;
+        for (const cJSON *s = fact->child; s; s = s->next, i++) {
+            if (!cJSON_IsString(s))
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] must be a string", what, idx, i);
+            size_t len = strlen(s->valuestring);
+            if (len < 1 || len > WS_SRV_SYMBOL_MAX)
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d]: symbols are 1..%d bytes", what, idx, i,
+                                    WS_SRV_SYMBOL_MAX);
+            if (!utf8_ok((const unsigned char *)s->valuestring, len))
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] is not valid UTF-8", what, idx, i);
+            f->sym[i] = s->valuestring;
+            f->sym_len[i] = (int)len;
+        }
+        f->n_sym = n;
+        return WS_OK;
+    }
+    if (!cJSON_IsArray(vec))
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must be an array of numbers", what, idx);
+    int n = cJSON_GetArraySize(vec);
+    if (n < 1 || n > 65536)
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must have 1..65536 numbers", what, idx);
+    f->vec = malloc(sizeof(float) * (size_t)n);
+    if (!f->vec) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    f->n_vec = n;
+    int i = 0;
+    for (const cJSON *x = vec->child; x; x = x->next, i++) {
+        /* cJSON turns 1e999 into inf; and a double beyond FLT_MAX would become inf as a float. */
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || fabs(x->valuedouble) > FLT_MAX)
+            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector[%d] must be a finite number", what, idx, i);
+        f->vec[i] = (float)x->valuedouble;
+    }
+    return WS_OK;
+}
+
+ws_status ws_json_facts(const cJSON *arr, int instructions, ws_srv_fact **out, int *n, ws_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    const char *what = instructions ? "instructions" : "queries";
+    if (!arr) return WS_OK;
+    if (!cJSON_IsArray(arr)) return ws_error_set(err, WS_ERR_INVALID, "%s must be an array", what);
+    int count = cJSON_GetArraySize(arr);
+    if (count > WS_SRV_MAX_ITEMS)
+        return ws_error_set(err, WS_ERR_INVALID, "at most %d %s per request", WS_SRV_MAX_ITEMS, what);
+    if (count == 0) return WS_OK;
+    ws_srv_fact *f = calloc((size_t)count, sizeof *f);
+    if (!f) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    *out = f; /* the caller frees (vectors included) even on failure */
+    *n = count;
+    int i = 0;
+    for (const cJSON *o = arr->child; o; o = o->next, i++) WS_TRY(parse_fact(o, instructions, i, &f[i], err));
+    return WS_OK;
+}
+
+ws_status ws_json_labels(const cJSON *arr, ws_srv_fact *q, int n_query, ws_error *err)
+{
+    if (!cJSON_IsArray(arr)) return ws_error_set(err, WS_ERR_INVALID, "labels must be an array of booleans");
+    if (cJSON_GetArraySize(arr) != n_query)
+        return ws_error_set(err, WS_ERR_INVALID, "labels must have one boolean per query (%d)", n_query);
+    int i = 0;
+    for (const cJSON *l = arr->child; l; l = l->next, i++) {
+        if (!cJSON_IsBool(l)) return ws_error_set(err, WS_ERR_INVALID, "labels[%d] must be true or false", i);
+        if (q) q[i].value = cJSON_IsTrue(l) ? 1 : 0;
+    }
+    return WS_OK;
+}

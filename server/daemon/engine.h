@@ -1,0 +1,85 @@
+/* engine.h — engine internals shared by engine*.c (see daemon.h for the API). */
+#ifndef WS_SRV_ENGINE_H
+#define WS_SRV_ENGINE_H
+
+#include "daemon.h"
+#include "online_trainer.h"
+
+typedef struct {
+    int64_t id;
+    char name[WS_STORE_NAME_MAX + 1];
+    ws_model *m;
+    ws_model_config cfg;
+    int64_t version;
+    int64_t unloadable;   /* a recorded version that failed to load: not tried again */
+    int vocab_stored;     /* symbols already in SQLite; the rest go with the next commit */
+    ws_srv_training tr;
+    ws_online_trainer *trainer;
+    ws_online_stats stats; /* published copy for other threads (under mu) */
+    ws_batch *batch;
+    float *w_dev;         /* max_batch states on the backend */
+    float *w_host;        /* max_batch states on the host */
+} ws_eng_model;
+
+struct ws_engine {
+    ws_srv *srv;
+    ws_store *st;         /* the engine thread's own connection */
+    ws_backend *be;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;   /* guards the queue and the model table */
+    pthread_cond_t cv;
+    ws_job *head, *tail;
+    int depth, stop;
+    ws_eng_model *models;
+    int n_models, cap_models;
+};
+
+/* engine_models.c */
+ws_status ws_eng_models_load(ws_engine *e, ws_error *err);
+ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err);
+/* Adds model `name` served from m (owned: freed on failure), whose version 1
+ * is already written at `path`: records the model, version 1 with `note` and
+ * m's vocabulary in one transaction. On failure nothing stays: no row, and no
+ * file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
+ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
+                               const ws_srv_training *tr, const char *path, const char *note,
+                               ws_eng_model **out, ws_error *err);
+/* Serves m (owned; em's configuration) as version `version` of em from the next
+ * batch on; the gradients summed for the replaced parameters are dropped. */
+void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version);
+ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
+ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
+/* Publishes the model's current parameters as version+1 (versions.h);
+ * WS_ERR_CONFLICT when another process published a version meanwhile. */
+ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err);
+/* Serves each model's current version as recorded in SQLite, loading those that
+ * another process recorded (api.md, Online training: an external version wins). */
+void ws_eng_models_sync(ws_engine *e);
+void ws_eng_models_free(ws_engine *e);
+/* Copies the trainer's counters to em->stats under mu (the trainer itself is
+ * engine-thread only). */
+void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
+
+/* engine_import.c: models from checkpoint files. */
+/* POST /v1/models/{name}/import: the checkpoint in `file` (always consumed:
+ * renamed into place or removed) becomes model `name` (*created = 1) or, when
+ * it exists, its next version (*created = 0). A refusal that has its own API
+ * error sets *status and *code (400 bad_checkpoint, 409 config_mismatch or
+ * vocab_mismatch); other failures leave *status 0. Nothing changes on failure. */
+ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
+                              int *status, const char **code, ws_error *err);
+/* First start: the model "default" from the checkpoint shipped in the binary,
+ * or, in a build without one, with random parameters (said loudly). */
+ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
+/* Removes temporary files (WS_SRV_UPLOAD_PREFIX) a crash left in models/. */
+void ws_eng_uploads_clean(ws_engine *e);
+
+/* engine_run.c: steps and queries of one batch (all kinds mixed). */
+void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
+/* Finishes a job: status + reply (owned), then resumes its connection. */
+void ws_eng_finish(ws_job *j, int status, cJSON *reply);
+void ws_eng_fail(ws_job *j, ws_status s, const ws_error *err);
+
+#endif

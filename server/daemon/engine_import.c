@@ -1,0 +1,214 @@
+/* engine_import.c — models from checkpoint files: POST /v1/models/{name}/import
+ * (a new model, or the next version of one) and, on a fresh data directory,
+ * the model "default" from the checkpoint shipped inside worldstated.
+ *
+ * Order of writes, as everywhere (versions.h): the checkpoint file first, in
+ * full (temporary file, fsync, rename), then the SQLite rows in one
+ * transaction; a failure after the file was placed removes it again, so a
+ * refused or failed import leaves no file, row or vocabulary entry behind. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../model/checkpoint.h"
+#include "engine.h"
+#include "shipped.h"
+#include "../common/versions.h"
+
+/* The loader's message names the temporary file: drop that prefix, the client
+ * never saw the name. */
+static void strip_path(ws_error *err, const char *file)
+{
+    size_t n = strlen(file);
+    if (strncmp(err->msg, file, n) == 0 && err->msg[n] == ':' && err->msg[n + 1] == ' ')
+        memmove(err->msg, err->msg + n + 2, strlen(err->msg + n + 2) + 1);
+}
+
+/* Loads and checks the checkpoint; refusals are 400 bad_checkpoint. */
+static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, int *status,
+                              const char **code, ws_error *err)
+{
+    ws_status s = ws_checkpoint_load(out, file, e->be, err);
+    if (s == WS_OK) {
+        const ws_model_config *c = ws_model_config_of(*out);
+        /* The bound POST /v1/models puts on a model, so that the engine can hold
+         * it beside others. */
+        if ((int64_t)c->d * c->d * (c->n_upd_layers + c->n_ext_layers) > (int64_t)64 << 20) {
+            ws_model_free(*out);
+            *out = NULL;
+            s = ws_error_set(err, WS_ERR_INVALID,
+                             "model too large for this server (d^2 * layers > 64M)");
+        }
+    } else {
+        strip_path(err, file);
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        ws_error_set(err, s, "bad checkpoint: %s", msg);
+    }
+    /* A file the loader cannot make sense of, or a model this backend cannot
+     * run, is the client's to fix; out of memory and I/O are ours. */
+    if (s == WS_ERR_FORMAT || s == WS_ERR_INVALID || s == WS_ERR_UNSUPPORTED)
+        *status = 400, *code = "bad_checkpoint";
+    return s;
+}
+
+static ws_status import_new(ws_engine *e, const char *name, const char *file, const char *note,
+                            int *status, const char **code, ws_error *err)
+{
+    ws_model *m = NULL;
+    WS_TRY(load_checked(e, file, &m, status, code, err));
+    char path[WS_SRV_PATH_MAX + 128];
+    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
+    /* The file as sent becomes version 1: the bytes just validated. */
+    ws_status s = ws_srv_file_commit(file, path, err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        unlink(path); /* renamed but not synced, or a stale file: nobody refers to it */
+        return s;
+    }
+    ws_srv_training tr = ws_srv_training_default();
+    ws_eng_model *em;
+    return ws_eng_model_install(e, name, m, &tr, path, note, &em, err);
+}
+
+/* m's vocabulary made the model's: the stored symbols and the checkpoint's
+ * must agree where both have one; the model's further symbols are added to m
+ * (they keep their ids), the checkpoint's further ones are stored from
+ * *store_from on (-1: none). */
+static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, int *status,
+                             const char **code, ws_error *err)
+{
+    ws_vocab *cv = ws_model_vocab(m), *ev = ws_model_vocab(em->m);
+    int nc = ws_vocab_size(cv), ns = em->vocab_stored;
+    for (int i = 0; i < nc && i < ns; i++) {
+        const char *a = ws_vocab_symbol(cv, i), *b = ws_vocab_symbol(ev, i);
+        if (strcmp(a, b) == 0) continue;
+        *status = 409, *code = "vocab_mismatch";
+        return ws_error_set(err, WS_ERR_CONFLICT,
+                            "symbol id %d is \"%.40s\" in the checkpoint but \"%.40s\" in model "
+                            "%s's vocabulary (a checkpoint's vocabulary must agree with the "
+                            "model's where both have symbols)",
+                            i, a, b, em->name);
+    }
+    for (int i = nc; i < ns; i++) {
+        const char *sym = ws_vocab_symbol(ev, i);
+        if (ws_vocab_id(cv, sym, strlen(sym), 1) != i)
+            return ws_error_set(err, WS_ERR_NOMEM, "out of memory extending the vocabulary");
+    }
+    *store_from = nc > ns ? ns : -1;
+    return WS_OK;
+}
+
+static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file, int *status,
+                                const char **code, ws_error *err)
+{
+    ws_model *m = NULL;
+    WS_TRY(load_checked(e, file, &m, status, code, err));
+    char why[256];
+    ws_status s = WS_OK;
+    if (!ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &em->cfg, "the model", why,
+                            sizeof why)) {
+        *status = 409, *code = "config_mismatch";
+        s = ws_error_set(err, WS_ERR_CONFLICT,
+                         "the checkpoint's config differs from model %s's: %s (import it under a "
+                         "new name, or train it with the model's config)",
+                         em->name, why);
+    }
+    int store_from = -1;
+    if (s == WS_OK) s = vocab_merge(em, m, &store_from, status, code, err);
+    /* The way every version is published (retrain's too): the next number,
+     * written and recorded under SQLite's write lock. */
+    int64_t v = 0;
+    if (s == WS_OK)
+        s = ws_srv_version_publish_vocab(e->st, e->srv->cfg.data_dir, em->name, em->id, m, -1,
+                                         WS_SRV_NOTE_IMPORTED, store_from, &v, err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        return s;
+    }
+    ws_eng_model_adopt(e, em, m, v); /* served from the next batch on */
+    return WS_OK;
+}
+
+ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
+                              int *status, const char **code, ws_error *err)
+{
+    *status = 0, *code = NULL;
+    ws_eng_model *em = ws_eng_model_by_name(e, name);
+    *created = em == NULL;
+    ws_status s = em ? import_version(e, em, file, status, code, err)
+                     : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, status, code, err);
+    /* Renamed into place on success (then this finds nothing), else removed. */
+    if (unlink(file) != 0 && errno != ENOENT)
+        fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
+    return s;
+}
+
+/* Writes the shipped checkpoint into a temporary file of models/. */
+static ws_status shipped_to_file(ws_engine *e, const unsigned char *bytes, size_t len,
+                                 char *path, size_t cap, ws_error *err)
+{
+    int fd;
+    WS_TRY(ws_srv_upload_create(e->srv->cfg.data_dir, path, cap, &fd, err));
+    ws_status s = ws_srv_write_all(fd, bytes, len, err);
+    if (close(fd) != 0 && s == WS_OK)
+        s = ws_error_set(err, WS_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (s != WS_OK) unlink(path);
+    return s;
+}
+
+ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
+{
+    size_t len = 0;
+    const unsigned char *bytes = ws_srv_shipped_default(&len);
+    ws_srv_training tr = ws_srv_training_default();
+    if (len == 0) {
+        fprintf(stderr,
+                "worldstated: WARNING: this build ships no trained default model "
+                "(models/default.safetensors was absent when it was built): the model "
+                "\"default\" gets random parameters and is UNTRAINED, its answers mean "
+                "nothing until it is trained (GET /v1/models shows \"origin\":\"random\")\n");
+        ws_model_config cfg = ws_model_config_default();
+        cfg.vocab_cap = 4096;
+        ws_eng_model *em;
+        return ws_eng_model_create(e, "default", &cfg, &tr, 1, &em, err);
+    }
+    char tmp[WS_SRV_PATH_MAX + 64];
+    WS_TRY(shipped_to_file(e, bytes, len, tmp, sizeof tmp, err));
+    int status;
+    const char *code;
+    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, &status, &code, err);
+    if (unlink(tmp) != 0 && errno != ENOENT)
+        fprintf(stderr, "worldstated: cannot remove %s: %s\n", tmp, strerror(errno));
+    if (s != WS_OK) {
+        /* A build whose shipped model does not load is broken: refuse to start
+         * rather than serve a model the user did not expect. */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return ws_error_set(err, s, "the shipped default model cannot be created: %s", msg);
+    }
+    fprintf(stderr, "worldstated: created the model \"default\" from the shipped checkpoint "
+                    "(%zu bytes)\n", len);
+    return WS_OK;
+}
+
+void ws_eng_uploads_clean(ws_engine *e)
+{
+    char dir[WS_SRV_PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
+    DIR *d = opendir(dir);
+    if (!d) return; /* just created by the caller: nothing to clean */
+    /* The data-directory lock makes this the only daemon: any upload is stale. */
+    size_t np = strlen(WS_SRV_UPLOAD_PREFIX);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0) continue;
+        char path[WS_SRV_PATH_MAX + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
+    }
+    closedir(d);
+}

@@ -1,0 +1,273 @@
+/* engine_models.c — the engine's table of loaded models: loading every model's
+ * current checkpoint and vocabulary at start, creating models (the default one
+ * on first start: engine_import.c), recording new versions made by online
+ * training, and adopting versions that another process (worldstate-train
+ * retrain) recorded.
+ *
+ * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
+ * version is a new file written atomically (ws_checkpoint_save: temp file,
+ * fsync, rename) under SQLite's write lock and only then recorded (versions.h),
+ * so a crash between the two leaves an unreferenced file, never a referenced
+ * missing one. SQLite is the authority on the vocabulary: a checkpoint's
+ * vocabulary is a prefix of it. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../model/checkpoint.h"
+#include "engine.h"
+#include "../common/versions.h"
+
+#define WS_SRV_KEEP_VERSIONS 4
+
+static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    em->cfg = *ws_model_config_of(em->m);
+    int n = e->srv->cfg.max_batch;
+    WS_TRY(ws_batch_new(&em->batch, &em->cfg));
+    WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
+    em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
+    if (!em->w_host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    return ws_online_new(&em->trainer, em->m, err);
+}
+
+static void model_release(ws_eng_model *em)
+{
+    if (!em->m) return;
+    ws_online_free(em->trainer, em->m);
+    ws_batch_free(em->batch);
+    ws_backend_release(ws_model_backend(em->m), em->w_dev);
+    free(em->w_host);
+    ws_model_free(em->m);
+    memset(em, 0, sizeof *em);
+}
+
+/* Makes room for one more model (under mu: status and metrics read the table). */
+static ws_status table_reserve(ws_engine *e, ws_error *err)
+{
+    ws_status s = WS_OK;
+    pthread_mutex_lock(&e->mu);
+    if (e->n_models == e->cap_models) {
+        int cap = e->cap_models ? 2 * e->cap_models : 4;
+        ws_eng_model *t = realloc(e->models, sizeof *t * (size_t)cap);
+        if (t) {
+            e->models = t;
+            e->cap_models = cap;
+        } else {
+            s = ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return s;
+}
+
+static ws_eng_model *table_add(ws_engine *e, ws_error *err)
+{
+    if (table_reserve(e, err) != WS_OK) return NULL;
+    ws_eng_model *em = &e->models[e->n_models];
+    memset(em, 0, sizeof *em);
+    return em;
+}
+
+ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id)
+{
+    for (int i = 0; i < e->n_models; i++)
+        if (e->models[i].id == id) return &e->models[i];
+    return NULL;
+}
+
+ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name)
+{
+    for (int i = 0; i < e->n_models; i++)
+        if (!strcmp(e->models[i].name, name)) return &e->models[i];
+    return NULL;
+}
+
+static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
+{
+    ws_eng_model *em = table_add(e, err);
+    if (!em) return WS_ERR_NOMEM;
+    WS_TRY(ws_srv_version_load(e->st, row->id, row->version, e->be, &em->m, err));
+    e->n_models++;
+    em->id = row->id, em->version = row->version;
+    strcpy(em->name, row->name);
+    em->tr = ws_srv_training_default();
+    cJSON *tj = cJSON_Parse(row->training);
+    ws_status s = tj ? ws_srv_training_parse(tj, &em->tr, err) : WS_OK;
+    cJSON_Delete(tj);
+    if (s == WS_OK) s = model_attach(e, em, err);
+    em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
+    return s;
+}
+
+ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
+{
+    char dir[WS_SRV_PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+    ws_srv_model_rows rows = {0};
+    ws_status s = ws_srv_model_rows_read(e->st, &rows, err);
+    for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
+    ws_srv_model_rows_free(&rows);
+    if (s == WS_OK) ws_eng_uploads_clean(e); /* uploads a crash left behind */
+    if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
+    return s;
+}
+
+/* Records a new model, its version 1 (path, note) and m's vocabulary in one
+ * transaction. */
+static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
+                              const ws_srv_training *tr, const char *path, const char *note,
+                              int64_t *id, ws_error *err)
+{
+    cJSON *cj = ws_srv_model_config_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
+    char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL;
+    char *ttext = tj ? cJSON_PrintUnformatted(tj) : NULL;
+    cJSON_Delete(cj);
+    cJSON_Delete(tj);
+    ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
+                                 : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
+    if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, note, err);
+    if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
+    if (s == WS_OK) s = ws_store_commit(e->st, err);
+    else if (ctext && ttext) ws_store_rollback(e->st, NULL);
+    free(ctext);
+    free(ttext);
+    return s;
+}
+
+ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
+                               const ws_srv_training *tr, const char *path, const char *note,
+                               ws_eng_model **out, ws_error *err)
+{
+    if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
+        ws_model_free(m);
+        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
+    }
+    ws_eng_model tmp = {.m = m};
+    /* Everything that can fail for want of memory comes before the commit, so a
+     * committed model is always served. */
+    ws_status s = model_attach(e, &tmp, err);
+    if (s == WS_OK) s = table_reserve(e, err);
+    if (s == WS_OK) s = record_model(e, name, m, tr, path, note, &tmp.id, err);
+    if (s != WS_OK) {
+        model_release(&tmp);
+        /* Not recorded: nobody refers to the file (a crash before this point
+         * leaves it unreferenced, and the next creation of the name replaces it). */
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
+        return s;
+    }
+    tmp.version = 1;
+    tmp.tr = *tr;
+    tmp.vocab_stored = ws_vocab_size(ws_model_vocab(m));
+    strcpy(tmp.name, name);
+    pthread_mutex_lock(&e->mu); /* readers of the table (status, metrics) hold mu */
+    ws_eng_model *em = &e->models[e->n_models++];
+    *em = tmp;
+    pthread_mutex_unlock(&e->mu);
+    *out = em;
+    return WS_OK;
+}
+
+ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out,
+                              ws_error *err)
+{
+    if (ws_eng_model_by_name(e, name))
+        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
+    ws_model *m = NULL;
+    WS_TRY(ws_model_new(&m, cfg, e->be, seed, err));
+    char path[WS_SRV_PATH_MAX + 128];
+    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
+    ws_status s = ws_checkpoint_save(m, path, 1, err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        return s;
+    }
+    return ws_eng_model_install(e, name, m, tr, path, WS_SRV_NOTE_CREATED, out, err);
+}
+
+ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    int64_t v = 0;
+    WS_TRY(ws_srv_version_publish(e->st, e->srv->cfg.data_dir, em->name, em->id, em->m, em->version,
+                                  "online training", &v, err));
+    pthread_mutex_lock(&e->mu);
+    em->version = v;
+    pthread_mutex_unlock(&e->mu);
+    /* Retention: online training makes a version per AdamW step, so only the
+     * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
+     * created); older version rows stay in SQLite as history without a file. */
+    if (v - WS_SRV_KEEP_VERSIONS > 1) {
+        char path[WS_SRV_PATH_MAX + 128];
+        ws_srv_ckpt_path(e->srv->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
+        if (unlink(path) != 0 && errno != ENOENT)
+            fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path, strerror(errno));
+    }
+    return WS_OK;
+}
+
+void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version)
+{
+    ws_model_free(em->m);
+    em->m = m;
+    /* Symbols that never reached SQLite (a failed group commit) are dropped with
+     * the old model: no committed step refers to them. */
+    em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
+    ws_online_discard_gradients(em->trainer);
+    pthread_mutex_lock(&e->mu);
+    em->version = version;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Serves version `version` of em from now on: the checkpoint replaces the
+ * model (same configuration, so the batch and state buffers stay). */
+static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
+{
+    ws_model *m = NULL;
+    WS_TRY(ws_srv_version_load(e->st, em->id, version, e->be, &m, err));
+    if (!ws_srv_config_equal(ws_model_config_of(m), &em->cfg)) {
+        ws_model_free(m);
+        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration",
+                            (long long)version);
+    }
+    ws_eng_model_adopt(e, em, m, version);
+    return WS_OK;
+}
+
+void ws_eng_models_sync(ws_engine *e)
+{
+    ws_srv_model_rows rows = {0};
+    ws_error err = {0};
+    if (ws_srv_model_rows_read(e->st, &rows, &err) != WS_OK)
+        fprintf(stderr, "worldstated: reading model versions: %s\n", err.msg);
+    for (int i = 0; i < rows.n; i++) {
+        ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
+        int64_t v = rows.rows[i].version;
+        if (em && em->version != v && em->unloadable != v) {
+            if (adopt_version(e, em, v, &err) == WS_OK) {
+                fprintf(stderr, "worldstated: model %s: serving version %lld, recorded by another process\n",
+                        em->name, (long long)v);
+            } else { /* keep serving the loaded version; say so once */
+                em->unloadable = v;
+                fprintf(stderr, "worldstated: model %s: cannot load version %lld, still serving %lld: %s\n",
+                        em->name, (long long)v, (long long)em->version, err.msg);
+            }
+        }
+    }
+    ws_srv_model_rows_free(&rows);
+}
+
+void ws_eng_models_free(ws_engine *e)
+{
+    for (int i = 0; i < e->n_models; i++) model_release(&e->models[i]);
+    free(e->models);
+    e->models = NULL;
+    e->n_models = e->cap_models = 0;
+}

@@ -1,0 +1,356 @@
+/* http.c — libmicrohttpd setup, body accumulation, dispatch and replies.
+ *
+ * One request = one ws_http_req (MHD's con_cls). The first callback has the
+ * headers only: an oversized Content-Length is answered 413 at once. Body
+ * chunks accumulate under WS_SRV_BODY_MAX (an import's go to a file, under
+ * WS_SRV_IMPORT_MAX); on the final call the route runs.
+ * A route that needs the engine returns a job: the connection is suspended and
+ * the engine resumes it once job->done is set; MHD then calls us again and the
+ * reply goes out. Suspended connections never time out in MHD, so every job
+ * carries its own deadline, enforced by the engine. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static atomic_int active_requests; /* for a graceful stop: replies still going out */
+
+typedef struct {
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
+    ws_job *job;
+    int route;
+    int64_t t0_ms;
+    struct timespec t0;
+    /* POST /v1/models/{name}/import: the body goes to a file, not to memory */
+    int import;
+    uint64_t received;  /* body bytes so far */
+    int spool_fd;       /* -1 once closed */
+    char *spool;        /* its path, until a job takes it over */
+    int spool_failed;
+    char spool_msg[256];
+} ws_http_req;
+
+cJSON *ws_http_error(const char *code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON *root = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(root, "error");
+    if (!e || !cJSON_AddStringToObject(e, "code", code) || !cJSON_AddStringToObject(e, "message", msg)) {
+        cJSON_Delete(root);
+        return NULL; /* send_json answers a bodiless 500 */
+    }
+    return root;
+}
+
+int ws_http_status_of(ws_status s, const char **code)
+{
+    switch (s) {
+    case WS_OK: *code = "ok"; return 200;
+    case WS_ERR_INVALID: *code = "invalid_request"; return 400;
+    case WS_ERR_FORMAT: *code = "bad_json"; return 400;
+    case WS_ERR_NOTFOUND: *code = "not_found"; return 404;
+    case WS_ERR_CONFLICT: *code = "conflict"; return 409;
+    case WS_ERR_UNSUPPORTED: *code = "unavailable"; return 503;
+    case WS_ERR_STORAGE: *code = "storage_busy"; return 503;
+    default: *code = "internal"; return 500;
+    }
+}
+
+static const char *route_names[WS_ROUTE_COUNT] = {
+    "healthz", "readyz", "metrics", "sessions", "session", "state", "steps", "queries",
+    "labels", "models", "model", "training", "checkpoint", "import", "other"};
+
+const char *ws_http_route_name(int route)
+{
+    return route >= 0 && route < WS_ROUTE_COUNT ? route_names[route] : "other";
+}
+
+static double elapsed_s(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r, int status,
+                                     struct MHD_Response *resp)
+{
+    if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
+    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    ws_metrics_request(r->route, status, elapsed_s(&r->t0));
+    return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, int status, cJSON *json)
+{
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        return send_response(conn, r, 500, resp);
+    }
+    size_t n = strlen(text);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    if (MHD_add_response_header(resp, "Content-Type", "application/json") != MHD_YES) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
+    return send_response(conn, r, status, resp);
+}
+
+/* Splits the URL path into segments (in place in a copy). */
+static int split_path(const char *url, char *copy, size_t cap, char **segs, int max)
+{
+    if (strlen(url) >= cap) return -1;
+    strcpy(copy, url);
+    int n = 0;
+    char *save = NULL; /* strtok_r: requests are parsed on several threads at once */
+    for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+        if (n == max) return -1;
+        segs[n++] = p;
+    }
+    return n;
+}
+
+static cJSON *too_large(const ws_http_req *r)
+{
+    return ws_http_error("too_large", "request body over %llu bytes",
+                         (unsigned long long)(r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX));
+}
+
+/* Fills c->who from the key; 0 with the refusal (401, or 503 when storage
+ * fails) in a. Health and metrics stay open: probes and scrapers carry no keys. */
+static int auth_ok(ws_srv *srv, struct MHD_Connection *conn, int route, ws_http_ctx *c,
+                   ws_http_answer *a)
+{
+    if (route == WS_ROUTE_HEALTH || route == WS_ROUTE_READY || route == WS_ROUTE_METRICS) return 1;
+    ws_error err = {0};
+    ws_status st = ws_auth_check(srv, conn, &c->who, &err);
+    if (st == WS_OK) return 1;
+    const char *code = "unauthorized";
+    a->status = st == WS_ERR_NOTFOUND ? 401 : ws_http_status_of(st, &code);
+    a->json = ws_http_error(code, "%s", err.msg);
+    return 0;
+}
+
+/* First call of a request (headers only): refuses an announced body over the
+ * route's cap; for an import, also checks the key and the name before a body
+ * of up to WS_SRV_IMPORT_MAX is read (a client sending "Expect: 100-continue"
+ * then sends none of it), and opens the file the body goes to. */
+static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
+                                     const char *url, const char *method)
+{
+    ws_http_ctx c = {.srv = srv, .conn = conn, .method = method};
+    char path[WS_SRV_PATH_MAX];
+    c.n_segs = split_path(url, path, sizeof path, c.segs, 8);
+    r->route = c.n_segs < 0 ? WS_ROUTE_OTHER : ws_http_route_of(&c);
+    r->import = r->route == WS_ROUTE_IMPORT && !strcmp(method, "POST");
+    uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > cap) {
+        r->too_large = r->replied = 1; /* any body that still arrives is dropped */
+        return send_json(conn, r, 413, too_large(r));
+    }
+    if (!r->import) return MHD_YES;
+    ws_http_answer a = {0};
+    if (!auth_ok(srv, conn, r->route, &c, &a) || !ws_routes_import_precheck(&c, &a)) {
+        r->replied = 1;
+        return send_json(conn, r, a.status, a.json);
+    }
+    ws_error err = {0};
+    char file[WS_SRV_PATH_MAX + 64];
+    if (ws_srv_upload_create(srv->cfg.data_dir, file, sizeof file, &r->spool_fd, &err) != WS_OK) {
+        r->replied = 1;
+        return send_json(conn, r, 500, ws_http_error("internal", "%s", err.msg));
+    }
+    if (!(r->spool = strdup(file))) {
+        unlink(file);
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+/* One chunk of an import's body into its file; a write failure is answered
+ * (500) once the body is in, the rest of it is dropped. */
+static void spool_chunk(ws_http_req *r, const char *data, size_t n)
+{
+    ws_error err = {0};
+    if (r->spool_failed) return;
+    if (ws_srv_write_all(r->spool_fd, data, n, &err) != WS_OK) {
+        r->spool_failed = 1;
+        snprintf(r->spool_msg, sizeof r->spool_msg, "%s", err.msg);
+    }
+}
+
+static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
+                                 const char *url, const char *method)
+{
+    ws_http_ctx c = {.srv = srv, .conn = conn, .method = method, .body = r->body, .body_len = r->len};
+    char path[WS_SRV_PATH_MAX];
+    c.n_segs = split_path(url, path, sizeof path, c.segs, 8);
+    if (c.n_segs < 0) {
+        r->route = WS_ROUTE_OTHER;
+        return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
+    }
+    r->route = ws_http_route_of(&c);
+    if (r->too_large) return send_json(conn, r, 413, too_large(r));
+    if (r->spool_failed)
+        return send_json(conn, r, 500, ws_http_error("internal", "cannot store the body: %s",
+                                                     r->spool_msg));
+    ws_http_answer refusal = {0};
+    if (!auth_ok(srv, conn, r->route, &c, &refusal))
+        return send_json(conn, r, refusal.status, refusal.json);
+    ws_http_answer a = {0};
+    c.upload = r->spool;
+    ws_routes_dispatch(&c, r->route, &a);
+    if (r->spool && !c.upload) r->spool = NULL; /* a job owns the file now */
+    if (a.job) {
+        r->job = a.job;
+        MHD_suspend_connection(conn);
+        return MHD_YES;
+    }
+    if (a.raw) return send_response(conn, r, a.status, a.raw);
+    return send_json(conn, r, a.status, a.json);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    ws_srv *srv = cls;
+    ws_http_req *r = *con_cls;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r) return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &r->t0);
+        r->route = WS_ROUTE_OTHER;
+        r->spool_fd = -1;
+        *con_cls = r;
+        atomic_fetch_add(&active_requests, 1);
+        return begin_request(srv, conn, r, url, method);
+    }
+    if (r->job) { /* resumed by the engine */
+        if (!atomic_load_explicit(&r->job->done, memory_order_acquire)) return MHD_YES;
+        ws_job *j = r->job;
+        cJSON *reply = j->reply;
+        j->reply = NULL;
+        int status = j->status;
+        ws_job_free(j);
+        r->job = NULL;
+        return send_json(conn, r, status, reply);
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->replied || r->too_large) return MHD_YES; /* answered already: dropped */
+        /* chunked bodies have no Content-Length */
+        if (r->received + n > (r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX)) {
+            r->too_large = 1;
+            return MHD_YES;
+        }
+        r->received += n;
+        if (r->spool) {
+            spool_chunk(r, upload_data, n);
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + n + 1) cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b) return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload_data, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+    if (r->replied) return MHD_YES;
+    if (r->spool_fd >= 0) { /* the whole body is in the file */
+        if (close(r->spool_fd) != 0 && !r->spool_failed) {
+            r->spool_failed = 1;
+            snprintf(r->spool_msg, sizeof r->spool_msg, "%s", strerror(errno));
+        }
+        r->spool_fd = -1;
+    }
+    return run_route(srv, conn, r, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)conn, (void)toe;
+    ws_http_req *r = *con_cls;
+    if (!r) return;
+    /* A job is only still attached if the engine finished it but the client
+     * vanished before the reply went out: it is ours to free. */
+    if (r->job) ws_job_free(r->job);
+    if (r->spool_fd >= 0) close(r->spool_fd);
+    if (r->spool) unlink(r->spool); /* no job took it: the request failed or was refused */
+    free(r->spool);
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+    atomic_fetch_sub(&active_requests, 1);
+}
+
+ws_status ws_http_start(ws_srv *srv, ws_error *err)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv->cfg.port)};
+    if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
+        return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address", srv->cfg.host);
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                                MHD_OPTION_END);
+    if (!srv->mhd)
+        return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)", srv->cfg.host,
+                            srv->cfg.port);
+    if (srv->cfg.port == 0) { /* --listen host:0 picks a free port: report it */
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+        if (info) srv->cfg.port = info->port;
+    }
+    return WS_OK;
+}
+
+void ws_http_quiesce(ws_srv *srv)
+{
+    if (!srv->mhd) return;
+    MHD_socket fd = MHD_quiesce_daemon(srv->mhd);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void ws_http_stop(ws_srv *srv)
+{
+    if (!srv->mhd) return;
+    /* The engine has resumed every job; give their replies up to 3 s to go out
+     * before MHD closes the connections. */
+    for (int i = 0; i < 300 && atomic_load(&active_requests) > 0; i++) usleep(10000);
+    MHD_stop_daemon(srv->mhd);
+    srv->mhd = NULL;
+}

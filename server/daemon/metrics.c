@@ -1,0 +1,134 @@
+/* metrics.c — Prometheus text exposition: requests by route and status,
+ * request latency histogram, engine batch sizes, steps, queries, training
+ * updates; the engine adds queue depth and model versions. Counters are
+ * process-wide atomics: cheap on every request, no locks. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static const int statuses[] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 500, 503};
+#define N_STATUS ((int)(sizeof statuses / sizeof statuses[0]))
+static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+#define N_LAT ((int)(sizeof lat_bounds / sizeof lat_bounds[0]))
+static const int batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+#define N_BATCH ((int)(sizeof batch_bounds / sizeof batch_bounds[0]))
+
+static atomic_llong requests[WS_ROUTE_COUNT][N_STATUS + 1]; /* last column: any other status */
+static atomic_llong lat_bucket[N_LAT + 1];
+static atomic_llong lat_sum_us;
+static atomic_llong batch_bucket[N_BATCH + 1], batch_count, batch_jobs;
+static atomic_llong steps_total, queries_total, train_updates;
+
+void ws_metrics_request(int route, int status, double seconds)
+{
+    int si = 0;
+    while (si < N_STATUS && statuses[si] != status) si++;
+    if (route < 0 || route >= WS_ROUTE_COUNT) route = WS_ROUTE_OTHER;
+    atomic_fetch_add(&requests[route][si], 1);
+    int b = 0;
+    while (b < N_LAT && seconds > lat_bounds[b]) b++;
+    atomic_fetch_add(&lat_bucket[b], 1);
+    atomic_fetch_add(&lat_sum_us, (long long)(seconds * 1e6));
+}
+
+void ws_metrics_batch(int n_jobs, int n_steps, int n_queries)
+{
+    int b = 0;
+    while (b < N_BATCH && n_jobs > batch_bounds[b]) b++;
+    atomic_fetch_add(&batch_bucket[b], 1);
+    atomic_fetch_add(&batch_count, 1);
+    atomic_fetch_add(&batch_jobs, n_jobs);
+    atomic_fetch_add(&steps_total, n_steps);
+    atomic_fetch_add(&queries_total, n_queries);
+}
+
+void ws_metrics_training_update(void)
+{
+    atomic_fetch_add(&train_updates, 1);
+}
+
+int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    if (!*buf) return 0;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (n < 0) return 0;
+        if ((size_t)n < *cap - *len) {
+            *len += (size_t)n;
+            return 1;
+        }
+        char *b = realloc(*buf, *cap * 2);
+        if (!b) {
+            free(*buf);
+            *buf = NULL;
+            return 0;
+        }
+        *buf = b;
+        *cap *= 2;
+    }
+}
+
+struct MHD_Response *ws_metrics_render(ws_srv *srv)
+{
+    size_t cap = 8192, len = 0;
+    char *buf = malloc(cap);
+    if (buf) buf[0] = '\0';
+    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_requests_total counter\n");
+    for (int r = 0; r < WS_ROUTE_COUNT; r++)
+        for (int s = 0; s <= N_STATUS; s++) {
+            long long v = atomic_load(&requests[r][s]);
+            if (!v) continue;
+            if (s < N_STATUS)
+                ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
+                                  ws_http_route_name(r), statuses[s], v);
+            else
+                ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
+                                  ws_http_route_name(r), v);
+        }
+    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_request_seconds histogram\n");
+    long long cum = 0;
+    for (int b = 0; b <= N_LAT; b++) {
+        cum += atomic_load(&lat_bucket[b]);
+        if (b < N_LAT)
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_bucket{le=\"%g\"} %lld\n", lat_bounds[b], cum);
+        else
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_bucket{le=\"+Inf\"} %lld\n", cum);
+    }
+    ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_sum %.6f\nworldstate_http_request_seconds_count %lld\n",
+                      (double)atomic_load(&lat_sum_us) * 1e-6, cum);
+    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_batch_jobs histogram\n");
+    cum = 0;
+    for (int b = 0; b <= N_BATCH; b++) {
+        cum += atomic_load(&batch_bucket[b]);
+        if (b < N_BATCH)
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"%d\"} %lld\n", batch_bounds[b], cum);
+        else
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"+Inf\"} %lld\n", cum);
+    }
+    ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_sum %lld\nworldstate_batch_jobs_count %lld\n",
+                      (long long)atomic_load(&batch_jobs), (long long)atomic_load(&batch_count));
+    ws_metrics_printf(&buf, &len, &cap,
+                      "# TYPE worldstate_steps_total counter\nworldstate_steps_total %lld\n"
+                      "# TYPE worldstate_queries_total counter\nworldstate_queries_total %lld\n"
+                      "# TYPE worldstate_training_updates_total counter\nworldstate_training_updates_total %lld\n",
+                      (long long)atomic_load(&steps_total), (long long)atomic_load(&queries_total),
+                      (long long)atomic_load(&train_updates));
+    if (srv->engine) ws_engine_metrics(srv->engine, &buf, &len, &cap);
+    if (!buf) return NULL;
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(buf);
+        return NULL;
+    }
+    if (MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4") != MHD_YES) {
+        MHD_destroy_response(r);
+        return NULL;
+    }
+    return r;
+}

@@ -1,0 +1,44 @@
+/* online_trainer.h — per-model online trainer of the engine (see online_trainer.c). */
+#ifndef WS_SRV_ONLINE_TRAINER_H
+#define WS_SRV_ONLINE_TRAINER_H
+
+#include "daemon.h"
+
+typedef struct ws_online_trainer ws_online_trainer;
+
+/* One committed step, as the engine ran it (ids are max_fact_len per row, -1
+ * padded; w_prev is the host copy of W_{t-1}, NULL when it was W_0). */
+typedef struct {
+    const char *session;
+    int64_t step; /* the step's number (the state it produced) */
+    const float *w_prev;
+    const int32_t *instr_ids;
+    const int *instr_val;
+    int n_instr;
+    const int32_t *query_ids;
+    const int *labels; /* NULL: not labelled */
+    int n_query;
+    int has_vectors;   /* raw vector facts: not trained on */
+} ws_online_step;
+
+typedef struct {
+    int64_t examples_labelled, examples_trained, examples_dropped, updates;
+    int ready;
+    float last_loss;
+} ws_online_stats;
+
+ws_status ws_online_new(ws_online_trainer **out, ws_model *m, ws_error *err);
+void ws_online_free(ws_online_trainer *t, ws_model *m);
+void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st);
+/* Labels that arrived later; 1 if the step was still remembered and is now an example. */
+int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels, int n);
+int ws_online_ready(const ws_online_trainer *t);
+/* Forgets the gradients summed towards the next AdamW step (the engine replaced
+ * the model they were summed into); examples and recall facts are kept. */
+void ws_online_discard_gradients(ws_online_trainer *t);
+ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
+/* One training pass over up to 8 ready examples; *updated = 1 after an AdamW
+ * step (the caller checkpoints the new version). */
+ws_status ws_online_run(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr, int *updated, ws_error *err);
+
+#endif

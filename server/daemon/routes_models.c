@@ -1,0 +1,226 @@
+/* routes_models.c — /v1/models...: listings and the checkpoint download answer
+ * from storage; creating or importing a model and changing its training
+ * settings go through the engine, which owns the loaded models. */
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
+{
+    return ws_model_config_to_json(cfg);
+}
+
+static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
+{
+    *cfg = ws_model_config_default();
+    if (!obj) return WS_OK;
+    WS_TRY(ws_model_config_from_json(obj, 0, cfg, err));
+    /* Keep a model the engine can hold next to others: bound its parameters. */
+    if ((int64_t)cfg->d * cfg->d * (cfg->n_upd_layers + cfg->n_ext_layers) > (int64_t)64 << 20)
+        return ws_error_set(err, WS_ERR_INVALID, "config: model too large for this server (d^2 * layers > 64M)");
+    return WS_OK;
+}
+
+static int name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > WS_STORE_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i])) return 0;
+    return 1;
+}
+
+static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
+{
+    const char *code;
+    a->status = ws_http_status_of(s, &code);
+    a->json = ws_http_error(code, "%s", err->msg);
+}
+
+static int need_admin(ws_http_ctx *c, ws_http_answer *a)
+{
+    if (c->who.admin) return 1;
+    a->status = 403;
+    a->json = ws_http_error("forbidden", "this route needs an admin key");
+    return 0;
+}
+
+static void create_model(ws_http_ctx *c, ws_http_answer *a)
+{
+    static const char *const fields[] = {"name", "config", "training", "seed", NULL};
+    ws_error err = {0};
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
+    j->kind = WS_JOB_MODEL_CREATE;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
+    if (s == WS_OK) s = ws_json_only(j->body, fields, &err);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j->body, "name");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j->body, "seed");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j->body, "training");
+    if (s == WS_OK && (!cJSON_IsString(name) || !name_ok(name->valuestring)))
+        s = ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
+    if (s == WS_OK) s = parse_config(cJSON_GetObjectItemCaseSensitive(j->body, "config"), &j->cfg, &err);
+    int64_t sd = 1;
+    if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
+    ws_srv_training t = ws_srv_training_default();
+    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &t, &err);
+    if (s != WS_OK) {
+        ws_job_free(j);
+        return fail(a, s, &err);
+    }
+    j->seed = (uint64_t)sd;
+    j->training = t;
+    strcpy(j->model_name, name->valuestring);
+    ws_http_submit(c, j, a);
+}
+
+static void training_set(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
+    j->kind = WS_JOB_TRAINING_SET;
+    ws_srv_training probe = ws_srv_training_default();
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
+    if (s == WS_OK) s = ws_srv_training_parse(j->body, &probe, &err); /* validate before queueing */
+    if (s == WS_OK && !name_ok(c->segs[2])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
+    if (s != WS_OK) {
+        ws_job_free(j);
+        return fail(a, s, &err);
+    }
+    strcpy(j->model_name, c->segs[2]);
+    ws_http_submit(c, j, a);
+}
+
+/* POST /v1/models/{name}/import: the body is already in the file c->upload;
+ * the engine loads it, checks it and makes it a model or a version. */
+static void import_model(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    if (!c->upload) /* http.c spools every import's body: a bug if not */
+        return fail(a, ws_error_set(&err, WS_ERR_IO, "the body was not stored"), &err);
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
+    j->kind = WS_JOB_MODEL_IMPORT;
+    strcpy(j->model_name, c->segs[2]); /* checked by ws_routes_import_precheck */
+    j->upload = c->upload; /* the job owns the file from here on */
+    c->upload = NULL;
+    ws_http_submit(c, j, a);
+}
+
+int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a)
+{
+    if (strcmp(c->method, "POST") != 0) {
+        a->status = 405;
+        a->json = ws_http_error("method_not_allowed", "allowed: POST");
+        return 0;
+    }
+    if (!need_admin(c, a)) return 0;
+    if (!name_ok(c->segs[2])) {
+        a->status = 400;
+        a->json = ws_http_error("invalid_request",
+                                "name must be 1..64 characters of [A-Za-z0-9._-]");
+        return 0;
+    }
+    return 1;
+}
+
+static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store_version v = {0};
+    ws_status s = ws_store_version_get(st, m->id, m->current_version, &v, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    int fd = open(v.path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        if (fd >= 0) close(fd);
+        ws_store_version_clear(&v);
+        a->status = 500;
+        a->json = ws_http_error("internal", "checkpoint file unreadable");
+        return;
+    }
+    ws_store_version_clear(&v);
+    /* Checkpoints are never rewritten in place (each version is a new file), so
+     * streaming from the fd is consistent even while training goes on. */
+    a->raw = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
+    if (!a->raw) {
+        close(fd);
+        a->status = 500;
+        a->json = ws_http_error("internal", "out of memory");
+        return;
+    }
+    char ver[32];
+    snprintf(ver, sizeof ver, "%lld", (long long)m->current_version);
+    if (MHD_add_response_header(a->raw, "Content-Type", "application/octet-stream") != MHD_YES ||
+        MHD_add_response_header(a->raw, "X-Model-Version", ver) != MHD_YES) {
+        MHD_destroy_response(a->raw);
+        a->raw = NULL;
+        a->status = 500;
+        a->json = ws_http_error("internal", "out of memory");
+        return;
+    }
+    a->status = 200;
+}
+
+void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) return fail(a, err.code, &err);
+    const char *m = c->method;
+    if (route == WS_ROUTE_MODELS) {
+        if (!strcmp(m, "POST")) {
+            if (need_admin(c, a)) create_model(c, a);
+            return;
+        }
+        if (strcmp(m, "GET") != 0) {
+            a->status = 405;
+            a->json = ws_http_error("method_not_allowed", "allowed: GET POST");
+            return;
+        }
+        cJSON *arr;
+        ws_status s = ws_srv_models_json(st, &arr, &err);
+        if (s != WS_OK) return fail(a, s, &err);
+        a->status = 200;
+        a->json = cJSON_CreateObject();
+        cJSON_AddItemToObject(a->json, "models", arr);
+        return;
+    }
+    if (route == WS_ROUTE_IMPORT) {
+        if (ws_routes_import_precheck(c, a)) import_model(c, a);
+        return;
+    }
+    const char *allowed = route == WS_ROUTE_TRAINING ? "PATCH" : "GET";
+    if (strcmp(m, allowed) != 0) {
+        a->status = 405;
+        a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
+        return;
+    }
+    if (route == WS_ROUTE_TRAINING) {
+        if (need_admin(c, a)) training_set(c, a);
+        return;
+    }
+    if (!name_ok(c->segs[2]))
+        return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
+    if (route == WS_ROUTE_MODEL) {
+        int64_t id;
+        ws_status s = ws_srv_model_json(st, c->segs[2], &a->json, &id, &err);
+        if (s != WS_OK) return fail(a, s, &err);
+        a->status = 200;
+        cJSON *status = ws_engine_model_status(c->srv->engine, id);
+        if (status) cJSON_AddItemToObject(a->json, "status", status);
+        return;
+    }
+    ws_store_model model = {0};
+    ws_status s = ws_store_model_find(st, c->segs[2], &model, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    checkpoint(st, &model, a);
+    ws_store_model_clear(&model);
+}

@@ -1,0 +1,349 @@
+/* routes_sessions.c — /v1/sessions...: CRUD and the log answer from storage on
+ * the HTTP thread; steps, queries and labels become engine jobs. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
+{
+    const char *code;
+    a->status = ws_http_status_of(s, &code);
+    a->json = ws_http_error(code, "%s", err->msg);
+}
+
+static void fail_code(ws_http_answer *a, int status, const char *code, const char *msg)
+{
+    a->status = status;
+    a->json = ws_http_error(code, "%s", msg);
+}
+
+static int method_is(ws_http_ctx *c, ws_http_answer *a, const char *allowed)
+{
+    /* allowed: space-separated list; the request's method must be one. */
+    size_t n = strlen(c->method);
+    for (const char *p = allowed; (p = strstr(p, c->method)); p += n)
+        if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
+    a->status = 405;
+    a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
+    return 0;
+}
+
+/* An optional integer query argument. */
+static int arg_int(ws_http_ctx *c, const char *name, int64_t lo, int64_t hi, int64_t *out,
+                   ws_http_answer *a)
+{
+    const char *v = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
+    if (!v) return 1;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi) {
+        a->status = 400;
+        a->json = ws_http_error("invalid_request", "query argument %s must be an integer in [%lld, %lld]", name,
+                                (long long)lo, (long long)hi);
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static cJSON *session_json(ws_store *st, const ws_store_session *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    ws_store_model m = {0};
+    ws_error err;
+    cJSON_AddStringToObject(o, "id", s->id);
+    if (ws_store_model_get(st, s->model, &m, &err) == WS_OK) cJSON_AddStringToObject(o, "model", m.name);
+    ws_store_model_clear(&m);
+    cJSON_AddNumberToObject(o, "step", (double)s->step);
+    cJSON_AddNumberToObject(o, "state_version", (double)s->state_version);
+    cJSON_AddNumberToObject(o, "created_ms", (double)s->created_ms);
+    cJSON_AddNumberToObject(o, "updated_ms", (double)s->updated_ms);
+    return o;
+}
+
+static void create_session(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+{
+    static const char *const fields[] = {"model", NULL};
+    ws_error err = {0};
+    cJSON *body = NULL;
+    const char *name = "default";
+    if (c->body_len) {
+        ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+        if (s == WS_OK) s = ws_json_only(body, fields, &err);
+        const cJSON *mn = body ? cJSON_GetObjectItemCaseSensitive(body, "model") : NULL;
+        if (s == WS_OK && mn && !cJSON_IsString(mn)) s = ws_error_set(&err, WS_ERR_INVALID, "model must be a string");
+        if (s != WS_OK) {
+            cJSON_Delete(body);
+            return fail(a, s, &err);
+        }
+        if (mn) name = mn->valuestring;
+    }
+    ws_store_model m = {0};
+    ws_status s = ws_store_model_find(st, name, &m, &err);
+    if (s == WS_OK) {
+        char id[WS_STORE_ID_LEN + 1];
+        s = ws_store_session_create(st, c->who.tenant, m.id, NULL, 0, 0, m.current_version,
+                                    c->srv->cfg.max_sessions, id, &err);
+        if (s == WS_OK) {
+            ws_store_session sess = {0};
+            s = ws_store_session_get(st, c->who.tenant, id, 0, &sess, &err);
+            if (s == WS_OK) {
+                a->status = 201;
+                a->json = session_json(st, &sess);
+            }
+            ws_store_session_clear(&sess);
+        } else if (s == WS_ERR_CONFLICT) {
+            fail_code(a, 409, "session_limit", err.msg);
+        }
+    } else if (s == WS_ERR_NOTFOUND) {
+        fail_code(a, 404, "model_not_found", "no such model");
+    }
+    if (s != WS_OK && !a->json) fail(a, s, &err);
+    ws_store_model_clear(&m);
+    cJSON_Delete(body);
+}
+
+typedef struct {
+    cJSON *arr;
+    char last[WS_STORE_ID_LEN + 1];
+    int64_t last_step;
+    int n;
+} list_ctx;
+
+static ws_status list_session(void *ctx, const ws_store_session *s)
+{
+    list_ctx *l = ctx;
+    memcpy(l->last, s->id, sizeof l->last);
+    l->n++;
+    /* No model name here: looking it up needs the connection busy with this listing. */
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return WS_ERR_NOMEM;
+    cJSON_AddStringToObject(o, "id", s->id);
+    cJSON_AddNumberToObject(o, "step", (double)s->step);
+    cJSON_AddNumberToObject(o, "updated_ms", (double)s->updated_ms);
+    cJSON_AddItemToArray(l->arr, o);
+    return WS_OK;
+}
+
+static void list_sessions(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+{
+    int64_t limit = 100;
+    if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a)) return;
+    const char *after = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "after");
+    if (after && *after && !ws_store_session_id_valid(after))
+        return fail_code(a, 400, "invalid_request", "after must be a session id");
+    list_ctx l = {.arr = cJSON_CreateArray()};
+    ws_error err = {0};
+    ws_status s = l.arr ? ws_store_session_list(st, c->who.tenant, after, (int)limit, list_session, &l, &err)
+                        : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    if (s != WS_OK) {
+        cJSON_Delete(l.arr);
+        return fail(a, s, &err);
+    }
+    a->status = 200;
+    a->json = cJSON_CreateObject();
+    cJSON_AddItemToObject(a->json, "sessions", l.arr);
+    if (l.n == limit) cJSON_AddStringToObject(a->json, "next_after", l.last);
+    else cJSON_AddNullToObject(a->json, "next_after");
+}
+
+static ws_status log_entry(void *ctx, const ws_store_log_entry *e)
+{
+    list_ctx *l = ctx;
+    l->last_step = e->step;
+    l->n++;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return WS_ERR_NOMEM;
+    cJSON_AddItemToArray(l->arr, o); /* freed with the array on failure */
+    return ws_srv_log_item_fill(o, e);
+}
+
+static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+{
+    int64_t limit = 100, after = 0;
+    if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a) ||
+        !arg_int(c, "after", 0, INT64_MAX / 2, &after, a))
+        return;
+    list_ctx l = {.arr = cJSON_CreateArray()};
+    ws_error err = {0};
+    ws_store_session sess = {0};
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
+    if (s == WS_OK)
+        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->segs[2], after, (int)limit, log_entry, &l, &err)
+                  : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    ws_store_session_clear(&sess);
+    if (s != WS_OK) {
+        cJSON_Delete(l.arr);
+        return fail(a, s, &err);
+    }
+    a->status = 200;
+    a->json = cJSON_CreateObject();
+    cJSON_AddItemToObject(a->json, "steps", l.arr);
+    if (l.n == limit) cJSON_AddNumberToObject(a->json, "next_after", (double)l.last_step);
+    else cJSON_AddNullToObject(a->json, "next_after");
+}
+
+static void get_state(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+{
+    ws_store_session sess = {0};
+    ws_error err = {0};
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 1, &sess, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    size_t bytes = (size_t)sess.rows * (size_t)sess.cols * sizeof(float);
+    /* The blob is little-endian float32 row-major, exactly as stored. */
+    a->raw = MHD_create_response_from_buffer(bytes, bytes ? (void *)sess.state : "",
+                                             bytes ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    char shape[64], step[32];
+    snprintf(shape, sizeof shape, "%d,%d", sess.rows, sess.cols);
+    snprintf(step, sizeof step, "%lld", (long long)sess.step);
+    if (a->raw && (MHD_add_response_header(a->raw, "Content-Type", "application/octet-stream") != MHD_YES ||
+                   MHD_add_response_header(a->raw, "X-State-Shape", shape) != MHD_YES ||
+                   MHD_add_response_header(a->raw, "X-Step", step) != MHD_YES)) {
+        MHD_destroy_response(a->raw);
+        a->raw = NULL;
+    }
+    a->status = 200;
+    ws_store_session_clear(&sess);
+}
+
+/* Builds a STEP / QUERY / LABELS job from the body; NULL with *a filled on bad input. */
+static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
+{
+    static const char *const step_fields[] = {"expect_step", "instructions", "queries", "labels", NULL};
+    static const char *const query_fields[] = {"queries", NULL};
+    static const char *const label_fields[] = {"labels", "replace", NULL};
+    ws_error err = {0};
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        fail_code(a, 500, "internal", "out of memory");
+        return NULL;
+    }
+    j->kind = kind;
+    j->expect_step = -1;
+    j->tenant = c->who.tenant;
+    j->conn = c->conn;
+    memcpy(j->session, c->segs[2], strlen(c->segs[2]) + 1);
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
+    if (s == WS_OK)
+        s = ws_json_only(j->body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
+                         &err);
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j->body, "instructions");
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(j->body, "queries");
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(j->body, "expect_step");
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j->body, "replace");
+    if (s == WS_OK && es) s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
+    if (s == WS_OK) s = ws_json_facts(ins, 1, &j->instr, &j->n_instr, &err);
+    if (s == WS_OK) s = ws_json_facts(qs, 0, &j->query, &j->n_query, &err);
+    if (s == WS_OK && kind == WS_JOB_QUERY && !qs) s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
+    if (s == WS_OK && kind == WS_JOB_LABELS) {
+        if (!ls) s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
+        else if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) < 1 || cJSON_GetArraySize(ls) > WS_SRV_MAX_ITEMS)
+            s = ws_error_set(&err, WS_ERR_INVALID, "labels must be an array of 1..%d booleans", WS_SRV_MAX_ITEMS);
+        else s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
+        if (s == WS_OK && rp && !cJSON_IsBool(rp)) s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
+        j->replace = rp && cJSON_IsTrue(rp);
+    } else if (s == WS_OK && ls) {
+        s = ws_json_labels(ls, j->query, j->n_query, &err);
+        j->has_labels = 1;
+    }
+    if (s == WS_OK && kind == WS_JOB_LABELS) {
+        j->labels_json = cJSON_PrintUnformatted(ls);
+        if (!j->labels_json) s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    }
+    if (s == WS_OK && kind == WS_JOB_STEP) {
+        cJSON *empty = cJSON_CreateArray();
+        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
+        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
+        j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
+        cJSON_Delete(empty);
+        if (!j->instr_json || !j->query_json || (ls && !j->labels_json))
+            s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    }
+    if (s != WS_OK) {
+        fail(a, s, &err);
+        ws_job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
+{
+    ws_error err = {0};
+    j->conn = c->conn;
+    j->deadline_ms = ws_srv_now_ms() + c->srv->cfg.request_timeout_ms;
+    ws_status s = ws_engine_submit(c->srv->engine, j, &err);
+    if (s == WS_OK) {
+        a->job = j;
+        return;
+    }
+    ws_job_free(j);
+    fail_code(a, 503, s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", err.msg);
+}
+
+void ws_routes_sessions(ws_http_ctx *c, int route, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) return fail(a, err.code, &err);
+    if (route == WS_ROUTE_SESSIONS) {
+        if (!method_is(c, a, "GET POST")) return;
+        return !strcmp(c->method, "POST") ? create_session(c, st, a) : list_sessions(c, st, a);
+    }
+    /* Malformed ids are simply unknown sessions. */
+    if (!ws_store_session_id_valid(c->segs[2])) return fail_code(a, 404, "not_found", "no such session");
+    switch (route) {
+    case WS_ROUTE_SESSION: {
+        if (!method_is(c, a, "GET DELETE")) return;
+        if (!strcmp(c->method, "DELETE")) {
+            ws_status s = ws_store_session_delete(st, c->who.tenant, c->segs[2], &err);
+            if (s != WS_OK) return fail(a, s, &err);
+            a->status = 204;
+            a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+            return;
+        }
+        ws_store_session sess = {0};
+        ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
+        if (s != WS_OK) return fail(a, s, &err);
+        a->status = 200;
+        a->json = session_json(st, &sess);
+        cJSON_AddItemToObject(a->json, "state_shape", cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
+        ws_store_session_clear(&sess);
+        return;
+    }
+    case WS_ROUTE_STATE:
+        if (method_is(c, a, "GET")) get_state(c, st, a);
+        return;
+    case WS_ROUTE_STEPS:
+        if (!method_is(c, a, "GET POST")) return;
+        if (!strcmp(c->method, "GET")) return read_log(c, st, a);
+        break;
+    case WS_ROUTE_QUERIES:
+        if (!method_is(c, a, "POST")) return;
+        break;
+    case WS_ROUTE_LABELS:
+        if (!method_is(c, a, "PUT")) return;
+        break;
+    default: return fail_code(a, 404, "not_found", "no such route");
+    }
+    ws_job_kind kind = route == WS_ROUTE_STEPS ? WS_JOB_STEP : route == WS_ROUTE_QUERIES ? WS_JOB_QUERY : WS_JOB_LABELS;
+    ws_job *j = parse_job(c, kind, a);
+    if (!j) return;
+    if (kind == WS_JOB_LABELS) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(c->segs[4], &end, 10);
+        if (!*c->segs[4] || *end || errno || n < 1) {
+            ws_job_free(j);
+            return fail_code(a, 404, "not_found", "no such step");
+        }
+        j->label_step = n;
+    }
+    ws_http_submit(c, j, a);
+}

@@ -8,16 +8,27 @@
 
 #include "../batch.h"
 
-static const ws_task_kind *const kinds[] = {&ws_task_kind_recall, &ws_task_kind_facts,
-                                            &ws_task_kind_life, &ws_task_kind_numbers,
-                                            &ws_task_kind_conj, &ws_task_kind_memory};
+static const ws_task_kind *const kinds[] = {
+#define WS_TASK(name) &ws_task_kind_##name,
+#include "task_list.h"
+#undef WS_TASK
+};
+#define N_KINDS (sizeof kinds / sizeof *kinds)
 
 static const ws_task_kind *find_kind(const char *name)
 {
     if (!name) return NULL;
-    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    for (size_t i = 0; i < N_KINDS; i++)
         if (!strcmp(kinds[i]->name, name)) return kinds[i];
     return NULL;
+}
+
+void ws_task_names(char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < N_KINDS && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", kinds[i]->name);
 }
 
 int ws_task_params_default(const char *name, ws_task_params *out)
@@ -35,9 +46,12 @@ ws_status ws_task_new(ws_task **out, const ws_task_params *p, int n_slots, ws_vo
 {
     *out = NULL;
     const ws_task_kind *k = find_kind(p->name);
-    if (!k)
-        return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (recall, facts, conj, "
-                                                 "life, numbers, memory)", p->name ? p->name : "(null)");
+    if (!k) {
+        char names[256];
+        ws_task_names(names, sizeof names);
+        return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (%s)",
+                            p->name ? p->name : "(null)", names);
+    }
     if (n_slots < 1) return ws_error_set(err, WS_ERR_INVALID, "task: need at least one slot");
     ws_task *t = calloc(1, sizeof *t);
     if (!t) return ws_error_set(err, WS_ERR_NOMEM, "task: out of memory");

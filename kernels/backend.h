@@ -106,69 +106,10 @@ typedef struct ws_backend_ops {
     ws_status (*fill)(ws_backend *be, float *dst, float value, size_t n);
     ws_status (*sync)(ws_backend *be);
 
-    /* matrix products */
-    ws_status (*gemm)(ws_backend *be, const ws_gemm_args *g);
-    /* out[n,o] = in[n,i] · W[o,i]ᵀ + bias[o] (bias nullable) */
-    ws_status (*linear_forward)(ws_backend *be, float *out, const float *in, const float *w,
-                                const float *bias, int n, int in_dim, int out_dim);
-    /* din += dout·W, dW += doutᵀ·in, dbias += Σ_rows dout (any of them nullable) */
-    ws_status (*linear_backward)(ws_backend *be, float *din, float *dw, float *dbias,
-                                 const float *dout, const float *in, const float *w, int n,
-                                 int in_dim, int out_dim);
-
-    /* LayerNorm over rows of width c (eps 1e-5); mean/rstd saved per row */
-    ws_status (*layernorm_forward)(ws_backend *be, float *out, float *mean, float *rstd,
-                                   const float *in, const float *gain, const float *bias, int n,
-                                   int c);
-    ws_status (*layernorm_backward)(ws_backend *be, float *din, float *dgain, float *dbias,
-                                    const float *dout, const float *in, const float *gain,
-                                    const float *mean, const float *rstd, int n, int c);
-
-    ws_status (*attention_forward)(ws_backend *be, const ws_attn_args *a);
-    ws_status (*attention_backward)(ws_backend *be, const ws_attn_args *a,
-                                    const ws_attn_grads *g);
-
-    /* GELU, tanh form */
-    ws_status (*gelu_forward)(ws_backend *be, float *out, const float *in, size_t n);
-    ws_status (*gelu_backward)(ws_backend *be, float *din, const float *in, const float *dout,
-                               size_t n);
-
-    /* residual add: out = a + b (out may alias a); backward da += dout, db += dout */
-    ws_status (*add_forward)(ws_backend *be, float *out, const float *a, const float *b,
-                             size_t n);
-    ws_status (*add_backward)(ws_backend *be, float *da, float *db, const float *dout,
-                              size_t n);
-
-    /* Embedding gather-sum: out[r] (=, or += if accumulate) Σ_j table[ids[r*k+j]]
-     * over ids >= 0 (negative ids are skipped; a row with none is zero/unchanged).
-     * Backward scatter-adds dout rows into dtable. */
-    ws_status (*embedding_forward)(ws_backend *be, float *out, const float *table,
-                                   const int32_t *ids, int n_rows, int k, int d, int accumulate);
-    ws_status (*embedding_backward)(ws_backend *be, float *dtable, const float *dout,
-                                    const int32_t *ids, int n_rows, int k, int d);
-
-    /* Symbol codes (symcode.h): out[r] (=, or += if accumulate) Σ_j code_j(hashes[r*k+j])
-     * over hashes != 0, code_j being the code rolled by slot j, slots summed in order.
-     * The codes are fixed, so there is no backward. */
-    ws_status (*symcode_forward)(ws_backend *be, float *out, const uint64_t *hashes,
-                                 int n_rows, int k, int d, int accumulate);
-
-    /* Binary cross-entropy with logits. Labels < 0 mark unlabelled items.
-     * loss_out[0] = scale * Σ_labelled bce(logit, label);
-     * dlogits[i] += scale * (σ(logit_i) − label_i) for labelled i. */
-    ws_status (*bce_forward)(ws_backend *be, float *loss_out, const float *logits,
-                             const float *labels, size_t n, float scale);
-    ws_status (*bce_backward)(ws_backend *be, float *dlogits, const float *logits,
-                              const float *labels, size_t n, float scale);
-    /* out[i] = σ(logits[i]) */
-    ws_status (*sigmoid)(ws_backend *be, float *out, const float *logits, size_t n);
-
-    /* optimizer and gradient utilities */
-    ws_status (*adamw)(ws_backend *be, float *param, const float *grad, float *m, float *v,
-                       size_t n, const ws_adamw_args *a);
-    /* out[0] = Σ x² (the square of the L2 norm) */
-    ws_status (*sum_squares)(ws_backend *be, float *out, const float *x, size_t n);
-    ws_status (*scale)(ws_backend *be, float *x, float s, size_t n);
+    /* compute ops, one field per line of backend_ops.h */
+#define WS_OP(name, params) ws_status(*name) params;
+#include "backend_ops.h"
+#undef WS_OP
 
     /* relational mixers; NULL where the backend lacks them */
     const struct ws_simplicial_ops *simplicial;

@@ -27,18 +27,13 @@ static inline int ws_cpu_threads(const ws_backend *be)
     return ((const ws_cpu *)be->impl)->n_threads;
 }
 
-ws_status ws_cpu_gemm(ws_backend *be, const ws_gemm_args *g);
-ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, const float *w,
-                                const float *bias, int n, int in_dim, int out_dim);
-ws_status ws_cpu_linear_backward(ws_backend *be, float *din, float *dw, float *dbias,
-                                 const float *dout, const float *in, const float *w, int n,
-                                 int in_dim, int out_dim);
-ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
-                                   const float *in, const float *gain, const float *bias, int n,
-                                   int c);
-ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, float *dbias,
-                                    const float *dout, const float *in, const float *gain,
-                                    const float *mean, const float *rstd, int n, int c);
+/* The ops of backend_ops.h, ws_cpu_<name> (one file per family: cpu_gemm.c,
+ * cpu_linear.c, cpu_norm.c, cpu_attention.c, cpu_pointwise.c, cpu_embedding.c,
+ * cpu_optim.c). */
+#define WS_OP(name, params) ws_status ws_cpu_##name params;
+#include "../backend_ops.h"
+#undef WS_OP
+
 /* Row-wise softmax of s[q_len, k_len] in place (cpu_attention.c). Keys with
  * valid[j] == 0 (valid nullable) and, with mask_diag, key i of row i get p = 0;
  * a row with no key left is all zeros. */
@@ -53,31 +48,6 @@ ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
                                  const ws_attn_grads *g);
 /* The compositional mixer's op table (cpu_compositional.c). */
 extern const struct ws_compositional_ops ws_cpu_compositional_ops;
-ws_status ws_cpu_attention_forward(ws_backend *be, const ws_attn_args *a);
-ws_status ws_cpu_attention_backward(ws_backend *be, const ws_attn_args *a,
-                                    const ws_attn_grads *g);
-ws_status ws_cpu_gelu_forward(ws_backend *be, float *out, const float *in, size_t n);
-ws_status ws_cpu_gelu_backward(ws_backend *be, float *din, const float *in, const float *dout,
-                               size_t n);
-ws_status ws_cpu_add_forward(ws_backend *be, float *out, const float *a, const float *b,
-                             size_t n);
-ws_status ws_cpu_add_backward(ws_backend *be, float *da, float *db, const float *dout,
-                              size_t n);
-ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *table,
-                                   const int32_t *ids, int n_rows, int k, int d, int accumulate);
-ws_status ws_cpu_embedding_backward(ws_backend *be, float *dtable, const float *dout,
-                                    const int32_t *ids, int n_rows, int k, int d);
-ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *hashes, int n_rows,
-                                 int k, int d, int accumulate);
-ws_status ws_cpu_bce_forward(ws_backend *be, float *loss_out, const float *logits,
-                             const float *labels, size_t n, float scale);
-ws_status ws_cpu_bce_backward(ws_backend *be, float *dlogits, const float *logits,
-                              const float *labels, size_t n, float scale);
-ws_status ws_cpu_sigmoid(ws_backend *be, float *out, const float *logits, size_t n);
-ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
-                       size_t n, const ws_adamw_args *a);
-ws_status ws_cpu_sum_squares(ws_backend *be, float *out, const float *x, size_t n);
-ws_status ws_cpu_scale(ws_backend *be, float *x, float s, size_t n);
 
 /* Op tables of the relational mixers (cpu_<name>.c). */
 extern const struct ws_rn_ops ws_cpu_rn_ops;

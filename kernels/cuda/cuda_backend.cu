@@ -181,26 +181,9 @@ static void fill_ops(ws_backend_ops *o)
     o->copy = cuda_copy;
     o->fill = ws_cuda_fill;
     o->sync = cuda_sync;
-    o->gemm = ws_cuda_gemm;
-    o->linear_forward = ws_cuda_linear_forward;
-    o->linear_backward = ws_cuda_linear_backward;
-    o->layernorm_forward = ws_cuda_layernorm_forward;
-    o->layernorm_backward = ws_cuda_layernorm_backward;
-    o->attention_forward = ws_cuda_attention_forward;
-    o->attention_backward = ws_cuda_attention_backward;
-    o->gelu_forward = ws_cuda_gelu_forward;
-    o->gelu_backward = ws_cuda_gelu_backward;
-    o->add_forward = ws_cuda_add_forward;
-    o->add_backward = ws_cuda_add_backward;
-    o->embedding_forward = ws_cuda_embedding_forward;
-    o->embedding_backward = ws_cuda_embedding_backward;
-    o->symcode_forward = ws_cuda_symcode_forward;
-    o->bce_forward = ws_cuda_bce_forward;
-    o->bce_backward = ws_cuda_bce_backward;
-    o->sigmoid = ws_cuda_sigmoid;
-    o->adamw = ws_cuda_adamw;
-    o->sum_squares = ws_cuda_sum_squares;
-    o->scale = ws_cuda_scale;
+#define WS_OP(name, params) o->name = ws_cuda_##name;
+#include "../backend_ops.h"
+#undef WS_OP
 }
 
 /* Runs one fill and reads it back: catches a GPU this build has no kernel image

@@ -97,44 +97,11 @@ static __device__ __forceinline__ double ws_warp_sum_d(double v)
     return v;
 }
 
-/* Op entry points (one file each), wired into the table by cuda_backend.cu. */
-ws_status ws_cuda_gemm(ws_backend *be, const ws_gemm_args *g);
-ws_status ws_cuda_linear_forward(ws_backend *be, float *out, const float *in, const float *w,
-                                 const float *bias, int n, int in_dim, int out_dim);
-ws_status ws_cuda_linear_backward(ws_backend *be, float *din, float *dw, float *dbias,
-                                  const float *dout, const float *in, const float *w, int n,
-                                  int in_dim, int out_dim);
-ws_status ws_cuda_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
-                                    const float *in, const float *gain, const float *bias, int n,
-                                    int c);
-ws_status ws_cuda_layernorm_backward(ws_backend *be, float *din, float *dgain, float *dbias,
-                                     const float *dout, const float *in, const float *gain,
-                                     const float *mean, const float *rstd, int n, int c);
-ws_status ws_cuda_attention_forward(ws_backend *be, const ws_attn_args *a);
-ws_status ws_cuda_attention_backward(ws_backend *be, const ws_attn_args *a,
-                                     const ws_attn_grads *g);
-ws_status ws_cuda_gelu_forward(ws_backend *be, float *out, const float *in, size_t n);
-ws_status ws_cuda_gelu_backward(ws_backend *be, float *din, const float *in, const float *dout,
-                                size_t n);
-ws_status ws_cuda_add_forward(ws_backend *be, float *out, const float *a, const float *b,
-                              size_t n);
-ws_status ws_cuda_add_backward(ws_backend *be, float *da, float *db, const float *dout,
-                               size_t n);
-ws_status ws_cuda_embedding_forward(ws_backend *be, float *out, const float *table,
-                                    const int32_t *ids, int n_rows, int k, int d, int accumulate);
-ws_status ws_cuda_embedding_backward(ws_backend *be, float *dtable, const float *dout,
-                                     const int32_t *ids, int n_rows, int k, int d);
-ws_status ws_cuda_symcode_forward(ws_backend *be, float *out, const uint64_t *hashes, int n_rows,
-                                  int k, int d, int accumulate);
-ws_status ws_cuda_bce_forward(ws_backend *be, float *loss_out, const float *logits,
-                              const float *labels, size_t n, float scale);
-ws_status ws_cuda_bce_backward(ws_backend *be, float *dlogits, const float *logits,
-                               const float *labels, size_t n, float scale);
-ws_status ws_cuda_sigmoid(ws_backend *be, float *out, const float *logits, size_t n);
-ws_status ws_cuda_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
-                        size_t n, const ws_adamw_args *a);
-ws_status ws_cuda_sum_squares(ws_backend *be, float *out, const float *x, size_t n);
-ws_status ws_cuda_scale(ws_backend *be, float *x, float s, size_t n);
+/* The ops of backend_ops.h, ws_cuda_<name> (one file per family), wired into
+ * the table by cuda_backend.cu. */
+#define WS_OP(name, params) ws_status ws_cuda_##name params;
+#include "../backend_ops.h"
+#undef WS_OP
 /* fill lives in cuda_pointwise.cu, next to the other element-wise kernels. */
 ws_status ws_cuda_fill(ws_backend *be, float *dst, float value, size_t n);
 

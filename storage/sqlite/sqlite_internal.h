@@ -1,11 +1,13 @@
-/* store_internal.h — what the storage/ files share: the connection struct, the
- * table of prepared statements, and small helpers. Not for other modules. */
-#ifndef WS_STORE_INTERNAL_H
-#define WS_STORE_INTERNAL_H
+/* sqlite_internal.h — what the files of the SQLite backend share: its handle,
+ * the table of prepared statements, small helpers, and the operations its
+ * ops table (ops.c) points to. Not for other modules. */
+#ifndef WS_SQLITE_INTERNAL_H
+#define WS_SQLITE_INTERNAL_H
 
 #include <sqlite3.h>
 
-#include "storage.h"
+#include "store_ops.h"
+#include "store_util.h"
 
 /* Every statement the module runs more than once, prepared once at open.
  * Column lists are spelled out (never *) so that a later migration adding a
@@ -92,99 +94,167 @@ typedef enum {
     WS_STORE_STATEMENTS(WS_STORE_X_ENUM)
 #undef WS_STORE_X_ENUM
     WS_ST_COUNT
-} ws_store_stmt_id;
+} ws_sqlite_stmt_id;
 
-struct ws_store {
+/* The backend's handle: struct ws_store first, so a ws_store * is one. */
+typedef struct {
+    ws_store base;
     sqlite3 *db;
     sqlite3_stmt *st[WS_ST_COUNT];
     ws_store_durability durability;
     int in_txn;       /* between ws_store_begin and commit/rollback */
     int txn_poisoned; /* a unit inside it could not be undone: commit must refuse */
-    int in_callback; /* a listing is calling back: the store must not be re-entered */
-};
+} ws_sqlite;
+
+/* The handle of an op's ws_store (every ws_store the ops see is a ws_sqlite). */
+static inline ws_sqlite *ws_sqlite_of(ws_store *s) { return (ws_sqlite *)s; }
 
 /* A unit of writes: BEGIN IMMEDIATE ... COMMIT when no transaction is open, or
  * SAVEPOINT ... RELEASE inside the caller's group transaction, so that a
  * failing unit undoes only itself. */
 typedef struct {
     int own; /* 1: this unit began (and will end) the transaction */
-} ws_store_op;
+} ws_sqlite_op;
 
 /* ---- statements.c ---- */
-ws_status ws_store__prepare_all(ws_store *s, ws_error *err);
-void ws_store__finalize_all(ws_store *s);
+ws_status ws_sqlite__prepare_all(ws_sqlite *s, ws_error *err);
+void ws_sqlite__finalize_all(ws_sqlite *s);
 /* The prepared statement id, ready to bind (reset, no bindings). */
-sqlite3_stmt *ws_store__stmt(ws_store *s, ws_store_stmt_id id);
+sqlite3_stmt *ws_sqlite__stmt(ws_sqlite *s, ws_sqlite_stmt_id id);
 /* Resets st and clears its bindings so that it holds no read snapshot and no
  * pointer into the caller's memory. */
-void ws_store__done(sqlite3_stmt *st);
+void ws_sqlite__done(sqlite3_stmt *st);
 
 /* ---- schema.c ---- */
 /* Creates or migrates the schema to WS_STORE_SCHEMA_VERSION; create == 0
  * refuses an empty (uninitialised) database. */
-ws_status ws_store__migrate(ws_store *s, int create, ws_error *err);
+ws_status ws_sqlite__migrate(ws_sqlite *s, int create, ws_error *err);
 
 /* ---- util.c ---- */
 /* Maps a SQLite result code to a ws_status and fills err with "<what>: <sqlite
  * message> (sqlite <code>)". */
-ws_status ws_store__sqlfail(ws_store *s, int rc, ws_error *err, const char *what);
-/* Entry check of every public call: a store, and not re-entered from one of its
- * own callbacks. */
-ws_status ws_store__enter(ws_store *s, ws_error *err);
-#define WS_STORE_ENTER(s, err) WS_TRY(ws_store__enter((s), (err)))
-
-ws_status ws_store__bind_int64(ws_store *s, sqlite3_stmt *st, int i, int64_t v, ws_error *err);
+ws_status ws_sqlite__sqlfail(ws_sqlite *s, int rc, ws_error *err, const char *what);
+ws_status ws_sqlite__bind_int64(ws_sqlite *s, sqlite3_stmt *st, int i, int64_t v, ws_error *err);
 /* NULL text binds SQL NULL. The text is not copied: step before the caller's
  * memory goes away (every caller here does). */
-ws_status ws_store__bind_text(ws_store *s, sqlite3_stmt *st, int i, const char *t, ws_error *err);
-ws_status ws_store__bind_text_n(ws_store *s, sqlite3_stmt *st, int i, const char *t, size_t n,
-                                ws_error *err);
+ws_status ws_sqlite__bind_text(ws_sqlite *s, sqlite3_stmt *st, int i, const char *t, ws_error *err);
+ws_status ws_sqlite__bind_text_n(ws_sqlite *s, sqlite3_stmt *st, int i, const char *t, size_t n,
+                                 ws_error *err);
 /* NULL p binds SQL NULL. */
-ws_status ws_store__bind_blob(ws_store *s, sqlite3_stmt *st, int i, const void *p, size_t n,
-                              ws_error *err);
+ws_status ws_sqlite__bind_blob(ws_sqlite *s, sqlite3_stmt *st, int i, const void *p, size_t n,
+                               ws_error *err);
 
 /* Steps a statement that returns one integer in column 0 (count, max, ...). */
-ws_status ws_store__query_int64(ws_store *s, sqlite3_stmt *st, int64_t *out, ws_error *err,
-                                const char *what);
+ws_status ws_sqlite__query_int64(ws_sqlite *s, sqlite3_stmt *st, int64_t *out, ws_error *err,
+                                 const char *what);
 /* The same for statement id with ?1 bound to key (a count or max per model,
  * per tenant). */
-ws_status ws_store__query_int64_by(ws_store *s, ws_store_stmt_id id, int64_t key, int64_t *out,
-                                   ws_error *err, const char *what);
+ws_status ws_sqlite__query_int64_by(ws_sqlite *s, ws_sqlite_stmt_id id, int64_t key, int64_t *out,
+                                    ws_error *err, const char *what);
 /* Steps a write statement to completion (SQLITE_DONE). */
-ws_status ws_store__exec(ws_store *s, sqlite3_stmt *st, ws_error *err, const char *what);
+ws_status ws_sqlite__exec(ws_sqlite *s, sqlite3_stmt *st, ws_error *err, const char *what);
 
-int64_t ws_store__now_ms(void);
-/* n random bytes from /dev/urandom. */
-ws_status ws_store__random(void *buf, size_t n, ws_error *err);
-/* 2n lowercase hex digits + NUL. */
-void ws_store__hex(const unsigned char *in, size_t n, char *out);
-/* Tenant/model names: [A-Za-z0-9._-]{1,WS_STORE_NAME_MAX}. */
-ws_status ws_store__check_name(const char *what, const char *name, ws_error *err);
 /* Copies a column's text into a fresh allocation ("" for NULL). */
-ws_status ws_store__dup_column(sqlite3_stmt *st, int col, char **out, ws_error *err);
+ws_status ws_sqlite__dup_column(sqlite3_stmt *st, int col, char **out, ws_error *err);
 
 /* ---- txn.c ---- */
-ws_status ws_store__op_begin(ws_store *s, ws_store_op *op, ws_error *err);
+ws_status ws_sqlite__op_begin(ws_sqlite *s, ws_sqlite_op *op, ws_error *err);
 /* Ends the unit: commit/release when status is WS_OK, otherwise roll it back.
  * Returns status, or the commit failure. */
-ws_status ws_store__op_end(ws_store *s, ws_store_op *op, ws_status status, ws_error *err);
+ws_status ws_sqlite__op_end(ws_sqlite *s, ws_sqlite_op *op, ws_status status, ws_error *err);
 
 /* ---- tenants.c ---- */
 /* The tenant's id, created if new, inside the caller's write unit. */
-ws_status ws_store__tenant_ensure_in(ws_store *s, const char *name, int64_t *id, ws_error *err);
+ws_status ws_sqlite__tenant_ensure_in(ws_sqlite *s, const char *name, int64_t *id, ws_error *err);
 
 /* ---- models.c ---- */
 /* WS_OK if the model exists, WS_ERR_NOTFOUND otherwise. */
-ws_status ws_store__model_exists(ws_store *s, int64_t id, ws_error *err);
+ws_status ws_sqlite__model_exists(ws_sqlite *s, int64_t id, ws_error *err);
 
 /* ---- sessions.c ---- */
 /* The internal row id and step of the tenant's session; WS_ERR_NOTFOUND (also
  * for a malformed id or another tenant's session). */
-ws_status ws_store__session_find(ws_store *s, int64_t tenant, const char *id, int64_t *sid,
-                                 int64_t *step, ws_error *err);
-/* A state argument: NULL with shape 0x0 (when allow_null), or a positive shape
- * within WS_STORE_STATE_MAX_BYTES. */
-ws_status ws_store__check_state(const float *state, int32_t rows, int32_t cols, int allow_null,
-                                ws_error *err);
+ws_status ws_sqlite__session_find(ws_sqlite *s, int64_t tenant, const char *id, int64_t *sid,
+                                  int64_t *step, ws_error *err);
+
+/* ---- the operations (store_ops.h has their contract), by file ---- */
+/* connection.c */
+ws_status ws_sqlite_open(const char *path, ws_store_durability durability, int create,
+                         ws_store **out, ws_error *err);
+void ws_sqlite_close(ws_store *store);
+ws_status ws_sqlite_get_info(ws_store *store, ws_store_info *out, ws_error *err);
+ws_status ws_sqlite_integrity_check(ws_store *store, ws_error *err);
+ws_status ws_sqlite_checkpoint(ws_store *store, ws_error *err);
+/* txn.c */
+ws_status ws_sqlite_begin(ws_store *store, ws_error *err);
+ws_status ws_sqlite_commit(ws_store *store, ws_error *err);
+ws_status ws_sqlite_rollback(ws_store *store, ws_error *err);
+int ws_sqlite_in_transaction(const ws_store *store);
+/* tenants.c, keys.c */
+ws_status ws_sqlite_tenant_ensure(ws_store *store, const char *name, int64_t *id, ws_error *err);
+ws_status ws_sqlite_tenant_find(ws_store *store, const char *name, int64_t *id, ws_error *err);
+ws_status ws_sqlite_key_insert(ws_store *store, const char *tenant_name, int admin,
+                               const char *note, const char *hash, const char *prefix,
+                               int64_t *key_id, ws_error *err);
+ws_status ws_sqlite_key_find(ws_store *store, const char *hash, ws_store_principal *out,
+                             ws_error *err);
+ws_status ws_sqlite_key_list(ws_store *store, ws_store_key_fn fn, void *ctx, ws_error *err);
+ws_status ws_sqlite_key_revoke(ws_store *store, int64_t key_id, ws_error *err);
+ws_status ws_sqlite_key_count_active(ws_store *store, int64_t *n, ws_error *err);
+/* models.c */
+ws_status ws_sqlite_model_create(ws_store *store, const char *name, const char *config_json,
+                                 const char *training_json, int64_t *id, ws_error *err);
+ws_status ws_sqlite_model_get(ws_store *store, int64_t id, ws_store_model *out, ws_error *err);
+ws_status ws_sqlite_model_find(ws_store *store, const char *name, ws_store_model *out,
+                               ws_error *err);
+ws_status ws_sqlite_model_list(ws_store *store, ws_store_model_fn fn, void *ctx, ws_error *err);
+ws_status ws_sqlite_model_set_training(ws_store *store, int64_t id, const char *training_json,
+                                       ws_error *err);
+ws_status ws_sqlite_model_delete(ws_store *store, int64_t id, ws_error *err);
+ws_status ws_sqlite_version_add(ws_store *store, int64_t model, int64_t version,
+                                const char *path, const char *note, ws_error *err);
+ws_status ws_sqlite_version_max(ws_store *store, int64_t model, int64_t *max, ws_error *err);
+ws_status ws_sqlite_version_get(ws_store *store, int64_t model, int64_t version,
+                                ws_store_version *out, ws_error *err);
+ws_status ws_sqlite_version_list(ws_store *store, int64_t model, ws_store_version_fn fn,
+                                 void *ctx, ws_error *err);
+ws_status ws_sqlite_model_set_current(ws_store *store, int64_t model, int64_t version,
+                                      ws_error *err);
+/* vocab.c */
+ws_status ws_sqlite_vocab_count(ws_store *store, int64_t model, int64_t *n, ws_error *err);
+ws_status ws_sqlite_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
+                                 const char *const *symbols, ws_error *err);
+ws_status ws_sqlite_vocab_load(ws_store *store, int64_t model, ws_store_vocab_fn fn, void *ctx,
+                               ws_error *err);
+/* sessions.c */
+ws_status ws_sqlite_session_create(ws_store *store, int64_t tenant, int64_t model,
+                                   const float *state, int32_t rows, int32_t cols,
+                                   int64_t state_version, int64_t max_sessions,
+                                   char id_out[WS_STORE_ID_LEN + 1], ws_error *err);
+ws_status ws_sqlite_session_get(ws_store *store, int64_t tenant, const char *id, int with_state,
+                                ws_store_session *out, ws_error *err);
+ws_status ws_sqlite_session_delete(ws_store *store, int64_t tenant, const char *id,
+                                   ws_error *err);
+ws_status ws_sqlite_session_count(ws_store *store, int64_t tenant, int64_t *n, ws_error *err);
+ws_status ws_sqlite_session_list(ws_store *store, int64_t tenant, const char *after_id,
+                                 int limit, ws_store_session_fn fn, void *ctx, ws_error *err);
+ws_status ws_sqlite_session_each_of_model(ws_store *store, int64_t model,
+                                          ws_store_session_fn fn, void *ctx, ws_error *err);
+/* steps.c */
+ws_status ws_sqlite_apply_step(ws_store *store, int64_t tenant, const char *session_id,
+                               int64_t expect_prev_step, const float *state, int32_t rows,
+                               int32_t cols, const ws_store_log_entry *entry,
+                               int64_t *current_step, ws_error *err);
+ws_status ws_sqlite_session_set_state(ws_store *store, int64_t tenant, const char *session_id,
+                                      int64_t expect_step, const float *state, int32_t rows,
+                                      int32_t cols, int64_t state_version, ws_error *err);
+ws_status ws_sqlite_log_set_labels(ws_store *store, int64_t tenant, const char *session_id,
+                                   int64_t step, const char *labels_json, int replace,
+                                   ws_error *err);
+ws_status ws_sqlite_log_page(ws_store *store, int64_t tenant, const char *session_id,
+                             int64_t after_step, int limit, ws_store_log_fn fn, void *ctx,
+                             ws_error *err);
+ws_status ws_sqlite_log_each(ws_store *store, int64_t tenant, const char *session_id,
+                             ws_store_log_fn fn, void *ctx, ws_error *err);
 
 #endif

@@ -177,7 +177,8 @@ static void *engine_main(void *arg)
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
-        if (ws_clock_mono_us() >= next_sync) { /* between batches: versions other processes recorded */
+        /* between batches: versions other processes recorded */
+        if (ws_clock_mono_us() >= next_sync) {
             pthread_mutex_unlock(&e->mu);
             ws_eng_models_sync(e);
             pthread_mutex_lock(&e->mu);

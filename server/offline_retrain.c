@@ -119,7 +119,8 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
         if (s == WS_OK)
             printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels and recall), %.1f s\n", e,
                    o->epochs, p.labelled ? p.loss / (double)p.labelled : 0.0,
-                   p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled, ws_clock_mono_s() - t0);
+                   p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled,
+                   ws_clock_mono_s() - t0);
         fflush(stdout);
     }
     /* Gradients of a last partial accumulation still count. */

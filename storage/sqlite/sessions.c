@@ -29,7 +29,7 @@ ws_status ws_sqlite__session_find(ws_sqlite *s, int64_t tenant, const char *id, 
     return r;
 }
 
-/* Fills a session's columns (WS_STORE_SESSION_COLS order) from a row. */
+/* Fills a session's columns (WS_SQLITE_SESSION_COLS order) from a row. */
 static void read_session(sqlite3_stmt *st, ws_store_session *o)
 {
     memset(o, 0, sizeof *o);

@@ -9,12 +9,12 @@
 #include "store_ops.h"
 #include "store_util.h"
 
-/* Every statement the module runs more than once, prepared once at open.
+/* Every statement the backend runs more than once, prepared once at open.
  * Column lists are spelled out (never *) so that a later migration adding a
  * column cannot shift the indexes the readers use. */
-#define WS_STORE_SESSION_COLS \
+#define WS_SQLITE_SESSION_COLS \
     "id, tenant, model, step, state_version, state_rows, state_cols, created_ms, updated_ms"
-#define WS_STORE_STATEMENTS(X)                                                              \
+#define WS_SQLITE_STATEMENTS(X)                                                             \
     X(BEGIN, "BEGIN IMMEDIATE")                                                             \
     X(COMMIT, "COMMIT")                                                                     \
     X(ROLLBACK, "ROLLBACK")                                                                 \
@@ -65,13 +65,13 @@
     X(SESSION_INSERT, "INSERT INTO sessions(id, tenant, model, step, state, state_rows, "   \
                       "state_cols, state_version, created_ms, updated_ms) "                 \
                       "VALUES(?1, ?2, ?3, 0, ?4, ?5, ?6, ?7, ?8, ?8)")                       \
-    X(SESSION_GET, "SELECT " WS_STORE_SESSION_COLS ", state FROM sessions "                 \
+    X(SESSION_GET, "SELECT " WS_SQLITE_SESSION_COLS ", state FROM sessions "                \
                    "WHERE id = ?1 AND tenant = ?2")                                         \
     X(SESSION_DELETE, "DELETE FROM sessions WHERE id = ?1 AND tenant = ?2")                 \
     X(SESSION_COUNT, "SELECT count(*) FROM sessions WHERE tenant = ?1")                     \
-    X(SESSION_LIST, "SELECT " WS_STORE_SESSION_COLS " FROM sessions "                       \
+    X(SESSION_LIST, "SELECT " WS_SQLITE_SESSION_COLS " FROM sessions "                      \
                     "WHERE tenant = ?1 AND id > ?2 ORDER BY id LIMIT ?3")                   \
-    X(SESSION_OF_MODEL, "SELECT " WS_STORE_SESSION_COLS " FROM sessions "                   \
+    X(SESSION_OF_MODEL, "SELECT " WS_SQLITE_SESSION_COLS " FROM sessions "                  \
                         "WHERE model = ?1 ORDER BY sid")                                    \
     X(SESSION_SET_STATE, "UPDATE sessions SET step = ?2, state = ?3, state_rows = ?4, "     \
                          "state_cols = ?5, state_version = ?6, updated_ms = ?7 "            \
@@ -90,9 +90,9 @@
     X(CHECKPOINT, "PRAGMA wal_checkpoint(TRUNCATE)")
 
 typedef enum {
-#define WS_STORE_X_ENUM(name, sql) WS_ST_##name,
-    WS_STORE_STATEMENTS(WS_STORE_X_ENUM)
-#undef WS_STORE_X_ENUM
+#define WS_SQLITE_X_ENUM(name, sql) WS_ST_##name,
+    WS_SQLITE_STATEMENTS(WS_SQLITE_X_ENUM)
+#undef WS_SQLITE_X_ENUM
     WS_ST_COUNT
 } ws_sqlite_stmt_id;
 

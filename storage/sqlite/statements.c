@@ -6,15 +6,15 @@
 #include "sqlite_internal.h"
 
 static const char *const stmt_sql[WS_ST_COUNT] = {
-#define WS_STORE_X_SQL(name, sql) [WS_ST_##name] = sql,
-    WS_STORE_STATEMENTS(WS_STORE_X_SQL)
-#undef WS_STORE_X_SQL
+#define WS_SQLITE_X_SQL(name, sql) [WS_ST_##name] = sql,
+    WS_SQLITE_STATEMENTS(WS_SQLITE_X_SQL)
+#undef WS_SQLITE_X_SQL
 };
 
 static const char *const stmt_name[WS_ST_COUNT] = {
-#define WS_STORE_X_NAME(name, sql) [WS_ST_##name] = #name,
-    WS_STORE_STATEMENTS(WS_STORE_X_NAME)
-#undef WS_STORE_X_NAME
+#define WS_SQLITE_X_NAME(name, sql) [WS_ST_##name] = #name,
+    WS_SQLITE_STATEMENTS(WS_SQLITE_X_NAME)
+#undef WS_SQLITE_X_NAME
 };
 
 ws_status ws_sqlite__prepare_all(ws_sqlite *s, ws_error *err)

@@ -24,10 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "crt_model.h"
 #include "crt_task.h"
+#include "../base/ws_clock.h"
 
 typedef struct {
     int iters, batch, d, S, R, heads, gs, gr, n_obj, eval_batches, final_batches, eval_size;
@@ -50,13 +50,6 @@ typedef struct {
     float *x, *y;
     double zero_l1; /* L1 of predicting 0 */
 } eval_set;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int parse(int argc, char **argv, options *o)
 {
@@ -126,7 +119,7 @@ static double evaluate(crt_model *m, const eval_set *e, int n_batches, int in_di
 static ws_status train_step(row *w, const float *x, const float *y, int B, int rows, float lr,
                             float *pred, float *dpred)
 {
-    double t0 = now();
+    double t0 = ws_clock_mono_s();
     WS_TRY(crt_model_forward(w->m, x, B, pred));
     double loss = 0.0;
     for (int i = 0; i < rows; i++) {
@@ -137,7 +130,7 @@ static ws_status train_step(row *w, const float *x, const float *y, int B, int r
     WS_TRY(crt_model_backward(w->m, dpred));
     WS_TRY(crt_model_adam(w->m, lr));
     w->last_train = loss / rows;
-    w->wall += now() - t0;
+    w->wall += ws_clock_mono_s() - t0;
     return WS_OK;
 }
 
@@ -190,9 +183,9 @@ int main(int argc, char **argv)
            o.eval_batches, o.eval_size, task.n_train, task.n_test, task.n_tuples);
     ws_task_rng r;
     ws_task_rng_seed(&r, o.seed);
-    double t_start = now();
+    double t_start = ws_clock_mono_s();
     int it = 0;
-    while (it < o.iters && now() - t_start < o.seconds) {
+    while (it < o.iters && ws_clock_mono_s() - t_start < o.seconds) {
         crt_sample(&task, &r, o.all ? CRT_ALL : CRT_TRAIN, o.batch, x, y);
         for (int k = 0; k < 2; k++)
             if (train_step(&rows[k], x, y, o.batch, brows, o.lr, pred, dpred) != WS_OK) return 1;

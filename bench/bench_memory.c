@@ -21,13 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "checkpoint.h"
 #include "probe.h"
 #ifdef WS_DAEMON_PATH
 #include "daemon_proc.h"
 #include "probe_http.h"
+#include "../base/ws_clock.h"
 #endif
 
 typedef struct {
@@ -35,13 +35,6 @@ typedef struct {
     ws_probe_config lib, http;
     int traj, http_traj, threads, with_http;
 } options;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int parse_list(const char *s, int *out, int max, int lo)
 {
@@ -162,9 +155,9 @@ static int run_http(const options *o, ws_probe_result *res, double *secs)
     }
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d", d.port);
-    double t0 = now_s();
+    double t0 = ws_clock_mono_s();
     int rc = ws_probe_http_run(url, NULL, &o->http, NULL, res, err, sizeof err);
-    *secs = now_s() - t0;
+    *secs = ws_clock_mono_s() - t0;
     daemon_stop(&d);
     if (rc) fprintf(stderr, "bench_memory: http: %s\n", err);
     return rc;
@@ -196,13 +189,13 @@ int main(int argc, char **argv)
            c->symbol_code == WS_SYMBOLS_HASHED ? "hashed" : "table", o.lib.instr_per_step,
            (unsigned long long)o.lib.seed,
            o.lib.grow_vocab ? "with new vocabulary ids" : "without ids");
-    double t0 = now_s();
+    double t0 = ws_clock_mono_s();
     ws_probe_result lib;
     if (ws_probe_run(m, &o.lib, &lib, &err) != WS_OK) {
         fprintf(stderr, "bench_memory: %s\n", err.msg);
         return 1;
     }
-    double lib_s = now_s() - t0;
+    double lib_s = ws_clock_mono_s() - t0;
     print_table("model library (accuracy)", &o.lib, &lib);
     printf("(%.1f s)\n", lib_s);
     int http_ok = 0;

@@ -17,20 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mixer.h"
+#include "../base/ws_clock.h"
 
 typedef struct {
     int n, d, heads, dr, batch, reps, threads;
 } options;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double flops_mha(const options *o)
 {
@@ -98,13 +91,13 @@ static ws_status time_mixer(const options *o, ws_backend *be, int kind, int R, d
     /* the best of 5 rounds: the machine is shared, and load only adds time */
     *us = INFINITY;
     for (int round = 0; round < 5; round++) {
-        double t0 = now();
+        double t0 = ws_clock_mono_s();
         for (int r = 0; r < o->reps; r++) {
             WS_TRY(mx->forward(&call));
             WS_TRY(mx->backward(&call));
         }
         WS_TRY(be->ops->sync(be));
-        *us = fmin(*us, 1e6 * (now() - t0) / o->reps);
+        *us = fmin(*us, 1e6 * (ws_clock_mono_s() - t0) / o->reps);
     }
     float *bufs[] = {act, scratch, x, out, d_out, d_x};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ws_backend_release(be, bufs[i]);

@@ -18,23 +18,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mixer.h"
 #include "mixer_ops_simplicial2.h"
 #include "tasks/task.h"
+#include "../base/ws_clock.h"
+#include "../base/ws_rng.h"
 
 typedef struct {
     int n, d, batch, virt, heads, k2, d2, threads;
     double seconds;
 } opts;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, const ws_error *err)
 {
@@ -52,8 +46,7 @@ static float gauss(void)
 {
     double u[2];
     for (int k = 0; k < 2; k++) {
-        rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-        u[k] = ((rng_state >> 11) + 1.0) * (1.0 / 9007199254740994.0);
+        u[k] = ((ws_xorshift64(&rng_state) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
     }
     return (float)(sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]));
 }
@@ -151,15 +144,15 @@ static void bench_close(mix_bench *b)
 static double time_mixer(mix_bench *b, int with_backward, double seconds)
 {
     long reps = 0;
-    double t0 = now(), best = INFINITY;
+    double t0 = ws_clock_mono_s(), best = INFINITY;
     do {
-        double t1 = now();
+        double t1 = ws_clock_mono_s();
         ok(b->mx->forward(&b->call), "forward");
         if (with_backward) ok(b->mx->backward(&b->call), "backward");
         ok(b->m->be->ops->sync(b->m->be), "sync");
-        best = fmin(best, now() - t1);
+        best = fmin(best, ws_clock_mono_s() - t1);
         reps++;
-    } while (now() - t0 < seconds || reps < 3);
+    } while (ws_clock_mono_s() - t0 < seconds || reps < 3);
     return best;
 }
 

@@ -17,20 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model.h"
+#include "../base/ws_clock.h"
+#include "../base/ws_rng.h"
 
 #define BATCH 32
 #define N_INSTR 8
 #define N_QUERY 16
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static ws_model_config bench_config(void)
 {
@@ -140,7 +134,7 @@ static void build_batch(ws_batch *b, const ws_model_config *c)
     for (int t = 0; t < BATCH; t++) {
         if (ws_batch_begin_traj(b, 0) != WS_OK) abort();
         for (int i = 0; i < N_INSTR + N_QUERY; i++) {
-            s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+            ws_xorshift64(&s);
             int n = 1 + (int)(s % (uint64_t)c->max_fact_len);
             for (int j = 0; j < n; j++) ids[j] = (int32_t)((s >> (8 + 10 * j)) % c->vocab_cap);
             ws_status st = i < N_INSTR ? ws_batch_add_instr(b, ids, n, (int)(s >> 60) & 1)
@@ -156,7 +150,7 @@ static double time_steps(ws_model *m, ws_batch *b, float *w, int train, double s
     ws_error err;
     ws_optim_config oc = ws_optim_config_default();
     int iters = 0;
-    double t0 = now(), t;
+    double t0 = ws_clock_mono_s(), t;
     do {
         ws_status st = ws_model_step(m, b, w, w, train ? WS_STEP_TRAIN : WS_STEP_INFER, 1.0f,
                                      NULL, NULL, &err);
@@ -166,7 +160,7 @@ static double time_steps(ws_model *m, ws_batch *b, float *w, int train, double s
             exit(1);
         }
         iters++;
-        t = now();
+        t = ws_clock_mono_s();
     } while (t - t0 < seconds || iters < 3);
     return 1e3 * (t - t0) / iters;
 }

@@ -13,29 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "model.h"
+#include "../base/ws_clock.h"
+#include "../base/ws_rng.h"
 
 #define BATCH 64
 #define N_INSTR 16
 #define N_QUERY 64
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rng_state = 88172645463325252ULL;
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
+static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
 
 static ws_model_config bench_config(void)
 {
@@ -83,7 +71,7 @@ static double time_loop(ws_model *m, ws_batch *b, float *w, int kind, double sec
     ws_error err;
     ws_optim_config oc = ws_optim_config_default();
     int iters = 0;
-    double t0 = now(), t;
+    double t0 = ws_clock_mono_s(), t;
     do {
         ws_status st;
         if (kind == 0) {
@@ -99,7 +87,7 @@ static double time_loop(ws_model *m, ws_batch *b, float *w, int kind, double sec
             exit(1);
         }
         iters++;
-        t = now();
+        t = ws_clock_mono_s();
     } while (t - t0 < seconds || iters < 3);
     return iters / (t - t0);
 }
@@ -143,11 +131,11 @@ static double sgemm_gflops(int m, int n, int k, int blas_threads, double seconds
     for (size_t i = 0; i < (size_t)k * n; i++) b[i] = (float)(rnd() % 100) / 100.0f;
     openblas_set_num_threads(blas_threads);
     int iters = 0;
-    double t0 = now(), t;
+    double t0 = ws_clock_mono_s(), t;
     do {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
         iters++;
-        t = now();
+        t = ws_clock_mono_s();
     } while (t - t0 < seconds);
     openblas_set_num_threads(1);
     free(a);

@@ -17,24 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon_proc.h"
 #include "storage.h"
+#include "../base/ws_clock.h"
 
 #define MODEL_D 32
 #define MODEL_T 8
 #define MODEL_JSON \
     "{\"name\":\"bench\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1," \
     "\"vocab_cap\":256},\"training\":{\"enabled\":false}}"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static size_t sink(char *p, size_t sz, size_t n, void *ctx)
 {
@@ -90,14 +83,14 @@ static void *client_main(void *arg)
     }
     char *q = strstr(id, "\"id\":\"");
     snprintf(path, sizeof path, "/v1/sessions/%.32s/steps", q ? q + 6 : "");
-    for (int t = 0; now_s() < cl->until; t++) {
+    for (int t = 0; ws_clock_mono_s() < cl->until; t++) {
         snprintf(body, sizeof body,
                  "{\"instructions\":[{\"fact\":[\"e%d\",\"p%d\"],\"value\":true},{\"fact\":[\"e%d\",\"p%d\"],\"value\":false}],"
                  "\"queries\":[{\"fact\":[\"e%d\",\"p%d\"]},{\"fact\":[\"e%d\",\"p%d\"]}]}",
                  t % 8, t % 5, t % 8, (t + 1) % 5, t % 8, t % 5, (t + 3) % 8, t % 5);
-        double t0 = now_s();
+        double t0 = ws_clock_mono_s();
         long st = post(c, cl->port, path, body, resp);
-        double dt = now_s() - t0;
+        double dt = ws_clock_mono_s() - t0;
         if (st != 200) {
             if (atomic_fetch_add(cl->errors, 1) == 0)
                 fprintf(stderr, "bench_server: first failed step: HTTP %ld after %.1f ms: %s\n", st, 1e3 * dt, resp);
@@ -142,7 +135,7 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     client *cl = calloc((size_t)clients, sizeof *cl);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     atomic_int errors = 0;
-    double t0 = now_s(), until = t0 + seconds;
+    double t0 = ws_clock_mono_s(), until = t0 + seconds;
     for (int i = 0; ok && cl && th && i < clients; i++) {
         cl[i] = (client){.port = d.port, .until = until, .errors = &errors};
         if (pthread_create(&th[i], NULL, client_main, &cl[i]) != 0) ok = 0;
@@ -152,7 +145,7 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
         pthread_join(th[i], NULL);
         n += cl[i].n;
     }
-    double elapsed = now_s() - t0;
+    double elapsed = ws_clock_mono_s() - t0;
     double *all = ok ? malloc(sizeof *all * (size_t)(n ? n : 1)) : NULL;
     long k = 0;
     for (int i = 0; cl && i < clients; i++) {
@@ -195,8 +188,8 @@ static double commit_ceiling(const char *base, ws_store_durability dur, int grou
                             .queries_json = "[{\"fact\":[\"e1\",\"p1\"]}]",
                             .answers_json = "[{\"p\":0.5,\"holds\":true}]", .model_version = 1};
     long n = 0;
-    double t0 = now_s();
-    while (s == WS_OK && now_s() - t0 < seconds) {
+    double t0 = ws_clock_mono_s();
+    while (s == WS_OK && ws_clock_mono_s() - t0 < seconds) {
         s = ws_store_begin(st, &err);
         for (int i = 0; s == WS_OK && i < group; i++, n++) {
             int k = (int)(n % 64);
@@ -204,7 +197,7 @@ static double commit_ceiling(const char *base, ws_store_durability dur, int grou
         }
         if (s == WS_OK) s = ws_store_commit(st, &err);
     }
-    double rate = (double)n / (now_s() - t0);
+    double rate = (double)n / (ws_clock_mono_s() - t0);
     ws_store_close(st);
     if (s != WS_OK) fprintf(stderr, "ceiling: %s\n", err.msg);
     return s == WS_OK ? rate : -1;

@@ -20,20 +20,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/ws_rng.h" /* ws_mix64 */
+
 #ifdef __CUDACC__
 #define WS_SYMCODE_FN static inline __host__ __device__
 #else
 #define WS_SYMCODE_FN static inline
 #endif
 
-#define WS_SYMCODE_GOLDEN 0x9E3779B97F4A7C15ULL
-
-WS_SYMCODE_FN uint64_t ws_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+#define WS_SYMCODE_GOLDEN WS_RNG_GOLDEN
 
 /* FNV-1a-64 of bytes (also the vocabulary's table hash, model/vocab.c). */
 WS_SYMCODE_FN uint64_t ws_fnv1a64(const char *s, size_t len)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/ws_rng.h"
 #include "mixer.h"
 #include "params.h"
 
@@ -90,19 +91,11 @@ int ws_model_config_supported(const ws_model_config *c, const ws_backend *be)
 
 /* ---- initialisation ------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static float normal(uint64_t *s)
 {
-    double u1 = ((splitmix64(s) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
-    double u2 = (splitmix64(s) >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    uint64_t a = ws_splitmix64(s);
+    uint64_t b = ws_splitmix64(s);
+    return ws_normal_from_bits(a, b);
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -4,7 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "../base/ws_clock.h"
+#include "../base/ws_rng.h"
 
 struct ws_trainer {
     ws_model *m;
@@ -31,20 +33,9 @@ ws_train_config ws_train_config_default(void)
                              .weight_decay = 0.01f, .clip_norm = 1.0f, .seed = 1};
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t mix(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+/* splitmix64's output for state z: seeds and a stream that feeds back its
+ * own output (uniform01). */
+static uint64_t mix(uint64_t z) { return ws_mix64(z + WS_RNG_GOLDEN); }
 
 static double uniform01(uint64_t *s)
 {
@@ -56,7 +47,7 @@ static double progress(const ws_trainer *t)
 {
     double p = 0.0;
     if (t->tc.iters > 0) p = (double)t->iter / (double)t->tc.iters;
-    if (t->tc.seconds > 0) p = fmax(p, (now_s() - t->t0) / t->tc.seconds);
+    if (t->tc.seconds > 0) p = fmax(p, (ws_clock_mono_s() - t->t0) / t->tc.seconds);
     return fmin(p, 1.0);
 }
 
@@ -84,7 +75,7 @@ ws_status ws_trainer_new(ws_trainer **out, ws_model *m, const ws_task_params *ta
     t->m = m;
     t->tc = *tc;
     t->rng = mix(tc->seed ^ 0x5EEDULL);
-    t->t0 = now_s();
+    t->t0 = ws_clock_mono_s();
     ws_status st = ws_task_new(&t->task, task, tc->batch, ws_model_vocab(m), err);
     if (st != WS_OK) goto fail;
     st = ws_batch_new(&t->batch, ws_model_config_of(m));
@@ -164,7 +155,7 @@ ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err
         WS_TRY(ws_train_adamw(t->m, &t->tc, stats->lr, &stats->grad_norm, err));
     stats->iter = t->iter;
     stats->optim_steps = ws_model_optim_steps(t->m);
-    stats->elapsed = now_s() - t->t0;
+    stats->elapsed = ws_clock_mono_s() - t->t0;
     stats->progress = progress(t);
     stats->loss = res.loss;
     stats->accuracy = res.n_labelled ? (float)res.n_correct / res.n_labelled : 0.0f;

@@ -1,6 +1,12 @@
-/* storage.h — the SQLite layer of worldstated (DESIGN §1, §4): tenants and API
+/* storage.h — the storage layer of worldstated (DESIGN §1, §4): tenants and API
  * keys, models and their versions, per-model vocabularies, sessions with their
  * current world state, and the append-only step log.
+ *
+ * Backends. This API is one set of thin wrappers (store.c) over a table of
+ * operations per backend (store_ops.h, the seam), chosen at ws_store_open by
+ * the data location: "sqlite:PATH" or a bare PATH is SQLite (storage/sqlite/),
+ * the only backend so far; the rest of this header describes it where it
+ * names SQLite (WAL, PRAGMAs). An unknown "scheme:" is WS_ERR_INVALID.
  *
  * storage/ knows nothing about HTTP or tensors: a world state is "a blob of
  * float32 with a shape (rows, cols)", and instructions, queries, labels,
@@ -46,7 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../kernels/ws_status.h"
+#include "../base/ws_status.h"
 
 #define WS_STORE_SCHEMA_VERSION 1        /* PRAGMA user_version of this build */
 #define WS_STORE_BUSY_TIMEOUT_MS 10000   /* how long a writer waits for the lock */
@@ -66,15 +72,21 @@ typedef enum {
 
 /* ---- connection ------------------------------------------------------------ */
 
-/* Opens (create != 0: creating if missing) the database at path: sets WAL,
- * synchronous per durability, busy_timeout, foreign_keys; creates or migrates
- * the schema to WS_STORE_SCHEMA_VERSION; prepares every statement. A missing
- * file without create gives WS_ERR_NOTFOUND; a file that is not a worldstate
- * database, or one from a newer build, WS_ERR_FORMAT. On failure *out is NULL. */
-ws_status ws_store_open(const char *path, ws_store_durability durability, int create,
+/* Opens (create != 0: creating if missing) the database at location, a bare
+ * path or "scheme:target" (see Backends). SQLite: sets WAL, synchronous per
+ * durability, busy_timeout, foreign_keys; creates or migrates the schema to
+ * WS_STORE_SCHEMA_VERSION; prepares every statement. A missing file without
+ * create gives WS_ERR_NOTFOUND; a file that is not a worldstate database, or
+ * one from a newer build, WS_ERR_FORMAT. On failure *out is NULL. */
+ws_status ws_store_open(const char *location, ws_store_durability durability, int create,
                         ws_store **out, ws_error *err);
 /* Closes the connection; an open transaction is rolled back. NULL is a no-op. */
 void ws_store_close(ws_store *s);
+
+/* The registered backends, 0..count-1 (the first also serves bare paths), and
+ * the scheme of one ("sqlite"); NULL out of range. For tests and --help. */
+int ws_store_backend_count(void);
+const char *ws_store_backend_scheme(int i);
 
 /* "normal" / "full" (for --durability); WS_ERR_INVALID otherwise. */
 ws_status ws_store_durability_parse(const char *text, ws_store_durability *out, ws_error *err);

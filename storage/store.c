@@ -1,226 +1,344 @@
-/* store.c — opening and closing a connection, its settings, and the admin
- * checks (integrity, checkpoint). */
-#include <stdio.h>
-#include <stdlib.h>
+/* store.c — the ws_store_* API (storage.h) as thin wrappers over the open
+ * store's backend (store_ops.h): each checks what storage.h promises for every
+ * backend alike, then dispatches through s->ops. */
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 
-#include "store_internal.h"
+#include "store_ops.h"
+#include "store_util.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "storage/ stores world states as little-endian float32 and copies them as is"
-#endif
-
-ws_status ws_store_durability_parse(const char *text, ws_store_durability *out, ws_error *err)
+ws_status ws_store__enter(ws_store *s, ws_error *err)
 {
-    if (text && strcasecmp(text, "normal") == 0) {
-        *out = WS_STORE_DURABILITY_NORMAL;
-        return WS_OK;
-    }
-    if (text && strcasecmp(text, "full") == 0) {
-        *out = WS_STORE_DURABILITY_FULL;
-        return WS_OK;
-    }
-    return ws_error_set(err, WS_ERR_INVALID, "durability must be \"normal\" or \"full\", not \"%s\"",
-                        text ? text : "(null)");
-}
-
-const char *ws_store_durability_name(ws_store_durability d)
-{
-    return d == WS_STORE_DURABILITY_FULL ? "full" : d == WS_STORE_DURABILITY_NORMAL ? "normal" : "?";
-}
-
-/* Runs a PRAGMA that answers one row and returns its first column as text
- * (into buf) — used to confirm that a setting really took. */
-static ws_status pragma_text(ws_store *s, const char *sql, char *buf, size_t n, ws_error *err)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) return ws_store__sqlfail(s, rc, err, sql);
-    rc = sqlite3_step(st);
-    ws_status r = WS_OK;
-    if (rc == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        snprintf(buf, n, "%s", t ? (const char *)t : "");
-    } else {
-        r = rc == SQLITE_DONE ? ws_error_set(err, WS_ERR_STORAGE, "%s: no result", sql)
-                              : ws_store__sqlfail(s, rc, err, sql);
-    }
-    (void)sqlite3_finalize(st); /* repeats the step's error, handled above */
-    return r;
-}
-
-/* Runs a PRAGMA assignment (answers no row). */
-static ws_status pragma_set(ws_store *s, const char *sql, ws_error *err)
-{
-    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? WS_OK : ws_store__sqlfail(s, rc, err, sql);
-}
-
-/* Connection settings, each checked by reading it back: SQLite ignores an
- * unknown or inapplicable PRAGMA silently. */
-static ws_status configure(ws_store *s, ws_error *err)
-{
-    char v[32];
-    /* Before anything else touches the file: every lock wait below and later
-     * is bounded by the busy handler rather than failing at once. */
-    int rc = sqlite3_busy_timeout(s->db, WS_STORE_BUSY_TIMEOUT_MS);
-    if (rc != SQLITE_OK) return ws_store__sqlfail(s, rc, err, "storage: setting busy_timeout");
-    /* Extended codes name the exact cause (e.g. SQLITE_IOERR_FSYNC) in messages. */
-    rc = sqlite3_extended_result_codes(s->db, 1);
-    if (rc != SQLITE_OK) return ws_store__sqlfail(s, rc, err, "storage: extended result codes");
-
-    /* WAL: readers never block the writer nor it them, and a commit is one
-     * append (+ fsync under FULL). Persistent in the file once set. */
-    WS_TRY(pragma_text(s, "PRAGMA journal_mode = WAL", v, sizeof v, err));
-    if (strcmp(v, "wal") != 0)
-        return ws_error_set(err, WS_ERR_UNSUPPORTED,
-                            "storage: cannot use WAL mode (journal_mode is \"%s\"); the "
-                            "database must be a file on a local file system", v);
-
-    /* Per connection: NORMAL (1) syncs the WAL only at checkpoints, FULL (2) at
-     * every commit. See storage.h for what each promises. */
-    char sql[64];
-    snprintf(sql, sizeof sql, "PRAGMA synchronous = %d", (int)s->durability);
-    WS_TRY(pragma_set(s, sql, err));
-    WS_TRY(pragma_text(s, "PRAGMA synchronous", v, sizeof v, err));
-    if (atoi(v) != (int)s->durability)
-        return ws_error_set(err, WS_ERR_STORAGE, "storage: synchronous is %s, wanted %d", v,
-                            (int)s->durability);
-
-    /* Off by default in SQLite; the schema relies on it for tenant/model
-     * references and for deleting a session's log with the session. */
-    WS_TRY(pragma_set(s, "PRAGMA foreign_keys = ON", err));
-    WS_TRY(pragma_text(s, "PRAGMA foreign_keys", v, sizeof v, err));
-    if (strcmp(v, "1") != 0)
-        return ws_error_set(err, WS_ERR_UNSUPPORTED,
-                            "storage: this SQLite cannot enforce foreign keys");
+    if (!s) return ws_error_set(err, WS_ERR_INVALID, "storage: no store (NULL handle)");
+    if (s->in_callback)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "storage: called from inside one of its own listing callbacks "
+                            "(collect first, or use another ws_store)");
     return WS_OK;
 }
 
-ws_status ws_store_open(const char *path, ws_store_durability durability, int create,
+/* Runs a listing op with s->in_callback set, so that its callbacks cannot
+ * re-enter s (the backend's statement is still running). */
+#define WS_STORE_LISTING(s, call)          \
+    do {                                   \
+        (s)->in_callback = 1;              \
+        ws_status listing_ = (call);       \
+        (s)->in_callback = 0;              \
+        return listing_;                   \
+    } while (0)
+
+static ws_status check_page(int limit, ws_error *err)
+{
+    if (limit < 1 || limit > WS_STORE_PAGE_MAX)
+        return ws_error_set(err, WS_ERR_INVALID, "page limit must be 1..%d", WS_STORE_PAGE_MAX);
+    return WS_OK;
+}
+
+/* ---- connection ------------------------------------------------------------ */
+
+ws_status ws_store_open(const char *location, ws_store_durability durability, int create,
                         ws_store **out, ws_error *err)
 {
     *out = NULL;
-    if (!path || !*path) return ws_error_set(err, WS_ERR_INVALID, "storage: empty database path");
+    const ws_store_ops *ops = NULL;
+    const char *target = NULL;
+    if (!location || !*location)
+        return ws_error_set(err, WS_ERR_INVALID, "storage: empty database path");
+    WS_TRY(ws_store__resolve(location, &ops, &target, err));
+    if (!*target) return ws_error_set(err, WS_ERR_INVALID, "storage: empty database path");
     if (durability != WS_STORE_DURABILITY_NORMAL && durability != WS_STORE_DURABILITY_FULL)
         return ws_error_set(err, WS_ERR_INVALID, "storage: unknown durability %d", (int)durability);
-    /* Handles are used by one thread at a time (one per thread), so SQLite's
-     * per-connection mutex is not needed (NOMUTEX); its global state still
-     * has to be thread-safe. */
-    if (!sqlite3_threadsafe())
-        return ws_error_set(err, WS_ERR_UNSUPPORTED, "storage: SQLite was built single-threaded");
-    if (!create) {
-        struct stat sb;
-        if (stat(path, &sb) != 0)
-            return ws_error_set(err, WS_ERR_NOTFOUND, "storage: no database at %s", path);
-    }
-
-    ws_store *s = calloc(1, sizeof *s);
-    if (!s) return ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory");
-    s->durability = durability;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
-    ws_status st = WS_OK;
-    if (rc != SQLITE_OK) {
-        /* s->db is then usually a handle carrying the message; sqlfail reads it */
-        char what[160];
-        snprintf(what, sizeof what, "storage: cannot open %s", path);
-        st = ws_store__sqlfail(s, rc, err, what);
-    }
-    if (st == WS_OK) st = configure(s, err);
-    if (st == WS_OK) st = ws_store__migrate(s, create, err);
-    if (st == WS_OK) st = ws_store__prepare_all(s, err);
-    if (st != WS_OK) {
-        ws_store_close(s);
-        return st;
-    }
-    *out = s;
+    WS_TRY(ops->open(target, durability, create, out, err));
+    (*out)->ops = ops;
     return WS_OK;
 }
 
 void ws_store_close(ws_store *s)
 {
-    if (!s) return;
-    if (s->in_txn && s->db && !sqlite3_get_autocommit(s->db))
-        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* nothing to report to */
-    ws_store__finalize_all(s);
-    /* With every statement finalized sqlite3_close cannot be busy; the last
-     * connection to close also checkpoints and removes the WAL. */
-    (void)sqlite3_close(s->db);
-    free(s);
+    if (s) s->ops->close(s);
 }
 
 ws_status ws_store_get_info(ws_store *s, ws_store_info *out, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
-    char v[32];
-    memset(out, 0, sizeof *out);
-    WS_TRY(pragma_text(s, "PRAGMA journal_mode", out->journal_mode, sizeof out->journal_mode, err));
-    WS_TRY(pragma_text(s, "PRAGMA synchronous", v, sizeof v, err));
-    out->synchronous = atoi(v);
-    WS_TRY(pragma_text(s, "PRAGMA foreign_keys", v, sizeof v, err));
-    out->foreign_keys = atoi(v);
-    WS_TRY(pragma_text(s, "PRAGMA busy_timeout", v, sizeof v, err));
-    out->busy_timeout_ms = atoi(v);
-    WS_TRY(pragma_text(s, "PRAGMA user_version", v, sizeof v, err));
-    out->schema_version = atoi(v);
-    return WS_OK;
+    return s->ops->get_info(s, out, err);
 }
 
 ws_status ws_store_integrity_check(ws_store *s, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_INTEGRITY);
-    int rc = sqlite3_step(st);
-    ws_status r = WS_OK;
-    if (rc == SQLITE_ROW) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        if (!t || strcmp((const char *)t, "ok") != 0)
-            r = ws_error_set(err, WS_ERR_FORMAT, "storage: integrity check: %s",
-                             t ? (const char *)t : "(no text)");
-    } else {
-        r = rc == SQLITE_DONE ? ws_error_set(err, WS_ERR_STORAGE, "storage: integrity check: no result")
-                              : ws_store__sqlfail(s, rc, err, "storage: integrity check");
-    }
-    ws_store__done(st);
-    if (r != WS_OK) return r;
-
-    /* foreign_key_check answers one row per violation: none is the good case. */
-    st = ws_store__stmt(s, WS_ST_FK_CHECK);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        const unsigned char *table = sqlite3_column_text(st, 0);
-        r = ws_error_set(err, WS_ERR_FORMAT,
-                         "storage: foreign key check: row %lld of %s references a missing row",
-                         (long long)sqlite3_column_int64(st, 1),
-                         table ? (const char *)table : "?");
-    } else if (rc != SQLITE_DONE) {
-        r = ws_store__sqlfail(s, rc, err, "storage: foreign key check");
-    }
-    ws_store__done(st);
-    return r;
+    return s->ops->integrity_check(s, err);
 }
 
 ws_status ws_store_checkpoint(ws_store *s, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
-    if (s->in_txn)
-        return ws_error_set(err, WS_ERR_INVALID, "storage: checkpoint inside a transaction");
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_CHECKPOINT);
-    int rc = sqlite3_step(st);
-    ws_status r = WS_OK;
-    if (rc == SQLITE_ROW) {
-        /* (busy, wal frames, frames checkpointed): busy = 1 means a reader kept
-         * the WAL from being fully copied and truncated. */
-        if (sqlite3_column_int(st, 0) != 0)
-            r = ws_error_set(err, WS_ERR_STORAGE,
-                             "storage: checkpoint incomplete: readers are still using the WAL");
-    } else {
-        r = rc == SQLITE_DONE ? ws_error_set(err, WS_ERR_STORAGE, "storage: checkpoint: no result")
-                              : ws_store__sqlfail(s, rc, err, "storage: checkpoint");
-    }
-    ws_store__done(st);
-    return r;
+    return s->ops->checkpoint(s, err);
+}
+
+/* ---- transactions ---------------------------------------------------------- */
+
+ws_status ws_store_begin(ws_store *s, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->begin(s, err);
+}
+
+ws_status ws_store_commit(ws_store *s, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->commit(s, err);
+}
+
+ws_status ws_store_rollback(ws_store *s, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->rollback(s, err);
+}
+
+int ws_store_in_transaction(const ws_store *s) { return s && s->ops->in_transaction(s); }
+
+/* ---- tenants and API keys (creation and verification: keys.c) --------------- */
+
+ws_status ws_store_tenant_ensure(ws_store *s, const char *name, int64_t *id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_name("tenant", name, err));
+    return s->ops->tenant_ensure(s, name, id, err);
+}
+
+ws_status ws_store_tenant_find(ws_store *s, const char *name, int64_t *id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_name("tenant", name, err));
+    return s->ops->tenant_find(s, name, id, err);
+}
+
+ws_status ws_store_key_list(ws_store *s, ws_store_key_fn fn, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->key_list(s, fn, ctx, err));
+}
+
+ws_status ws_store_key_revoke(ws_store *s, int64_t key_id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->key_revoke(s, key_id, err);
+}
+
+ws_status ws_store_key_count_active(ws_store *s, int64_t *n, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->key_count_active(s, n, err);
+}
+
+/* ---- models and versions ---------------------------------------------------- */
+
+ws_status ws_store_model_create(ws_store *s, const char *name, const char *config_json,
+                                const char *training_json, int64_t *id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_name("model", name, err));
+    if (!config_json) return ws_error_set(err, WS_ERR_INVALID, "model config is missing");
+    return s->ops->model_create(s, name, config_json, training_json, id, err);
+}
+
+ws_status ws_store_model_get(ws_store *s, int64_t id, ws_store_model *out, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->model_get(s, id, out, err);
+}
+
+ws_status ws_store_model_find(ws_store *s, const char *name, ws_store_model *out, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_name("model", name, err));
+    return s->ops->model_find(s, name, out, err);
+}
+
+ws_status ws_store_model_list(ws_store *s, ws_store_model_fn fn, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->model_list(s, fn, ctx, err));
+}
+
+ws_status ws_store_model_set_training(ws_store *s, int64_t id, const char *training_json,
+                                      ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->model_set_training(s, id, training_json, err);
+}
+
+ws_status ws_store_model_delete(ws_store *s, int64_t id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->model_delete(s, id, err);
+}
+
+ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, const char *path,
+                               const char *note, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!path || !*path) return ws_error_set(err, WS_ERR_INVALID, "checkpoint path is missing");
+    if (version < 1) return ws_error_set(err, WS_ERR_INVALID, "model versions start at 1");
+    return s->ops->version_add(s, model, version, path, note, err);
+}
+
+ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    *max = 0;
+    return s->ops->version_max(s, model, max, err);
+}
+
+ws_status ws_store_version_get(ws_store *s, int64_t model, int64_t version,
+                               ws_store_version *out, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->version_get(s, model, version, out, err);
+}
+
+ws_status ws_store_version_list(ws_store *s, int64_t model, ws_store_version_fn fn, void *ctx,
+                                ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->version_list(s, model, fn, ctx, err));
+}
+
+ws_status ws_store_model_set_current(ws_store *s, int64_t model, int64_t version,
+                                     ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->model_set_current(s, model, version, err);
+}
+
+/* ---- vocabulary ------------------------------------------------------------- */
+
+ws_status ws_store_vocab_count(ws_store *s, int64_t model, int64_t *n, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->vocab_count(s, model, n, err);
+}
+
+ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, size_t n,
+                                const char *const *symbols, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (n == 0) return WS_OK;
+    if (!symbols) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no symbols given");
+    for (size_t i = 0; i < n; i++)
+        if (!symbols[i])
+            return ws_error_set(err, WS_ERR_INVALID, "vocabulary: symbol %zu is NULL", i);
+    return s->ops->vocab_append(s, model, first_id, n, symbols, err);
+}
+
+ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,
+                              ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->vocab_load(s, model, fn, ctx, err));
+}
+
+/* ---- sessions --------------------------------------------------------------- */
+
+ws_status ws_store_session_create(ws_store *s, int64_t tenant, int64_t model, const float *state,
+                                  int32_t rows, int32_t cols, int64_t state_version,
+                                  int64_t max_sessions, char id_out[WS_STORE_ID_LEN + 1],
+                                  ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_state(state, rows, cols, 1, err));
+    return s->ops->session_create(s, tenant, model, state, rows, cols, state_version,
+                                  max_sessions, id_out, err);
+}
+
+ws_status ws_store_session_get(ws_store *s, int64_t tenant, const char *id, int with_state,
+                               ws_store_session *out, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    memset(out, 0, sizeof *out);
+    if (!ws_store_session_id_valid(id)) return ws_store__session_not_found(id, err);
+    return s->ops->session_get(s, tenant, id, with_state, out, err);
+}
+
+ws_status ws_store_session_delete(ws_store *s, int64_t tenant, const char *id, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!ws_store_session_id_valid(id)) return ws_store__session_not_found(id, err);
+    return s->ops->session_delete(s, tenant, id, err);
+}
+
+ws_status ws_store_session_count(ws_store *s, int64_t tenant, int64_t *n, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    return s->ops->session_count(s, tenant, n, err);
+}
+
+ws_status ws_store_session_list(ws_store *s, int64_t tenant, const char *after_id, int limit,
+                                ws_store_session_fn fn, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(check_page(limit, err));
+    WS_STORE_LISTING(s, s->ops->session_list(s, tenant, after_id, limit, fn, ctx, err));
+}
+
+ws_status ws_store_session_each_of_model(ws_store *s, int64_t model, ws_store_session_fn fn,
+                                         void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->session_each_of_model(s, model, fn, ctx, err));
+}
+
+/* ---- steps and the step log ------------------------------------------------- */
+
+ws_status ws_store_apply_step(ws_store *s, int64_t tenant, const char *session_id,
+                              int64_t expect_prev_step, const float *state, int32_t rows,
+                              int32_t cols, const ws_store_log_entry *entry,
+                              int64_t *current_step, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    /* Argument checks first: bad input never opens a unit. */
+    WS_TRY(ws_store__check_state(state, rows, cols, 0, err));
+    if (!entry || !entry->instructions_json || !entry->queries_json || !entry->answers_json)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "step log entry needs instructions, queries and answers");
+    if (expect_prev_step < 0)
+        return ws_error_set(err, WS_ERR_INVALID, "expected step %lld is negative",
+                            (long long)expect_prev_step);
+    return s->ops->apply_step(s, tenant, session_id, expect_prev_step, state, rows, cols, entry,
+                              current_step, err);
+}
+
+ws_status ws_store_session_set_state(ws_store *s, int64_t tenant, const char *session_id,
+                                     int64_t expect_step, const float *state, int32_t rows,
+                                     int32_t cols, int64_t state_version, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(ws_store__check_state(state, rows, cols, 0, err));
+    return s->ops->session_set_state(s, tenant, session_id, expect_step, state, rows, cols,
+                                     state_version, err);
+}
+
+ws_status ws_store_log_set_labels(ws_store *s, int64_t tenant, const char *session_id,
+                                  int64_t step, const char *labels_json, int replace,
+                                  ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!labels_json) return ws_error_set(err, WS_ERR_INVALID, "labels are missing");
+    return s->ops->log_set_labels(s, tenant, session_id, step, labels_json, replace, err);
+}
+
+ws_status ws_store_log_page(ws_store *s, int64_t tenant, const char *session_id,
+                            int64_t after_step, int limit, ws_store_log_fn fn, void *ctx,
+                            ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_TRY(check_page(limit, err));
+    WS_STORE_LISTING(s, s->ops->log_page(s, tenant, session_id, after_step, limit, fn, ctx, err));
+}
+
+ws_status ws_store_log_each(ws_store *s, int64_t tenant, const char *session_id,
+                            ws_store_log_fn fn, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    WS_STORE_LISTING(s, s->ops->log_each(s, tenant, session_id, fn, ctx, err));
 }

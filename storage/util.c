@@ -1,123 +1,11 @@
-/* util.c — small helpers shared by the storage files: SQLite error mapping,
- * checked binds and one-value queries, time, randomness, names. */
+/* util.c — the helpers every backend shares (store_util.h): randomness, ids,
+ * and the argument checks and messages of storage.h. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "store_internal.h"
-
-ws_status ws_store__sqlfail(ws_store *s, int rc, ws_error *err, const char *what)
-{
-    ws_status code;
-    switch (rc & 0xff) { /* primary code of an extended one */
-    case SQLITE_NOMEM: code = WS_ERR_NOMEM; break;
-    case SQLITE_IOERR:
-    case SQLITE_FULL:
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_PERM: code = WS_ERR_IO; break;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: code = WS_ERR_FORMAT; break;
-    default: code = WS_ERR_STORAGE; break; /* BUSY/LOCKED (after the timeout), ... */
-    }
-    /* sqlite3_errmsg describes the connection's latest failure; use it only
-     * when that failure is this one. */
-    const char *msg = (s && s->db && sqlite3_extended_errcode(s->db) == rc)
-                          ? sqlite3_errmsg(s->db)
-                          : sqlite3_errstr(rc);
-    const char *hint = ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
-                           ? " (still locked after the busy timeout)"
-                           : "";
-    return ws_error_set(err, code, "%s: %s%s (sqlite %d)", what, msg, hint, rc);
-}
-
-ws_status ws_store__enter(ws_store *s, ws_error *err)
-{
-    if (!s) return ws_error_set(err, WS_ERR_INVALID, "storage: no store (NULL handle)");
-    if (s->in_callback)
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "storage: called from inside one of its own listing callbacks "
-                            "(collect first, or use another ws_store)");
-    return WS_OK;
-}
-
-ws_status ws_store__bind_int64(ws_store *s, sqlite3_stmt *st, int i, int64_t v, ws_error *err)
-{
-    int rc = sqlite3_bind_int64(st, i, (sqlite3_int64)v);
-    return rc == SQLITE_OK ? WS_OK : ws_store__sqlfail(s, rc, err, "binding a parameter");
-}
-
-ws_status ws_store__bind_text(ws_store *s, sqlite3_stmt *st, int i, const char *t, ws_error *err)
-{
-    if (!t) {
-        int rc = sqlite3_bind_null(st, i);
-        return rc == SQLITE_OK ? WS_OK : ws_store__sqlfail(s, rc, err, "binding a parameter");
-    }
-    return ws_store__bind_text_n(s, st, i, t, strlen(t), err);
-}
-
-ws_status ws_store__bind_text_n(ws_store *s, sqlite3_stmt *st, int i, const char *t, size_t n,
-                                ws_error *err)
-{
-    /* SQLITE_STATIC: no copy; every caller steps and resets before returning. */
-    int rc = sqlite3_bind_text64(st, i, t, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
-    return rc == SQLITE_OK ? WS_OK : ws_store__sqlfail(s, rc, err, "binding a text parameter");
-}
-
-ws_status ws_store__bind_blob(ws_store *s, sqlite3_stmt *st, int i, const void *p, size_t n,
-                              ws_error *err)
-{
-    int rc = p ? sqlite3_bind_blob64(st, i, p, (sqlite3_uint64)n, SQLITE_STATIC)
-               : sqlite3_bind_null(st, i);
-    return rc == SQLITE_OK ? WS_OK : ws_store__sqlfail(s, rc, err, "binding a blob parameter");
-}
-
-ws_status ws_store__query_int64(ws_store *s, sqlite3_stmt *st, int64_t *out, ws_error *err,
-                                const char *what)
-{
-    int rc = sqlite3_step(st);
-    ws_status r = WS_OK;
-    if (rc == SQLITE_ROW)
-        *out = (int64_t)sqlite3_column_int64(st, 0);
-    else if (rc == SQLITE_DONE)
-        r = ws_error_set(err, WS_ERR_STORAGE, "%s: no result row", what);
-    else
-        r = ws_store__sqlfail(s, rc, err, what);
-    ws_store__done(st);
-    return r;
-}
-
-ws_status ws_store__query_int64_by(ws_store *s, ws_store_stmt_id id, int64_t key, int64_t *out,
-                                   ws_error *err, const char *what)
-{
-    sqlite3_stmt *st = ws_store__stmt(s, id);
-    ws_status r = ws_store__bind_int64(s, st, 1, key, err);
-    if (r != WS_OK) {
-        ws_store__done(st);
-        return r;
-    }
-    return ws_store__query_int64(s, st, out, err, what);
-}
-
-ws_status ws_store__exec(ws_store *s, sqlite3_stmt *st, ws_error *err, const char *what)
-{
-    int rc = sqlite3_step(st);
-    ws_status r = rc == SQLITE_DONE ? WS_OK : ws_store__sqlfail(s, rc, err, what);
-    ws_store__done(st);
-    return r;
-}
-
-int64_t ws_store__now_ms(void)
-{
-    struct timespec ts;
-    /* CLOCK_REALTIME cannot fail with a valid pointer; a zero time is the
-     * harmless fallback. */
-    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "store_util.h"
 
 ws_status ws_store__random(void *buf, size_t n, ws_error *err)
 {
@@ -139,6 +27,14 @@ ws_status ws_store__random(void *buf, size_t n, ws_error *err)
         got += (size_t)r;
     }
     close(fd);
+    return WS_OK;
+}
+
+ws_status ws_store__new_id(char id[WS_STORE_ID_LEN + 1], ws_error *err)
+{
+    unsigned char raw[WS_STORE_ID_LEN / 2];
+    WS_TRY(ws_store__random(raw, sizeof raw, err));
+    ws_store__hex(raw, sizeof raw, id);
     return WS_OK;
 }
 
@@ -169,17 +65,26 @@ ws_status ws_store__check_name(const char *what, const char *name, ws_error *err
     return WS_OK;
 }
 
-ws_status ws_store__dup_column(sqlite3_stmt *st, int col, char **out, ws_error *err)
+ws_status ws_store__check_state(const float *state, int32_t rows, int32_t cols, int allow_null,
+                                ws_error *err)
 {
-    /* text first, then bytes: the order SQLite documents for a stable length */
-    *out = NULL;
-    const unsigned char *t = sqlite3_column_text(st, col);
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
-    if (!t && sqlite3_column_type(st, col) != SQLITE_NULL) /* conversion ran out of memory */
-        return ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory reading a column");
-    *out = malloc(n + 1);
-    if (!*out) return ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory (%zu bytes)", n);
-    if (t) memcpy(*out, t, n);
-    (*out)[t ? n : 0] = '\0';
+    if (!state) {
+        if (allow_null && rows == 0 && cols == 0) return WS_OK;
+        return ws_error_set(err, WS_ERR_INVALID,
+                            allow_null ? "state is NULL but its shape is %dx%d (want 0x0)"
+                                       : "state is NULL (shape %dx%d)",
+                            (int)rows, (int)cols);
+    }
+    if (rows <= 0 || cols <= 0 ||
+        (uint64_t)rows * (uint64_t)cols * sizeof(float) > WS_STORE_STATE_MAX_BYTES)
+        return ws_error_set(err, WS_ERR_INVALID, "state shape %dx%d is empty or too large",
+                            (int)rows, (int)cols);
     return WS_OK;
+}
+
+/* No arbitrary bytes in messages: a malformed id is not echoed. */
+ws_status ws_store__session_not_found(const char *id, ws_error *err)
+{
+    return ws_error_set(err, WS_ERR_NOTFOUND, "session %s not found",
+                        ws_store_session_id_valid(id) ? id : "(malformed id)");
 }

@@ -1,8 +1,10 @@
-/* test_storage.c — the SQLite layer on real database files in a temporary
- * directory: settings, schema, sessions and tenant isolation, group commit with
- * a stale expect_step, rollback, bit-exact states (also re-derived ones), the
- * step log, vocabularies, models and versions, API keys (stored hashed only),
- * two writer threads, and SHA-256 against the FIPS 180-4 examples. */
+/* test_storage.c — the storage API on real databases in a temporary directory,
+ * once per registered backend (storage/registry.c): settings, schema, sessions
+ * and tenant isolation, group commit with a stale expect_step, rollback,
+ * bit-exact states (also re-derived ones), the step log, vocabularies, models
+ * and versions, API keys (stored hashed only), two writer threads; the data
+ * location and its schemes; and SHA-256 against the FIPS 180-4 examples.
+ * Checks that look past the API into the SQLite file run on SQLite only. */
 #define _GNU_SOURCE /* memmem */
 #include <dirent.h>
 #include <pthread.h>
@@ -17,21 +19,31 @@
 #include "test_util.h"
 
 static char tmpdir[64];
+static const char *scheme; /* the backend under test */
 
 static void path_in(char *out, size_t n, const char *name)
 {
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
-/* Opens (creating) tmpdir/name; asserts success. */
+/* The data location of database `name` on the backend under test. */
+static void location_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s:%s/%s", scheme, tmpdir, name);
+}
+
+/* 1 when the backend under test keeps SQLite files that checks may open. */
+static int on_sqlite(void) { return strcmp(scheme, "sqlite") == 0; }
+
+/* Opens (creating) database `name`; asserts success. */
 static ws_store *open_db(const char *name, ws_store_durability d)
 {
-    char path[128];
-    path_in(path, sizeof path, name);
+    char loc[160];
+    location_in(loc, sizeof loc, name);
     ws_store *s = NULL;
     ws_error err = {0};
-    ws_status st = ws_store_open(path, d, 1, &s, &err);
-    if (st != WS_OK) fail_msg("open %s: %s", path, err.msg);
+    ws_status st = ws_store_open(loc, d, 1, &s, &err);
+    if (st != WS_OK) fail_msg("open %s: %s", loc, err.msg);
     return s;
 }
 
@@ -87,8 +99,11 @@ static ws_store_log_entry entry_for(int step, char *buf, size_t n)
                                 .model_version = 3};
 }
 
-static int64_t raw_count(const char *name, const char *sql)
+/* A check past the API: sql's count on the SQLite file (other backends run the
+ * case without it). */
+static void assert_raw_count(const char *name, const char *sql, int64_t want)
 {
+    if (!on_sqlite()) return;
     char path[128];
     path_in(path, sizeof path, name);
     sqlite3 *db = NULL;
@@ -99,7 +114,7 @@ static int64_t raw_count(const char *name, const char *sql)
     int64_t n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    return n;
+    assert_int_equal(n, want);
 }
 
 /* ---- SHA-256 ------------------------------------------------------------------ */
@@ -168,33 +183,38 @@ static void test_open_settings(void **state)
     assert_int_equal(ws_store_durability_parse("fast", &d, &err), WS_ERR_INVALID);
 
     ws_store *s = open_db("settings.db", WS_STORE_DURABILITY_NORMAL);
+    ws_store *f = open_db("settings.db", WS_STORE_DURABILITY_FULL);
     ws_store_info info;
     OK(ws_store_get_info(s, &info, &e_));
-    assert_string_equal(info.journal_mode, "wal");
-    assert_int_equal(info.synchronous, 1);
-    assert_int_equal(info.foreign_keys, 1);
-    assert_int_equal(info.busy_timeout_ms, WS_STORE_BUSY_TIMEOUT_MS);
     assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
-    ws_store *f = open_db("settings.db", WS_STORE_DURABILITY_FULL);
-    OK(ws_store_get_info(f, &info, &e_));
-    assert_int_equal(info.synchronous, 2);
-
-    /* WAL is a property of the file: another plain connection sees it, and a
-     * write leaves a -wal file beside the database. */
     int64_t t;
     OK(ws_store_tenant_ensure(s, "acme", &t, &e_));
     char path[128];
-    path_in(path, sizeof path, "settings.db-wal");
-    assert_int_equal(access(path, F_OK), 0);
     path_in(path, sizeof path, "settings.db");
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    if (on_sqlite()) {
+        OK(ws_store_get_info(s, &info, &e_));
+        assert_string_equal(info.journal_mode, "wal");
+        assert_int_equal(info.synchronous, 1);
+        assert_int_equal(info.foreign_keys, 1);
+        assert_int_equal(info.busy_timeout_ms, WS_STORE_BUSY_TIMEOUT_MS);
+        OK(ws_store_get_info(f, &info, &e_));
+        assert_int_equal(info.synchronous, 2);
+
+        /* WAL is a property of the file: another plain connection sees it, and
+         * a write leaves a -wal file beside the database. */
+        char wal[128];
+        path_in(wal, sizeof wal, "settings.db-wal");
+        assert_int_equal(access(wal, F_OK), 0);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *st = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
 
     check_integrity(s);
     ws_store_close(f);
@@ -205,20 +225,55 @@ static void test_open_settings(void **state)
     ws_store *x = (ws_store *)&err;
     assert_int_equal(ws_store_open("", WS_STORE_DURABILITY_NORMAL, 1, &x, &err), WS_ERR_INVALID);
     assert_null(x);
-    assert_int_equal(ws_store_open(path, (ws_store_durability)7, 1, &x, &err), WS_ERR_INVALID);
+    char loc[160];
+    location_in(loc, sizeof loc, "settings.db");
+    assert_int_equal(ws_store_open(loc, (ws_store_durability)7, 1, &x, &err), WS_ERR_INVALID);
+    snprintf(loc, sizeof loc, "%s:", scheme);
+    assert_int_equal(ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 1, &x, &err), WS_ERR_INVALID);
+    assert_null(x);
+}
+
+/* Which backend a location names: a registered "scheme:", a bare path (the
+ * first backend, SQLite), and an unknown scheme refused with its name. */
+static void test_locations(void **state)
+{
+    (void)state;
+    assert_string_equal(ws_store_backend_scheme(0), "sqlite");
+    assert_null(ws_store_backend_scheme(ws_store_backend_count()));
+    char path[128];
+    path_in(path, sizeof path, "bare.db");
+    ws_store *s = NULL;
+    OK(ws_store_open(path, WS_STORE_DURABILITY_NORMAL, 1, &s, &e_));
+    int64_t t;
+    OK(ws_store_tenant_ensure(s, "acme", &t, &e_));
+    ws_store_close(s);
+    char loc[160];
+    snprintf(loc, sizeof loc, "sqlite:%s", path); /* the same database */
+    OK(ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 0, &s, &e_));
+    OK(ws_store_tenant_find(s, "acme", &t, &e_));
+    ws_store_close(s);
+
+    ws_error err = {0};
+    s = (ws_store *)&err;
+    assert_int_equal(ws_store_open("nosuch://host/db", WS_STORE_DURABILITY_NORMAL, 1, &s, &err),
+                     WS_ERR_INVALID);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "unknown storage scheme \"nosuch:\""));
+    assert_non_null(strstr(err.msg, "sqlite:"));
 }
 
 static void test_schema_survives_reopen(void **state)
 {
     (void)state;
     ws_error err = {0};
-    char path[128], id[WS_STORE_ID_LEN + 1];
+    char path[128], loc[160], id[WS_STORE_ID_LEN + 1];
     path_in(path, sizeof path, "reopen.db");
+    location_in(loc, sizeof loc, "reopen.db");
     ws_store *s = NULL;
-    /* without create, a missing file is NOTFOUND and nothing is created */
-    assert_int_equal(ws_store_open(path, WS_STORE_DURABILITY_NORMAL, 0, &s, &err), WS_ERR_NOTFOUND);
+    /* without create, a missing database is NOTFOUND and nothing is created */
+    assert_int_equal(ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 0, &s, &err), WS_ERR_NOTFOUND);
     assert_null(s);
-    assert_int_not_equal(access(path, F_OK), 0);
+    if (on_sqlite()) assert_int_not_equal(access(path, F_OK), 0);
 
     fixture f = make_fixture("reopen.db");
     float *w = make_state(5, 2, 3);
@@ -227,7 +282,7 @@ static void test_schema_survives_reopen(void **state)
     OK(ws_store_vocab_append(f.s, f.model, 0, 2, syms, &e_));
     ws_store_close(f.s);
 
-    OK(ws_store_open(path, WS_STORE_DURABILITY_FULL, 0, &s, &e_));
+    OK(ws_store_open(loc, WS_STORE_DURABILITY_FULL, 0, &s, &e_));
     ws_store_session got;
     OK(ws_store_session_get(s, f.acme, id, 1, &got, &e_));
     assert_int_equal(got.rows, 2);
@@ -245,6 +300,7 @@ static void test_schema_survives_reopen(void **state)
     check_integrity(s);
     ws_store_close(s);
     free(w);
+    if (!on_sqlite()) return;
 
     /* a database from a newer build is refused, not "migrated" */
     sqlite3 *db = NULL;
@@ -352,7 +408,7 @@ static void test_sessions_and_isolation(void **state)
     OK(ws_store_apply_step(f.s, f.acme, id, 0, w, 2, 2, &e, &cur, &e_));
     assert_int_equal(cur, 1);
     ws_store_close(f.s);
-    assert_int_equal(raw_count("sessions.db", "SELECT count(*) FROM step_log"), 1);
+    assert_raw_count("sessions.db", "SELECT count(*) FROM step_log", 1);
     f.s = open_db("sessions.db", WS_STORE_DURABILITY_NORMAL);
     OK(ws_store_session_delete(f.s, f.acme, id, &e_));
     expect_status(ws_store_session_get(f.s, f.acme, id, 0, &got, &err), WS_ERR_NOTFOUND, &err,
@@ -362,8 +418,8 @@ static void test_sessions_and_isolation(void **state)
     expect_status(ws_store_apply_step(f.s, f.acme, id, 1, w, 2, 2, &e, &cur, &err),
                   WS_ERR_NOTFOUND, &err, "apply to deleted");
     ws_store_close(f.s);
-    assert_int_equal(raw_count("sessions.db", "SELECT count(*) FROM step_log"), 0);
-    assert_int_equal(raw_count("sessions.db", "SELECT count(*) FROM sessions"), 1);
+    assert_raw_count("sessions.db", "SELECT count(*) FROM step_log", 0);
+    assert_raw_count("sessions.db", "SELECT count(*) FROM sessions", 1);
 }
 
 typedef struct {
@@ -559,8 +615,8 @@ static void test_rollback_leaves_nothing(void **state)
     OK(ws_store_begin(f.s, &e_));
     OK(ws_store_apply_step(f.s, f.acme, ids[0], 0, w, 2, 2, &e, NULL, &e_));
     ws_store_close(f.s);
-    assert_int_equal(raw_count("rollback.db", "SELECT count(*) FROM step_log"), 0);
-    assert_int_equal(raw_count("rollback.db", "SELECT max(step) FROM sessions"), 0);
+    assert_raw_count("rollback.db", "SELECT count(*) FROM step_log", 0);
+    assert_raw_count("rollback.db", "SELECT max(step) FROM sessions", 0);
     free(w);
 }
 
@@ -624,7 +680,7 @@ static void test_state_bit_exact(void **state)
     OK(ws_store_session_get(f.s, f.acme, id, 1, &got, &e_));
     assert_int_equal(got.state_version, 9);
     assert_memory_equal(got.state, bits, sizeof bits);
-    assert_int_equal(raw_count("bits.db", "SELECT count(*) FROM step_log"), 1);
+    assert_raw_count("bits.db", "SELECT count(*) FROM step_log", 1);
     ws_store_session_clear(&got);
     ws_store_close(f.s);
 }
@@ -883,8 +939,8 @@ static void test_models_and_versions(void **state)
                   "delete twice");
     check_integrity(f.s);
     ws_store_close(f.s);
-    assert_int_equal(raw_count("models.db", "SELECT count(*) FROM vocab"), 0);
-    assert_int_equal(raw_count("models.db", "SELECT count(*) FROM model_versions"), 0);
+    assert_raw_count("models.db", "SELECT count(*) FROM vocab", 0);
+    assert_raw_count("models.db", "SELECT count(*) FROM model_versions", 0);
 }
 
 /* ---- API keys ---------------------------------------------------------------- */
@@ -997,6 +1053,7 @@ static void test_api_keys(void **state)
     check_integrity(s);
     ws_store_close(s);
 
+    if (!on_sqlite()) return;
     size_t nb;
     unsigned char *bytes = db_bytes("keys.db", &nb);
     assert_non_null(bytes);
@@ -1024,9 +1081,9 @@ static void *writer_main(void *arg)
 {
     writer *w = arg;
     ws_store *s = NULL;
-    char path[128], buf[64];
-    path_in(path, sizeof path, "threads.db");
-    if ((w->failed = ws_store_open(path, WS_STORE_DURABILITY_NORMAL, 0, &s, &w->err))) return NULL;
+    char loc[160], buf[64];
+    location_in(loc, sizeof loc, "threads.db");
+    if ((w->failed = ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 0, &s, &w->err))) return NULL;
     float state[16];
     for (int r = 0; r < THREAD_ROUNDS && !w->failed; r++) {
         if ((w->failed = ws_store_begin(s, &w->err))) break;
@@ -1116,8 +1173,11 @@ static int teardown(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_locations),
+    };
+    const struct CMUnitTest per_backend[] = {
         cmocka_unit_test(test_open_settings),
         cmocka_unit_test(test_schema_survives_reopen),
         cmocka_unit_test(test_sessions_and_isolation),
@@ -1131,5 +1191,11 @@ int main(void)
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("storage", shared, setup, teardown);
+    /* A new backend gets every case by its registry line alone. */
+    for (int i = 0; i < ws_store_backend_count(); i++) {
+        scheme = ws_store_backend_scheme(i);
+        failed += cmocka_run_group_tests_name(scheme, per_backend, setup, teardown);
+    }
+    return failed;
 }

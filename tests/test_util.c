@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/ws_rng.h"
+
 uint64_t ws_test_next(ws_test_rng *r)
 {
     uint64_t x = r->s ? r->s : 0x9E3779B97F4A7C15ULL;
@@ -22,9 +24,9 @@ float ws_test_uniform(ws_test_rng *r) { return (float)((ws_test_next(r) >> 40) *
 
 float ws_test_normal(ws_test_rng *r)
 {
-    double u1 = ((ws_test_next(r) >> 11) + 1.0) * (1.0 / 9007199254740994.0);
-    double u2 = (ws_test_next(r) >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    uint64_t a = ws_test_next(r);
+    uint64_t b = ws_test_next(r);
+    return ws_normal_from_bits(a, b);
 }
 
 int ws_test_int(ws_test_rng *r, int lo, int hi)

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "../../base/ws_clock.h"
 
 typedef struct {
     const char *path;
@@ -28,13 +28,6 @@ typedef struct {
     int bar;      /* draw the progress bar */
     double drawn; /* when it was last drawn (seconds) */
 } input;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Counts lines of a regular file and rewinds it; pipes stay uncounted. */
 static long count_lines(FILE *f)
@@ -53,8 +46,8 @@ static long count_lines(FILE *f)
 
 static void progress(input *in, long applied, int final)
 {
-    if (!in->bar || (!final && now_s() - in->drawn < 0.1)) return;
-    in->drawn = now_s();
+    if (!in->bar || (!final && ws_clock_mono_s() - in->drawn < 0.1)) return;
+    in->drawn = ws_clock_mono_s();
     enum { WIDTH = 30 };
     int fill = in->total ? (int)(WIDTH * in->lineno / in->total) : 0;
     char bar[WIDTH + 1];

@@ -2,8 +2,7 @@
 #include <math.h>
 
 #include "cpu_internal.h"
-
-#define WS_LN_EPS 1e-5f
+#include "../op_constants.h"
 
 ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
                                    const float *in, const float *gain, const float *bias, int n,

@@ -2,21 +2,19 @@
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "../op_constants.h"
 
 ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
                        size_t n, const ws_adamw_args *a)
 {
-    float bc1 = 1.0f - powf(a->beta1, (float)a->step);
-    float bc2_sqrt = sqrtf(1.0f - powf(a->beta2, (float)a->step));
-    float step_size = a->lr / bc1;
-    float decay = 1.0f - a->lr * a->weight_decay;
+    ws_adamw_step s = ws_adamw_step_of(a);
 #pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 4096)
     for (size_t i = 0; i < n; i++) {
         float g = grad[i] * a->grad_scale;
         m[i] = a->beta1 * m[i] + (1.0f - a->beta1) * g;
         v[i] = a->beta2 * v[i] + (1.0f - a->beta2) * g * g;
-        float p = param[i] * decay;
-        param[i] = p - step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + a->eps);
+        float p = param[i] * s.decay;
+        param[i] = p - s.step_size * m[i] / (sqrtf(v[i]) / s.bc2_sqrt + a->eps);
     }
     return WS_OK;
 }

@@ -3,9 +3,9 @@
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
+#include "../op_constants.h"
 
-#define WS_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define WS_PAR_MIN 4096               /* elements below which threads cost more */
+#define WS_PAR_MIN 4096 /* elements below which threads cost more */
 
 /* GELU, tanh form: x/2·(1 + tanh u) with u = √(2/π)(x + 0.044715x³), computed as
  * x·σ(2u) — the same function, without tanh's cancellation and vectorisable. */
@@ -14,7 +14,7 @@ ws_status ws_cpu_gelu_forward(ws_backend *be, float *out, const float *in, size_
 #pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float x = in[i];
-        out[i] = x * ws_sigmoidf(2.0f * WS_GELU_K * (x + 0.044715f * x * x * x));
+        out[i] = x * ws_sigmoidf(2.0f * WS_GELU_K * (x + WS_GELU_C * x * x * x));
     }
     return WS_OK;
 }
@@ -25,8 +25,8 @@ ws_status ws_cpu_gelu_backward(ws_backend *be, float *din, const float *in, cons
 #pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float x = in[i];
-        float s = ws_sigmoidf(2.0f * WS_GELU_K * (x + 0.044715f * x * x * x));
-        float du = 2.0f * WS_GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        float s = ws_sigmoidf(2.0f * WS_GELU_K * (x + WS_GELU_C * x * x * x));
+        float du = 2.0f * WS_GELU_K * (1.0f + 3.0f * WS_GELU_C * x * x);
         din[i] += (s + x * s * (1.0f - s) * du) * dout[i];
     }
     return WS_OK;

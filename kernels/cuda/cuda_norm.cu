@@ -1,8 +1,8 @@
 /* cuda_norm.cu — LayerNorm forward/backward (eps 1e-5, biased variance), one warp
  * per row; the dgain/dbias reduction over rows gives each column one writer. */
 #include "cuda_internal.h"
+#include "../op_constants.h"
 
-#define WS_LN_EPS 1e-5f
 #define WS_LN_WARPS 4 /* rows per block */
 
 __global__ void k_ln_forward(float *out, float *mean, float *rstd, const float *in,

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "cuda_internal.h"
+#include "../op_constants.h"
 
 #define WS_THREADS 256
 
@@ -28,13 +29,10 @@ ws_status ws_cuda_adamw(ws_backend *be, float *param, const float *grad, float *
 {
     if (!n) return WS_OK;
     WS_CUDA_ENTER(be, c);
-    float bc1 = 1.0f - powf(a->beta1, (float)a->step);
-    float bc2_sqrt = sqrtf(1.0f - powf(a->beta2, (float)a->step));
-    float step_size = a->lr / bc1;
-    float decay = 1.0f - a->lr * a->weight_decay;
+    ws_adamw_step s = ws_adamw_step_of(a);
     k_adamw<<<ws_cuda_blocks(n, WS_THREADS, c), WS_THREADS, 0, c->stream>>>(
-        param, grad, m, v, n, a->beta1, a->beta2, a->eps, a->grad_scale, step_size, decay,
-        bc2_sqrt);
+        param, grad, m, v, n, a->beta1, a->beta2, a->eps, a->grad_scale, s.step_size, s.decay,
+        s.bc2_sqrt);
     WS_CUDA_LAUNCHED(c, "k_adamw");
     return WS_OK;
 }

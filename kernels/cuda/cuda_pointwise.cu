@@ -3,8 +3,8 @@
  * as the CPU backend does: per-thread, per-block, then one block over the block
  * partials — a fixed order, no atomics. */
 #include "cuda_internal.h"
+#include "../op_constants.h"
 
-#define WS_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define WS_THREADS 256
 #define WS_REDUCE_BLOCKS 512 /* most partials a reduction makes */
 
@@ -20,7 +20,7 @@ __global__ void k_fill(float *dst, float value, size_t n)
 /* x·σ(2u), u = √(2/π)(x + 0.044715x³): the tanh form of GELU, as the CPU computes it. */
 static __device__ __forceinline__ float gelu_sig(float x)
 {
-    return 1.0f / (1.0f + expf(-(2.0f * WS_GELU_K * (x + 0.044715f * x * x * x))));
+    return 1.0f / (1.0f + expf(-(2.0f * WS_GELU_K * (x + WS_GELU_C * x * x * x))));
 }
 
 __global__ void k_gelu_forward(float *out, const float *in, size_t n)
@@ -38,7 +38,7 @@ __global__ void k_gelu_backward(float *din, const float *in, const float *dout, 
     {
         float x = in[i];
         float s = gelu_sig(x);
-        float du = 2.0f * WS_GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        float du = 2.0f * WS_GELU_K * (1.0f + 3.0f * WS_GELU_C * x * x);
         din[i] += (s + x * s * (1.0f - s) * du) * dout[i];
     }
 }

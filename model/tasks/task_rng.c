@@ -3,20 +3,14 @@
 
 #include <math.h>
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+#include "../../base/ws_rng.h"
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 void ws_task_rng_seed(ws_task_rng *r, uint64_t seed)
 {
     /* splitmix64 never yields four zero words in a row, which xoshiro forbids. */
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+    for (int i = 0; i < 4; i++) r->s[i] = ws_splitmix64(&seed);
 }
 
 uint64_t ws_task_rng_next(ws_task_rng *r)

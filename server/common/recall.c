@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "../../base/ws_rng.h"
+
 void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, int val)
 {
     size_t row = sizeof(int32_t) * (size_t)S;
@@ -25,8 +27,5 @@ void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, int val)
 
 int ws_recall_draw(const ws_recall_facts *f, uint64_t *rng)
 {
-    uint64_t x = *rng;
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    *rng = x;
-    return (int)(x % (uint64_t)f->n);
+    return (int)(ws_xorshift64(rng) % (uint64_t)f->n);
 }

@@ -93,7 +93,6 @@ typedef struct ws_srv {
 
 /* The calling thread's storage connection (opened on first use). */
 ws_store *ws_srv_store(ws_srv *srv, ws_error *err);
-int64_t ws_srv_now_ms(void);
 
 /* ---- HTTP ------------------------------------------------------------------- */
 ws_status ws_http_start(ws_srv *srv, ws_error *err);

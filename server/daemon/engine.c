@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "../../base/ws_clock.h"
 
 #define TRAIN_EVERY_BATCHES 8
 /* How often the engine looks for versions recorded by other processes: one
@@ -35,13 +36,6 @@ void ws_eng_fail(ws_job *j, ws_status s, const ws_error *err)
     const char *code;
     int status = ws_http_status_of(s, &code);
     ws_eng_finish(j, status, ws_http_error(code, "%s", err->msg));
-}
-
-static int64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static int in_batch(ws_job **jobs, int n, const ws_job *j)
@@ -167,7 +161,7 @@ static int training_ready(ws_engine *e)
  * monotonic time `until` (µs). */
 static void wait_until(ws_engine *e, int64_t until)
 {
-    int64_t left = until - mono_us();
+    int64_t left = until - ws_clock_mono_us();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t ns = ts.tv_nsec + (left > 0 ? left : 0) * 1000;
@@ -181,14 +175,15 @@ static void *engine_main(void *arg)
     ws_engine *e = arg;
     int max = e->srv->cfg.max_batch, batches = 0;
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
-    int64_t next_sync = mono_us() + SYNC_EVERY_US;
+    int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
-        if (mono_us() >= next_sync) { /* between batches: versions other processes recorded */
+        /* between batches: versions other processes recorded */
+        if (ws_clock_mono_us() >= next_sync) {
             pthread_mutex_unlock(&e->mu);
             ws_eng_models_sync(e);
             pthread_mutex_lock(&e->mu);
-            next_sync = mono_us() + SYNC_EVERY_US;
+            next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
             continue;
         }
         if (!e->head) {
@@ -202,12 +197,12 @@ static void *engine_main(void *arg)
             continue;
         }
         /* Let the batch fill: wait until max jobs or batch_wait_us has passed. */
-        int64_t until = mono_us() + e->srv->cfg.batch_wait_us;
-        while (!e->stop && e->depth < max && mono_us() < until) wait_until(e, until);
+        int64_t until = ws_clock_mono_us() + e->srv->cfg.batch_wait_us;
+        while (!e->stop && e->depth < max && ws_clock_mono_us() < until) wait_until(e, until);
         int n = take(e, jobs, max);
         pthread_mutex_unlock(&e->mu);
         int m = 0;
-        int64_t now = ws_srv_now_ms();
+        int64_t now = ws_clock_wall_ms();
         for (int i = 0; i < n; i++) {
             ws_job *j = jobs[i];
             if (now > j->deadline_ms) /* the client's wait is over: answer without running */

@@ -14,10 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
+#include "../../base/ws_clock.h"
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
@@ -29,7 +29,7 @@ typedef struct {
     ws_job *job;
     int route;
     int64_t t0_ms;
-    struct timespec t0;
+    double t0; /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* POST /v1/models/{name}/import: the body goes to a file, not to memory */
     int import;
     uint64_t received;  /* body bytes so far */
@@ -78,20 +78,13 @@ const char *ws_http_route_name(int route)
     return route >= 0 && route < WS_ROUTE_COUNT ? route_names[route] : "other";
 }
 
-static double elapsed_s(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
-}
-
 static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r, int status,
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    ws_metrics_request(r->route, status, elapsed_s(&r->t0));
+    ws_metrics_request(r->route, status, ws_clock_mono_s() - r->t0);
     return ret;
 }
 
@@ -242,7 +235,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!r) {
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
-        clock_gettime(CLOCK_MONOTONIC, &r->t0);
+        r->t0 = ws_clock_mono_s();
         r->route = WS_ROUTE_OTHER;
         r->spool_fd = -1;
         *con_cls = r;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -27,13 +26,6 @@ ws_srv_config ws_srv_config_default(void)
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
-}
-
-int64_t ws_srv_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void close_store(void *p)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "../../base/ws_clock.h"
 
 static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
 {
@@ -277,7 +278,7 @@ void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
 {
     ws_error err = {0};
     j->conn = c->conn;
-    j->deadline_ms = ws_srv_now_ms() + c->srv->cfg.request_timeout_ms;
+    j->deadline_ms = ws_clock_wall_ms() + c->srv->cfg.request_timeout_ms;
     ws_status s = ws_engine_submit(c->srv->engine, j, &err);
     if (s == WS_OK) {
         a->job = j;

@@ -17,8 +17,8 @@
  * daemon; a daemon started meanwhile refuses to start until it is done. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../../base/ws_clock.h"
 #include "offline.h"
 #include "../common/versions.h"
 
@@ -88,18 +88,16 @@ ws_status ws_off_rederive(const ws_off_options *o, ws_error *err)
     ws_status s = ws_off_work_open(&w, o, o->version, err);
     rederive_ctx x = {.c = &w.corpus, .be = w.be, .version = w.version, .dry_run = o->dry_run};
     if (s == WS_OK) s = ws_off_corpus_from_db(&w.corpus, w.row.id, o->session, 0, err);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ws_clock_mono_s();
     if (s == WS_OK) {
         x.cfg = ws_model_config_of(w.corpus.m);
         s = replay_all(&x, o->tc.batch, err);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = ws_clock_mono_s() - t0;
     if (s == WS_OK) {
         const ws_off_corpus *c = &w.corpus;
         long at_zero = 0;
         for (int i = 0; i < c->n; i++) at_zero += c->sessions[i].n_steps == 0;
-        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
         printf("{\"rederive\":\"%s\",\"version\":%lld,\"sessions\":%d,\"steps\":%lld,\"identical\":%ld,"
                "\"%s\":%ld,\"at_step_0\":%ld,\"steps_of_other_versions\":%ld,\"seconds\":%.3f}\n",
                o->model, (long long)x.version, c->n, (long long)ws_off_corpus_steps(c), x.identical,

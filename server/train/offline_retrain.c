@@ -12,10 +12,11 @@
  * serves it within about a second. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "offline.h"
 #include "../common/versions.h"
+#include "../../base/ws_clock.h"
+#include "../../base/ws_rng.h"
 
 typedef struct {
     int S, recall;
@@ -55,17 +56,9 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
 static void shuffle(int *a, int n, uint64_t *rng)
 {
     for (int i = n - 1; i > 0; i--) {
-        *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
-        int j = (int)(*rng % (uint64_t)(i + 1)), t = a[i];
+        int j = (int)(ws_xorshift64(rng) % (uint64_t)(i + 1)), t = a[i];
         a[i] = a[j], a[j] = t;
     }
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 typedef struct {
@@ -117,7 +110,7 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
     uint64_t rng = tg.rng ^ 0x5EEDULL;
     progress p = {.total = ws_off_corpus_steps(c) * o->epochs};
     if (s == WS_OK) s = ws_model_zero_grads(c->m, err);
-    double t0 = now_s();
+    double t0 = ws_clock_mono_s();
     for (int e = 1; s == WS_OK && e <= o->epochs; e++) {
         shuffle(order, c->n, &rng);
         ws_off_replay_begin(rp, order, c->n);
@@ -126,7 +119,8 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
         if (s == WS_OK)
             printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels and recall), %.1f s\n", e,
                    o->epochs, p.labelled ? p.loss / (double)p.labelled : 0.0,
-                   p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled, now_s() - t0);
+                   p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled,
+                   ws_clock_mono_s() - t0);
         fflush(stdout);
     }
     /* Gradients of a last partial accumulation still count. */

@@ -3,21 +3,21 @@
  * themselves), reset after every use. */
 #include <stdio.h>
 
-#include "store_internal.h"
+#include "sqlite_internal.h"
 
 static const char *const stmt_sql[WS_ST_COUNT] = {
-#define WS_STORE_X_SQL(name, sql) [WS_ST_##name] = sql,
-    WS_STORE_STATEMENTS(WS_STORE_X_SQL)
-#undef WS_STORE_X_SQL
+#define WS_SQLITE_X_SQL(name, sql) [WS_ST_##name] = sql,
+    WS_SQLITE_STATEMENTS(WS_SQLITE_X_SQL)
+#undef WS_SQLITE_X_SQL
 };
 
 static const char *const stmt_name[WS_ST_COUNT] = {
-#define WS_STORE_X_NAME(name, sql) [WS_ST_##name] = #name,
-    WS_STORE_STATEMENTS(WS_STORE_X_NAME)
-#undef WS_STORE_X_NAME
+#define WS_SQLITE_X_NAME(name, sql) [WS_ST_##name] = #name,
+    WS_SQLITE_STATEMENTS(WS_SQLITE_X_NAME)
+#undef WS_SQLITE_X_NAME
 };
 
-ws_status ws_store__prepare_all(ws_store *s, ws_error *err)
+ws_status ws_sqlite__prepare_all(ws_sqlite *s, ws_error *err)
 {
     for (int i = 0; i < WS_ST_COUNT; i++) {
         /* PERSISTENT: these live as long as the connection, so SQLite should not
@@ -28,15 +28,15 @@ ws_status ws_store__prepare_all(ws_store *s, ws_error *err)
             /* name the statement: a failure here is a schema/SQL bug */
             char what[96];
             snprintf(what, sizeof what, "storage: preparing statement %s", stmt_name[i]);
-            ws_status st = ws_store__sqlfail(s, rc, err, what);
-            ws_store__finalize_all(s);
+            ws_status st = ws_sqlite__sqlfail(s, rc, err, what);
+            ws_sqlite__finalize_all(s);
             return st;
         }
     }
     return WS_OK;
 }
 
-void ws_store__finalize_all(ws_store *s)
+void ws_sqlite__finalize_all(ws_sqlite *s)
 {
     for (int i = 0; i < WS_ST_COUNT; i++) {
         /* sqlite3_finalize returns the last step's error, already reported by
@@ -46,9 +46,9 @@ void ws_store__finalize_all(ws_store *s)
     }
 }
 
-sqlite3_stmt *ws_store__stmt(ws_store *s, ws_store_stmt_id id) { return s->st[id]; }
+sqlite3_stmt *ws_sqlite__stmt(ws_sqlite *s, ws_sqlite_stmt_id id) { return s->st[id]; }
 
-void ws_store__done(sqlite3_stmt *st)
+void ws_sqlite__done(sqlite3_stmt *st)
 {
     /* Both return the previous step's error code (already handled by the
      * caller) or SQLITE_OK; neither can fail on its own. */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store_internal.h"
+#include "sqlite_internal.h"
 
 #define WS_STORE_APPLICATION_ID 0x77737431 /* "wst1" */
 
@@ -93,34 +93,34 @@ static const char *const migrations[WS_STORE_SCHEMA_VERSION] = {
 };
 
 /* Reads an integer PRAGMA (not prepared once: runs only at open). */
-static ws_status pragma_int(ws_store *s, const char *sql, int64_t *out, ws_error *err)
+static ws_status pragma_int(ws_sqlite *s, const char *sql, int64_t *out, ws_error *err)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) return ws_store__sqlfail(s, rc, err, sql);
+    if (rc != SQLITE_OK) return ws_sqlite__sqlfail(s, rc, err, sql);
     rc = sqlite3_step(st);
     ws_status r = WS_OK;
     if (rc == SQLITE_ROW)
         *out = (int64_t)sqlite3_column_int64(st, 0);
     else
         r = rc == SQLITE_DONE ? ws_error_set(err, WS_ERR_STORAGE, "%s: no result", sql)
-                              : ws_store__sqlfail(s, rc, err, sql);
+                              : ws_sqlite__sqlfail(s, rc, err, sql);
     (void)sqlite3_finalize(st); /* repeats the step's error, handled above */
     return r;
 }
 
-static ws_status exec(ws_store *s, const char *sql, ws_error *err, const char *what)
+static ws_status exec(ws_sqlite *s, const char *sql, ws_error *err, const char *what)
 {
     char *msg = NULL;
     int rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
     if (rc == SQLITE_OK) return WS_OK;
-    ws_status st = ws_store__sqlfail(s, rc, err, what);
+    ws_status st = ws_sqlite__sqlfail(s, rc, err, what);
     sqlite3_free(msg); /* the same text sqlite3_errmsg gave sqlfail */
     return st;
 }
 
 /* Where the file stands: its version, or a refusal. */
-static ws_status check_file(ws_store *s, int create, int64_t *version, ws_error *err)
+static ws_status check_file(ws_sqlite *s, int create, int64_t *version, ws_error *err)
 {
     int64_t app_id, n_objects;
     WS_TRY(pragma_int(s, "PRAGMA user_version", version, err));
@@ -144,7 +144,7 @@ static ws_status check_file(ws_store *s, int create, int64_t *version, ws_error 
     return WS_OK;
 }
 
-ws_status ws_store__migrate(ws_store *s, int create, ws_error *err)
+ws_status ws_sqlite__migrate(ws_sqlite *s, int create, ws_error *err)
 {
     int64_t version;
     WS_TRY(check_file(s, create, &version, err));

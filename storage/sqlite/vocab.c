@@ -1,36 +1,30 @@
-/* vocab_store.c — per-model vocabularies: symbols with dense ids 0..n-1 in
+/* vocab.c — per-model vocabularies: symbols with dense ids 0..n-1 in
  * order of first sight, appended as the model meets new symbols and loaded
  * whole at startup. */
 #include <string.h>
 
-#include "store_internal.h"
+#include "sqlite_internal.h"
 
-static ws_status next_id(ws_store *s, int64_t model, int64_t *n, ws_error *err)
+static ws_status next_id(ws_sqlite *s, int64_t model, int64_t *n, ws_error *err)
 {
-    return ws_store__query_int64_by(s, WS_ST_VOCAB_NEXT, model, n, err,
-                                    "storage: counting vocabulary");
+    return ws_sqlite__query_int64_by(s, WS_ST_VOCAB_NEXT, model, n, err,
+                                     "storage: counting vocabulary");
 }
 
-ws_status ws_store_vocab_count(ws_store *s, int64_t model, int64_t *n, ws_error *err)
+ws_status ws_sqlite_vocab_count(ws_store *store, int64_t model, int64_t *n, ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
-    WS_TRY(ws_store__model_exists(s, model, err));
+    ws_sqlite *s = ws_sqlite_of(store);
+    WS_TRY(ws_sqlite__model_exists(s, model, err));
     return next_id(s, model, n, err);
 }
 
-ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, size_t n,
-                                const char *const *symbols, ws_error *err)
+ws_status ws_sqlite_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
+                                 const char *const *symbols, ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
-    if (n == 0) return WS_OK;
-    if (!symbols) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no symbols given");
-    for (size_t i = 0; i < n; i++)
-        if (!symbols[i])
-            return ws_error_set(err, WS_ERR_INVALID, "vocabulary: symbol %zu is NULL", i);
-
-    ws_store_op op;
-    WS_TRY(ws_store__op_begin(s, &op, err));
-    ws_status r = ws_store__model_exists(s, model, err);
+    ws_sqlite *s = ws_sqlite_of(store);
+    ws_sqlite_op op;
+    WS_TRY(ws_sqlite__op_begin(s, &op, err));
+    ws_status r = ws_sqlite__model_exists(s, model, err);
     int64_t have = 0;
     if (r == WS_OK) r = next_id(s, model, &have, err);
     /* The caller's in-memory vocabulary assigned the ids; if it does not
@@ -40,11 +34,11 @@ ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, si
         r = ws_error_set(err, WS_ERR_CONFLICT,
                          "vocabulary of model %lld has %lld symbols; cannot append at id %lld",
                          (long long)model, (long long)have, (long long)first_id);
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VOCAB_INSERT);
+    sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_VOCAB_INSERT);
     for (size_t i = 0; r == WS_OK && i < n; i++) {
-        r = ws_store__bind_int64(s, st, 1, model, err);
-        if (r == WS_OK) r = ws_store__bind_int64(s, st, 2, first_id + (int64_t)i, err);
-        if (r == WS_OK) r = ws_store__bind_text(s, st, 3, symbols[i], err);
+        r = ws_sqlite__bind_int64(s, st, 1, model, err);
+        if (r == WS_OK) r = ws_sqlite__bind_int64(s, st, 2, first_id + (int64_t)i, err);
+        if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 3, symbols[i], err);
         if (r == WS_OK) {
             int rc = sqlite3_step(st);
             /* the only constraint an append can break is UNIQUE(model, symbol) */
@@ -53,25 +47,25 @@ ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, si
                                  "vocabulary of model %lld already has symbol \"%.64s\"",
                                  (long long)model, symbols[i]);
             else if (rc != SQLITE_DONE)
-                r = ws_store__sqlfail(s, rc, err, "storage: appending to the vocabulary");
+                r = ws_sqlite__sqlfail(s, rc, err, "storage: appending to the vocabulary");
         }
-        ws_store__done(st);
+        ws_sqlite__done(st);
     }
-    return ws_store__op_end(s, &op, r, err);
+    return ws_sqlite__op_end(s, &op, r, err);
 }
 
-ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,
-                              ws_error *err)
+ws_status ws_sqlite_vocab_load(ws_store *store, int64_t model, ws_store_vocab_fn fn, void *ctx,
+                               ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
-    WS_TRY(ws_store__model_exists(s, model, err));
-    sqlite3_stmt *st = ws_store__stmt(s, WS_ST_VOCAB_LOAD);
-    ws_status r = ws_store__bind_int64(s, st, 1, model, err);
+    ws_sqlite *s = ws_sqlite_of(store);
+    WS_TRY(ws_sqlite__model_exists(s, model, err));
+    sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_VOCAB_LOAD);
+    ws_status r = ws_sqlite__bind_int64(s, st, 1, model, err);
     for (int64_t want = 0; r == WS_OK; want++) {
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) break;
         if (rc != SQLITE_ROW) {
-            r = ws_store__sqlfail(s, rc, err, "storage: loading the vocabulary");
+            r = ws_sqlite__sqlfail(s, rc, err, "storage: loading the vocabulary");
             break;
         }
         int64_t id = (int64_t)sqlite3_column_int64(st, 0);
@@ -87,10 +81,8 @@ ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, 
             r = ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory loading the vocabulary");
             break;
         }
-        s->in_callback = 1;
         r = fn(ctx, id, sym, len);
-        s->in_callback = 0;
     }
-    ws_store__done(st);
+    ws_sqlite__done(st);
     return r;
 }

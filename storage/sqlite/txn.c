@@ -1,21 +1,21 @@
 /* txn.c — transactions: the caller's group transaction (ws_store_begin /
  * commit / rollback) and the write units every write call runs in. */
-#include "store_internal.h"
+#include "sqlite_internal.h"
 
 /* Runs one of the transaction-control statements. */
-static ws_status run(ws_store *s, ws_store_stmt_id id, ws_error *err, const char *what)
+static ws_status run(ws_sqlite *s, ws_sqlite_stmt_id id, ws_error *err, const char *what)
 {
-    return ws_store__exec(s, ws_store__stmt(s, id), err, what);
+    return ws_sqlite__exec(s, ws_sqlite__stmt(s, id), err, what);
 }
 
 /* SQLite rolls a transaction back by itself after some errors (SQLITE_FULL,
  * SQLITE_IOERR, SQLITE_NOMEM, ...). Then the connection is back in autocommit
  * mode although we still think a transaction is open. */
-static int txn_lost(ws_store *s) { return s->in_txn && sqlite3_get_autocommit(s->db); }
+static int txn_lost(ws_sqlite *s) { return s->in_txn && sqlite3_get_autocommit(s->db); }
 
-ws_status ws_store_begin(ws_store *s, ws_error *err)
+ws_status ws_sqlite_begin(ws_store *store, ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
+    ws_sqlite *s = ws_sqlite_of(store);
     if (s->in_txn)
         return ws_error_set(err, WS_ERR_INVALID, "storage: a transaction is already open");
     /* IMMEDIATE takes the write lock now, waiting up to busy_timeout. A
@@ -27,9 +27,9 @@ ws_status ws_store_begin(ws_store *s, ws_error *err)
     return WS_OK;
 }
 
-ws_status ws_store_commit(ws_store *s, ws_error *err)
+ws_status ws_sqlite_commit(ws_store *store, ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
+    ws_sqlite *s = ws_sqlite_of(store);
     if (!s->in_txn) return ws_error_set(err, WS_ERR_INVALID, "storage: no transaction to commit");
     if (txn_lost(s)) {
         s->in_txn = s->txn_poisoned = 0;
@@ -55,18 +55,18 @@ ws_status ws_store_commit(ws_store *s, ws_error *err)
     return st;
 }
 
-ws_status ws_store_rollback(ws_store *s, ws_error *err)
+ws_status ws_sqlite_rollback(ws_store *store, ws_error *err)
 {
-    WS_STORE_ENTER(s, err);
+    ws_sqlite *s = ws_sqlite_of(store);
     if (!s->in_txn) return WS_OK; /* safe to call on any cleanup path */
     s->in_txn = s->txn_poisoned = 0;
     if (sqlite3_get_autocommit(s->db)) return WS_OK; /* SQLite already rolled it back */
     return run(s, WS_ST_ROLLBACK, err, "storage: ROLLBACK");
 }
 
-int ws_store_in_transaction(const ws_store *s) { return s && s->in_txn; }
+int ws_sqlite_in_transaction(const ws_store *store) { return ((const ws_sqlite *)store)->in_txn; }
 
-ws_status ws_store__op_begin(ws_store *s, ws_store_op *op, ws_error *err)
+ws_status ws_sqlite__op_begin(ws_sqlite *s, ws_sqlite_op *op, ws_error *err)
 {
     if (s->in_txn) {
         if (txn_lost(s))
@@ -80,7 +80,7 @@ ws_status ws_store__op_begin(ws_store *s, ws_store_op *op, ws_error *err)
     return run(s, WS_ST_BEGIN, err, "storage: BEGIN IMMEDIATE");
 }
 
-ws_status ws_store__op_end(ws_store *s, ws_store_op *op, ws_status status, ws_error *err)
+ws_status ws_sqlite__op_end(ws_sqlite *s, ws_sqlite_op *op, ws_status status, ws_error *err)
 {
     if (op->own) {
         if (status == WS_OK) {

@@ -1,8 +1,9 @@
 /* daemon.h — worldstated's internals, shared by the server/daemon/ files (DESIGN §4).
  *
- * Flow: an HTTP thread (ws_http_*) accumulates and parses a request, checks the
- * key (ws_auth_*), and either answers from storage directly (session CRUD, log
- * pages, model listings) or builds a ws_job, hands it to the engine
+ * Flow: an HTTP thread (ws_http_*) finds the request's row in the route table
+ * (routes.h), accumulates the body, checks the key the row asks for
+ * (ws_auth_*), and the row's handler either answers from storage directly
+ * (session CRUD, log pages, model listings) or builds a ws_job, hands it to the engine
  * (ws_engine_submit) and suspends the connection. The engine thread owns the
  * backend and every loaded model; it batches jobs, runs the model, commits one
  * transaction per group, fills job->status/reply, and resumes the connection;
@@ -113,35 +114,21 @@ typedef struct {
     ws_job *job;              /* non-NULL: submitted, suspend and wait */
 } ws_http_answer;
 
+#define WS_HTTP_PARAMS 4 /* {…} segments of a route pattern (routes.h) */
+
 typedef struct {
     ws_srv *srv;
     struct MHD_Connection *conn;
+    struct ws_http_req *req;  /* the request's state in http.c */
     const char *method;
-    char *segs[8];
-    int n_segs;
+    const char *params[WS_HTTP_PARAMS]; /* the route pattern's {…} segments, in order */
     const char *body;
     size_t body_len;
-    char *upload;         /* WS_ROUTE_IMPORT: the file holding the body; a route that
-                             takes it over moves it into its job and sets it to NULL */
+    char *upload;         /* a FILE route's body (routes.h): the file holding it; a route
+                             that takes it over moves it into its job and sets it to NULL */
     ws_store_principal who;
 } ws_http_ctx;
 
-enum {
-    WS_ROUTE_HEALTH, WS_ROUTE_READY, WS_ROUTE_METRICS, WS_ROUTE_SESSIONS, WS_ROUTE_SESSION,
-    WS_ROUTE_STATE, WS_ROUTE_STEPS, WS_ROUTE_QUERIES, WS_ROUTE_LABELS, WS_ROUTE_MODELS,
-    WS_ROUTE_MODEL, WS_ROUTE_TRAINING, WS_ROUTE_CHECKPOINT, WS_ROUTE_IMPORT, WS_ROUTE_OTHER,
-    WS_ROUTE_COUNT
-};
-const char *ws_http_route_name(int route);
-
-/* Route handlers (routes_*.c). */
-int ws_http_route_of(const ws_http_ctx *c);
-void ws_routes_dispatch(ws_http_ctx *c, int route, ws_http_answer *a);
-void ws_routes_sessions(ws_http_ctx *c, int route, ws_http_answer *a);
-void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a);
-/* Checks of POST /v1/models/{name}/import made before its body is read (admin
- * key, model name): 1 to go on, 0 with the refusal in a. */
-int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a);
 /* Hands a job to the engine: a->job on success, else a 503 in a. */
 void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 /* Model config <-> JSON (the checkpoint's field names). */
@@ -188,7 +175,8 @@ cJSON *ws_engine_model_status(ws_engine *e, int64_t model_id);
 void ws_engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap);
 
 /* ---- metrics ------------------------------------------------------------ */
-void ws_metrics_request(int route, int status, double seconds);
+/* label: a route label slot (routes.h) */
+void ws_metrics_request(int label, int status, double seconds);
 void ws_metrics_batch(int n_jobs, int n_steps, int n_queries);
 void ws_metrics_training_update(void);
 struct MHD_Response *ws_metrics_render(ws_srv *srv);

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "routes.h"
 
 cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
 {
@@ -43,15 +43,7 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
-static int need_admin(ws_http_ctx *c, ws_http_answer *a)
-{
-    if (c->who.admin) return 1;
-    a->status = 403;
-    a->json = ws_http_error("forbidden", "this route needs an admin key");
-    return 0;
-}
-
-static void create_model(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
     static const char *const fields[] = {"name", "config", "training", "seed", NULL};
     ws_error err = {0};
@@ -80,7 +72,7 @@ static void create_model(ws_http_ctx *c, ws_http_answer *a)
     ws_http_submit(c, j, a);
 }
 
-static void training_set(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
@@ -89,18 +81,18 @@ static void training_set(ws_http_ctx *c, ws_http_answer *a)
     ws_srv_training probe = ws_srv_training_default();
     ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
     if (s == WS_OK) s = ws_srv_training_parse(j->body, &probe, &err); /* validate before queueing */
-    if (s == WS_OK && !name_ok(c->segs[2])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
+    if (s == WS_OK && !name_ok(c->params[0])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
     }
-    strcpy(j->model_name, c->segs[2]);
+    strcpy(j->model_name, c->params[0]);
     ws_http_submit(c, j, a);
 }
 
 /* POST /v1/models/{name}/import: the body is already in the file c->upload;
  * the engine loads it, checks it and makes it a model or a version. */
-static void import_model(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     if (!c->upload) /* http.c spools every import's body: a bug if not */
@@ -108,27 +100,19 @@ static void import_model(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
-    strcpy(j->model_name, c->segs[2]); /* checked by ws_routes_import_precheck */
+    strcpy(j->model_name, c->params[0]); /* checked by ws_route_model_import_begin */
     j->upload = c->upload; /* the job owns the file from here on */
     c->upload = NULL;
     ws_http_submit(c, j, a);
 }
 
-int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a)
+/* The name is checked before a body of up to 256 MiB is read. */
+int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
 {
-    if (strcmp(c->method, "POST") != 0) {
-        a->status = 405;
-        a->json = ws_http_error("method_not_allowed", "allowed: POST");
-        return 0;
-    }
-    if (!need_admin(c, a)) return 0;
-    if (!name_ok(c->segs[2])) {
-        a->status = 400;
-        a->json = ws_http_error("invalid_request",
-                                "name must be 1..64 characters of [A-Za-z0-9._-]");
-        return 0;
-    }
-    return 1;
+    if (name_ok(c->params[0])) return 1;
+    a->status = 400;
+    a->json = ws_http_error("invalid_request", "name must be 1..64 characters of [A-Za-z0-9._-]");
+    return 0;
 }
 
 static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
@@ -169,57 +153,50 @@ static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
     a->status = 200;
 }
 
-void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
+void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
-    if (!st) return fail(a, err.code, &err);
-    const char *m = c->method;
-    if (route == WS_ROUTE_MODELS) {
-        if (!strcmp(m, "POST")) {
-            if (need_admin(c, a)) create_model(c, a);
-            return;
-        }
-        if (strcmp(m, "GET") != 0) {
-            a->status = 405;
-            a->json = ws_http_error("method_not_allowed", "allowed: GET POST");
-            return;
-        }
-        cJSON *arr;
-        ws_status s = ws_srv_models_json(st, &arr, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        a->json = cJSON_CreateObject();
-        cJSON_AddItemToObject(a->json, "models", arr);
-        return;
-    }
-    if (route == WS_ROUTE_IMPORT) {
-        if (ws_routes_import_precheck(c, a)) import_model(c, a);
-        return;
-    }
-    const char *allowed = route == WS_ROUTE_TRAINING ? "PATCH" : "GET";
-    if (strcmp(m, allowed) != 0) {
-        a->status = 405;
-        a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
-        return;
-    }
-    if (route == WS_ROUTE_TRAINING) {
-        if (need_admin(c, a)) training_set(c, a);
-        return;
-    }
-    if (!name_ok(c->segs[2]))
-        return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
-    if (route == WS_ROUTE_MODEL) {
-        int64_t id;
-        ws_status s = ws_srv_model_json(st, c->segs[2], &a->json, &id, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        cJSON *status = ws_engine_model_status(c->srv->engine, id);
-        if (status) cJSON_AddItemToObject(a->json, "status", status);
-        return;
-    }
+    cJSON *arr;
+    ws_status s = st ? ws_srv_models_json(st, &arr, &err) : err.code;
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    a->json = cJSON_CreateObject();
+    cJSON_AddItemToObject(a->json, "models", arr);
+}
+
+/* The calling thread's store, with the route's model name checked; NULL with
+ * the answer in a. */
+static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) fail(a, err.code, &err);
+    else if (!name_ok(c->params[0]))
+        fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
+    return st && name_ok(c->params[0]) ? st : NULL;
+}
+
+void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = model_store(c, a);
+    if (!st) return;
+    int64_t id;
+    ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    cJSON *status = ws_engine_model_status(c->srv->engine, id);
+    if (status) cJSON_AddItemToObject(a->json, "status", status);
+}
+
+void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = model_store(c, a);
+    if (!st) return;
     ws_store_model model = {0};
-    ws_status s = ws_store_model_find(st, c->segs[2], &model, &err);
+    ws_status s = ws_store_model_find(st, c->params[0], &model, &err);
     if (s != WS_OK) return fail(a, s, &err);
     checkpoint(st, &model, a);
     ws_store_model_clear(&model);

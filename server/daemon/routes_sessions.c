@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "routes.h"
 
 static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
 {
@@ -20,15 +20,22 @@ static void fail_code(ws_http_answer *a, int status, const char *code, const cha
     a->json = ws_http_error(code, "%s", msg);
 }
 
-static int method_is(ws_http_ctx *c, ws_http_answer *a, const char *allowed)
+/* The calling thread's store, with the route's session id (if it has one)
+ * checked; NULL with the answer in a. */
+static ws_store *session_store(ws_http_ctx *c, ws_http_answer *a)
 {
-    /* allowed: space-separated list; the request's method must be one. */
-    size_t n = strlen(c->method);
-    for (const char *p = allowed; (p = strstr(p, c->method)); p += n)
-        if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    a->status = 405;
-    a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
-    return 0;
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) {
+        fail(a, err.code, &err);
+        return NULL;
+    }
+    /* Malformed ids are simply unknown sessions. */
+    if (c->params[0] && !ws_store_session_id_valid(c->params[0])) {
+        fail_code(a, 404, "not_found", "no such session");
+        return NULL;
+    }
+    return st;
 }
 
 /* An optional integer query argument. */
@@ -66,8 +73,10 @@ static cJSON *session_json(ws_store *st, const ws_store_session *s)
     return o;
 }
 
-static void create_session(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     static const char *const fields[] = {"model", NULL};
     ws_error err = {0};
     cJSON *body = NULL;
@@ -130,8 +139,10 @@ static ws_status list_session(void *ctx, const ws_store_session *s)
     return WS_OK;
 }
 
-static void list_sessions(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_sessions_list(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     int64_t limit = 100;
     if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a)) return;
     const char *after = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "after");
@@ -163,8 +174,10 @@ static ws_status log_entry(void *ctx, const ws_store_log_entry *e)
     return ws_srv_log_item_fill(o, e);
 }
 
-static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_steps_list(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     int64_t limit = 100, after = 0;
     if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a) ||
         !arg_int(c, "after", 0, INT64_MAX / 2, &after, a))
@@ -172,9 +185,9 @@ static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     list_ctx l = {.arr = cJSON_CreateArray()};
     ws_error err = {0};
     ws_store_session sess = {0};
-    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
     if (s == WS_OK)
-        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->segs[2], after, (int)limit, log_entry, &l, &err)
+        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit, log_entry, &l, &err)
                   : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     ws_store_session_clear(&sess);
     if (s != WS_OK) {
@@ -188,11 +201,13 @@ static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     else cJSON_AddNullToObject(a->json, "next_after");
 }
 
-static void get_state(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     ws_store_session sess = {0};
     ws_error err = {0};
-    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 1, &sess, &err);
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 1, &sess, &err);
     if (s != WS_OK) return fail(a, s, &err);
     size_t bytes = (size_t)sess.rows * (size_t)sess.cols * sizeof(float);
     /* The blob is little-endian float32 row-major, exactly as stored. */
@@ -227,7 +242,7 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     j->expect_step = -1;
     j->tenant = c->who.tenant;
     j->conn = c->conn;
-    memcpy(j->session, c->segs[2], strlen(c->segs[2]) + 1);
+    memcpy(j->session, c->params[0], strlen(c->params[0]) + 1);
     ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
     if (s == WS_OK)
         s = ws_json_only(j->body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
@@ -287,63 +302,62 @@ void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
     fail_code(a, 503, s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", err.msg);
 }
 
-void ws_routes_sessions(ws_http_ctx *c, int route, ws_http_answer *a)
+void ws_route_session_get(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     ws_error err = {0};
-    ws_store *st = ws_srv_store(c->srv, &err);
-    if (!st) return fail(a, err.code, &err);
-    if (route == WS_ROUTE_SESSIONS) {
-        if (!method_is(c, a, "GET POST")) return;
-        return !strcmp(c->method, "POST") ? create_session(c, st, a) : list_sessions(c, st, a);
-    }
-    /* Malformed ids are simply unknown sessions. */
-    if (!ws_store_session_id_valid(c->segs[2])) return fail_code(a, 404, "not_found", "no such session");
-    switch (route) {
-    case WS_ROUTE_SESSION: {
-        if (!method_is(c, a, "GET DELETE")) return;
-        if (!strcmp(c->method, "DELETE")) {
-            ws_status s = ws_store_session_delete(st, c->who.tenant, c->segs[2], &err);
-            if (s != WS_OK) return fail(a, s, &err);
-            a->status = 204;
-            a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-            return;
-        }
-        ws_store_session sess = {0};
-        ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        a->json = session_json(st, &sess);
-        cJSON_AddItemToObject(a->json, "state_shape", cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
-        ws_store_session_clear(&sess);
-        return;
-    }
-    case WS_ROUTE_STATE:
-        if (method_is(c, a, "GET")) get_state(c, st, a);
-        return;
-    case WS_ROUTE_STEPS:
-        if (!method_is(c, a, "GET POST")) return;
-        if (!strcmp(c->method, "GET")) return read_log(c, st, a);
-        break;
-    case WS_ROUTE_QUERIES:
-        if (!method_is(c, a, "POST")) return;
-        break;
-    case WS_ROUTE_LABELS:
-        if (!method_is(c, a, "PUT")) return;
-        break;
-    default: return fail_code(a, 404, "not_found", "no such route");
-    }
-    ws_job_kind kind = route == WS_ROUTE_STEPS ? WS_JOB_STEP : route == WS_ROUTE_QUERIES ? WS_JOB_QUERY : WS_JOB_LABELS;
+    ws_store_session sess = {0};
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    a->json = session_json(st, &sess);
+    cJSON_AddItemToObject(a->json, "state_shape",
+                          cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
+    ws_store_session_clear(&sess);
+}
+
+void ws_route_session_delete(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_store *st = session_store(c, a);
+    if (!st) return;
+    ws_error err = {0};
+    ws_status s = ws_store_session_delete(st, c->who.tenant, c->params[0], &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 204;
+    a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+}
+
+/* A step, query or labels job from the body, handed to the engine. */
+static void submit_session_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
+{
+    if (!session_store(c, a)) return;
     ws_job *j = parse_job(c, kind, a);
     if (!j) return;
     if (kind == WS_JOB_LABELS) {
         char *end;
         errno = 0;
-        long long n = strtoll(c->segs[4], &end, 10);
-        if (!*c->segs[4] || *end || errno || n < 1) {
+        long long n = strtoll(c->params[1], &end, 10);
+        if (!*c->params[1] || *end || errno || n < 1) {
             ws_job_free(j);
             return fail_code(a, 404, "not_found", "no such step");
         }
         j->label_step = n;
     }
     ws_http_submit(c, j, a);
+}
+
+void ws_route_step(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_STEP, a);
+}
+
+void ws_route_query(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_QUERY, a);
+}
+
+void ws_route_labels_put(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_LABELS, a);
 }

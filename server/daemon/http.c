@@ -5,9 +5,10 @@
  * chunks accumulate under WS_SRV_BODY_MAX (an import's go to a file, under
  * WS_SRV_IMPORT_MAX); on the final call the route runs.
  * A route that needs the engine returns a job: the connection is suspended and
- * the engine resumes it once job->done is set; MHD then calls us again and the
- * reply goes out. Suspended connections never time out in MHD, so every job
- * carries its own deadline, enforced by the engine. */
+ * the job's completion callback (on the engine thread) resumes it; MHD then
+ * calls us again and the result goes out as JSON (jobs.c). Suspended
+ * connections never time out in MHD, so every job carries its own deadline,
+ * enforced by the engine. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -22,11 +23,13 @@
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
 typedef struct ws_http_req {
+    struct MHD_Connection *conn;
     char *body;
     size_t len, cap;
     int too_large;
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
+    atomic_int job_done; /* set by the job's callback, before it resumes conn */
     int label;   /* the route's metrics label (routes.h) */
     int64_t t0_ms;
     struct timespec t0;
@@ -218,6 +221,31 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     return MHD_YES;
 }
 
+/* A job's completion, on the engine thread: the job is ours again. */
+static void job_done(ws_job *j, void *user)
+{
+    (void)j;
+    ws_http_req *r = user;
+    struct MHD_Connection *conn = r->conn;
+    atomic_store_explicit(&r->job_done, 1, memory_order_release);
+    MHD_resume_connection(conn);
+}
+
+void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
+{
+    ws_error err = {0};
+    j->done = job_done;
+    j->user = c->req;
+    ws_status s = ws_engine_submit(c->srv->engine, j, &err);
+    if (s == WS_OK) {
+        a->job = j;
+        return;
+    }
+    ws_job_free(j);
+    a->status = 503;
+    a->json = ws_http_error(s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", "%s", err.msg);
+}
+
 /* One chunk of an import's body into its file; a write failure is answered
  * (500) once the body is in, the rest of it is dropped. */
 static void spool_chunk(ws_http_req *r, const char *data, size_t n)
@@ -271,6 +299,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &r->t0);
+        r->conn = conn;
         r->label = WS_ROUTE_LABELS - 1;
         r->spool_fd = -1;
         *con_cls = r;
@@ -278,14 +307,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return begin_request(srv, conn, r, url, method);
     }
     if (r->job) { /* resumed by the engine */
-        if (!atomic_load_explicit(&r->job->done, memory_order_acquire)) return MHD_YES;
-        ws_job *j = r->job;
-        cJSON *reply = j->reply;
-        j->reply = NULL;
-        int status = j->status;
-        ws_job_free(j);
+        if (!atomic_load_explicit(&r->job_done, memory_order_acquire)) return MHD_YES;
+        ws_http_answer a = {0};
+        ws_http_job_reply(srv, r->job, &a);
+        ws_job_free(r->job);
         r->job = NULL;
-        return send_json(conn, r, status, reply);
+        return send_json(conn, r, a.status, a.json);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -27,13 +26,6 @@ ws_srv_config ws_srv_config_default(void)
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
-}
-
-int64_t ws_srv_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void close_store(void *p)
@@ -193,7 +185,7 @@ static int serve(ws_srv *srv)
     srv->open_mode = n_keys == 0;
     if (s == WS_OK && pthread_key_create(&srv->store_key, close_store) != 0)
         s = ws_error_set(&err, WS_ERR_NOMEM, "cannot create thread key");
-    if (s == WS_OK) s = ws_engine_start(srv, &srv->engine, &err);
+    if (s == WS_OK) s = ws_srv_engine_start(srv, &err);
     if (s == WS_OK) s = ws_http_start(srv, &err);
     if (s != WS_OK) {
         fprintf(stderr, "worldstated: %s\n", err.msg);

@@ -74,6 +74,36 @@ int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
     }
 }
 
+typedef struct {
+    char **buf;
+    size_t *len, *cap;
+    int ready; /* 0: model versions, 1: examples ready */
+} model_lines;
+
+static void model_line(void *ctx, const ws_engine_model_info *m)
+{
+    model_lines *l = ctx;
+    if (l->ready)
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_training_examples_ready{model=\"%s\"} %d\n",
+                          m->name, m->examples_ready);
+    else
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_version{model=\"%s\"} %lld\n", m->name,
+                          (long long)m->version);
+}
+
+/* Queue depth and, per loaded model, its version and ready examples. */
+static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
+{
+    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
+                      ws_engine_queue_depth(e));
+    model_lines l = {buf, len, cap, 0};
+    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_model_version gauge\n");
+    ws_engine_models_each(e, model_line, &l);
+    l.ready = 1;
+    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_training_examples_ready gauge\n");
+    ws_engine_models_each(e, model_line, &l);
+}
+
 struct MHD_Response *ws_metrics_render(ws_srv *srv)
 {
     size_t cap = 8192, len = 0;
@@ -119,7 +149,7 @@ struct MHD_Response *ws_metrics_render(ws_srv *srv)
                       "# TYPE worldstate_training_updates_total counter\nworldstate_training_updates_total %lld\n",
                       (long long)atomic_load(&steps_total), (long long)atomic_load(&queries_total),
                       (long long)atomic_load(&train_updates));
-    if (srv->engine) ws_engine_metrics(srv->engine, &buf, &len, &cap);
+    if (srv->engine) engine_metrics(srv->engine, &buf, &len, &cap);
     if (!buf) return NULL;
     struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     if (!r) {

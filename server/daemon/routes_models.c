@@ -11,11 +11,6 @@
 
 #include "routes.h"
 
-cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
-{
-    return ws_model_config_to_json(cfg);
-}
-
 static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
 {
     *cfg = ws_model_config_default();
@@ -50,25 +45,26 @@ void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_CREATE;
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
-    if (s == WS_OK) s = ws_json_only(j->body, fields, &err);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j->body, "name");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j->body, "seed");
-    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j->body, "training");
+    cJSON *body = NULL;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+    if (s == WS_OK) s = ws_json_only(body, fields, &err);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(body, "seed");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(body, "training");
     if (s == WS_OK && (!cJSON_IsString(name) || !name_ok(name->valuestring)))
         s = ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
-    if (s == WS_OK) s = parse_config(cJSON_GetObjectItemCaseSensitive(j->body, "config"), &j->cfg, &err);
+    if (s == WS_OK) s = parse_config(cJSON_GetObjectItemCaseSensitive(body, "config"), &j->cfg, &err);
     int64_t sd = 1;
     if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
-    ws_srv_training t = ws_srv_training_default();
-    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &t, &err);
+    j->training = ws_srv_training_default();
+    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
+    if (s == WS_OK) strcpy(j->model_name, name->valuestring);
+    cJSON_Delete(body);
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
     }
     j->seed = (uint64_t)sd;
-    j->training = t;
-    strcpy(j->model_name, name->valuestring);
     ws_http_submit(c, j, a);
 }
 
@@ -78,9 +74,12 @@ void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_TRAINING_SET;
-    ws_srv_training probe = ws_srv_training_default();
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
-    if (s == WS_OK) s = ws_srv_training_parse(j->body, &probe, &err); /* validate before queueing */
+    j->training = ws_srv_training_default();
+    cJSON *body = NULL;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+    /* The fields sent, checked here; the engine applies them to the settings in force. */
+    if (s == WS_OK) s = ws_srv_training_parse_fields(body, &j->training, &j->training_fields, &err);
+    cJSON_Delete(body);
     if (s == WS_OK && !name_ok(c->params[0])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) {
         ws_job_free(j);
@@ -165,6 +164,22 @@ void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
     cJSON_AddItemToObject(a->json, "models", arr);
 }
 
+/* The engine's picture of a loaded model: GET /v1/models/{name}'s "status". */
+static cJSON *status_json(const ws_engine_model_info *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "state", "loaded");
+    cJSON_AddNumberToObject(o, "serving_version", (double)m->version);
+    cJSON_AddNumberToObject(o, "examples_ready", m->examples_ready);
+    cJSON_AddNumberToObject(o, "examples_labelled", (double)m->examples_labelled);
+    cJSON_AddNumberToObject(o, "examples_trained", (double)m->examples_trained);
+    cJSON_AddNumberToObject(o, "examples_dropped", (double)m->examples_dropped);
+    cJSON_AddNumberToObject(o, "updates", (double)m->updates);
+    cJSON_AddNumberToObject(o, "last_loss", m->last_loss);
+    return o;
+}
+
 /* The calling thread's store, with the route's model name checked; NULL with
  * the answer in a. */
 static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
@@ -186,8 +201,9 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
-    cJSON *status = ws_engine_model_status(c->srv->engine, id);
-    if (status) cJSON_AddItemToObject(a->json, "status", status);
+    ws_engine_model_info m;
+    if (ws_engine_model_info_of(c->srv->engine, id, &m))
+        cJSON_AddItemToObject(a->json, "status", status_json(&m));
 }
 
 void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)

@@ -226,6 +226,54 @@ void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store_session_clear(&sess);
 }
 
+/* The job's own copy of parsed facts: their vectors move over (src keeps
+ * none), their symbols, which borrow the body, are copied. */
+static ws_status facts_take(ws_srv_fact *src, int n, ws_job_fact **out, ws_error *err)
+{
+    ws_job_fact *f = n ? calloc((size_t)n, sizeof *f) : NULL;
+    *out = f;
+    if (n && !f) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        f[i].value = src[i].value;
+        f[i].vec = src[i].vec, f[i].n_vec = src[i].n_vec;
+        src[i].vec = NULL;
+    }
+    for (int i = 0; i < n; i++)
+        WS_TRY(ws_job_fact_syms(&f[i], src[i].sym, src[i].sym_len, src[i].n_sym, err));
+    return WS_OK;
+}
+
+static void srv_facts_free(ws_srv_fact *f, int n)
+{
+    for (int i = 0; i < n; i++) free(f[i].vec);
+    free(f);
+}
+
+/* The labels of a LABELS job (ls: checked booleans). */
+static ws_status labels_take(const cJSON *ls, ws_job *j, ws_error *err)
+{
+    j->labels = malloc(sizeof(int) * (size_t)cJSON_GetArraySize(ls));
+    if (!j->labels) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    for (const cJSON *l = ls->child; l; l = l->next) j->labels[j->n_labels++] = cJSON_IsTrue(l);
+    return WS_OK;
+}
+
+/* The step log's JSON text of a job (engine.h): what was sent, normalised. */
+static ws_status log_text(ws_job *j, const cJSON *ins, const cJSON *qs, const cJSON *ls,
+                          ws_error *err)
+{
+    j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
+    int ok = !ls || j->labels_json;
+    if (j->kind == WS_JOB_STEP) {
+        cJSON *empty = cJSON_CreateArray();
+        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
+        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
+        cJSON_Delete(empty);
+        ok = ok && j->instr_json && j->query_json;
+    }
+    return ok ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+}
+
 /* Builds a STEP / QUERY / LABELS job from the body; NULL with *a filled on bad input. */
 static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
@@ -241,20 +289,22 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     j->kind = kind;
     j->expect_step = -1;
     j->tenant = c->who.tenant;
-    j->conn = c->conn;
     memcpy(j->session, c->params[0], strlen(c->params[0]) + 1);
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
+    cJSON *body = NULL;
+    ws_srv_fact *instr = NULL, *query = NULL;
+    int n_instr = 0, n_query = 0;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
     if (s == WS_OK)
-        s = ws_json_only(j->body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
+        s = ws_json_only(body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
                          &err);
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j->body, "instructions");
-    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(j->body, "queries");
-    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
-    const cJSON *es = cJSON_GetObjectItemCaseSensitive(j->body, "expect_step");
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j->body, "replace");
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(body, "instructions");
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(body, "queries");
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(body, "labels");
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(body, "expect_step");
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(body, "replace");
     if (s == WS_OK && es) s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
-    if (s == WS_OK) s = ws_json_facts(ins, 1, &j->instr, &j->n_instr, &err);
-    if (s == WS_OK) s = ws_json_facts(qs, 0, &j->query, &j->n_query, &err);
+    if (s == WS_OK) s = ws_json_facts(ins, 1, &instr, &n_instr, &err);
+    if (s == WS_OK) s = ws_json_facts(qs, 0, &query, &n_query, &err);
     if (s == WS_OK && kind == WS_JOB_QUERY && !qs) s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
     if (s == WS_OK && kind == WS_JOB_LABELS) {
         if (!ls) s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
@@ -263,43 +313,24 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
         else s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
         if (s == WS_OK && rp && !cJSON_IsBool(rp)) s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
         j->replace = rp && cJSON_IsTrue(rp);
+        if (s == WS_OK) s = labels_take(ls, j, &err);
     } else if (s == WS_OK && ls) {
-        s = ws_json_labels(ls, j->query, j->n_query, &err);
+        s = ws_json_labels(ls, query, n_query, &err);
         j->has_labels = 1;
     }
-    if (s == WS_OK && kind == WS_JOB_LABELS) {
-        j->labels_json = cJSON_PrintUnformatted(ls);
-        if (!j->labels_json) s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
-    }
-    if (s == WS_OK && kind == WS_JOB_STEP) {
-        cJSON *empty = cJSON_CreateArray();
-        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
-        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
-        j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
-        cJSON_Delete(empty);
-        if (!j->instr_json || !j->query_json || (ls && !j->labels_json))
-            s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
-    }
+    if (s == WS_OK && kind != WS_JOB_QUERY) s = log_text(j, ins, qs, ls, &err);
+    j->n_instr = n_instr, j->n_query = n_query;
+    if (s == WS_OK) s = facts_take(instr, n_instr, &j->instr, &err);
+    if (s == WS_OK) s = facts_take(query, n_query, &j->query, &err);
+    srv_facts_free(instr, n_instr);
+    srv_facts_free(query, n_query);
+    cJSON_Delete(body);
     if (s != WS_OK) {
         fail(a, s, &err);
         ws_job_free(j);
         return NULL;
     }
     return j;
-}
-
-void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
-{
-    ws_error err = {0};
-    j->conn = c->conn;
-    j->deadline_ms = ws_srv_now_ms() + c->srv->cfg.request_timeout_ms;
-    ws_status s = ws_engine_submit(c->srv->engine, j, &err);
-    if (s == WS_OK) {
-        a->job = j;
-        return;
-    }
-    ws_job_free(j);
-    fail_code(a, 503, s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", err.msg);
 }
 
 void ws_route_session_get(ws_http_ctx *c, ws_http_answer *a)

@@ -71,7 +71,8 @@ static ws_job_fact *facts(const char *const *text, const int *value, int n)
         const char *syms[WS_MAX_FACT_LEN];
         int lens[WS_MAX_FACT_LEN], k = 0;
         snprintf(buf, sizeof buf, "%s", text[i]);
-        for (char *save = NULL, *p = strtok_r(buf, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+        char *save = NULL;
+        for (char *p = strtok_r(buf, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
             syms[k] = p;
             lens[k++] = (int)strlen(p);
         }
@@ -83,7 +84,8 @@ static ws_job_fact *facts(const char *const *text, const int *value, int n)
 }
 
 static const char *const QUERIES[] = {"mary kitchen", "john garden"};
-static const char QUERIES_JSON[] = "[{\"fact\":[\"mary\",\"kitchen\"]},{\"fact\":[\"john\",\"garden\"]}]";
+static const char QUERIES_JSON[] =
+    "[{\"fact\":[\"mary\",\"kitchen\"]},{\"fact\":[\"john\",\"garden\"]}]";
 
 static ws_job *step_job(int64_t expect_step)
 {
@@ -96,6 +98,20 @@ static ws_job *step_job(int64_t expect_step)
     j->instr_json = strdup("[{\"fact\":[\"mary\",\"kitchen\"],\"value\":true}]");
     j->query_json = strdup(QUERIES_JSON);
     assert_true(j->instr_json && j->query_json);
+    return j;
+}
+
+/* Labels for step 1's two queries. */
+static ws_job *labels_job(int a, int b)
+{
+    ws_job *j = job_new(WS_JOB_LABELS, SESSION);
+    char text[32];
+    snprintf(text, sizeof text, "[%s,%s]", a ? "true" : "false", b ? "true" : "false");
+    j->label_step = 1;
+    j->labels = malloc(2 * sizeof(int));
+    j->labels_json = strdup(text);
+    assert_true(j->labels && j->labels_json);
+    j->labels[0] = a, j->labels[1] = b, j->n_labels = 2;
     return j;
 }
 
@@ -138,7 +154,8 @@ static log_row stored_log(int64_t step)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(DIR_, sizeof DIR_, "%s/ws_engine_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(DIR_, sizeof DIR_, "%s/ws_engine_XXXXXX", tmp ? tmp : "/tmp");
     if (!mkdtemp(DIR_)) return -1;
     ws_engine_config cfg = ws_engine_config_default();
     snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", DIR_);
@@ -245,21 +262,13 @@ static void test_step_query_labels(void **state)
     assert_int_equal(stored_step(), 1);
 
     /* labels for step 1: stored in the log; a different set without replace conflicts */
-    j = job_new(WS_JOB_LABELS, SESSION);
-    j->label_step = 1;
-    j->labels = malloc(2 * sizeof(int));
-    j->labels[0] = 1, j->labels[1] = 0, j->n_labels = 2;
-    j->labels_json = strdup("[true,false]");
+    j = labels_job(1, 0);
     run(j);
     assert_int_equal(j->result.status, WS_OK);
     assert_int_equal(j->result.step, 1);
     ws_job_free(j);
     assert_string_equal(stored_log(1).labels, "[true,false]");
-    j = job_new(WS_JOB_LABELS, SESSION);
-    j->label_step = 1;
-    j->labels = malloc(2 * sizeof(int));
-    j->labels[0] = 0, j->labels[1] = 0, j->n_labels = 2;
-    j->labels_json = strdup("[false,false]");
+    j = labels_job(0, 0);
     run(j);
     assert_int_equal(j->result.status, WS_ERR_CONFLICT);
     assert_int_equal(j->result.why, WS_JOB_LABELS_CONFLICT);
@@ -294,7 +303,8 @@ static void test_unknown_session(void **state)
             j->labels_json = strdup("[false]");
         }
         run(j);
-        if (j->result.status != WS_ERR_NOTFOUND) fprintf(stderr, "%s: %s\n", kinds[k], j->result.err.msg);
+        if (j->result.status != WS_ERR_NOTFOUND)
+            fprintf(stderr, "%s: %s\n", kinds[k], j->result.err.msg);
         assert_int_equal(j->result.status, WS_ERR_NOTFOUND);
         assert_int_equal(j->result.why, WS_JOB_FAILED);
         assert_true(j->result.err.msg[0] != '\0');

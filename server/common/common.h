@@ -1,8 +1,8 @@
-/* common.h — what worldstated (server/daemon/) and worldstate-train
- * (server/train/) share: request limits, facts parsed from JSON, step-log
- * entries as JSON, per-model online-training settings (limits.h, JSON here) and
- * the data-directory lock. Model versions on disk (versions.h) and recall facts (recall.h) have
- * headers of their own. */
+/* common.h — what worldstated (server/daemon/, server/engine/) and
+ * worldstate-train (server/train/) share: request limits, facts parsed from
+ * JSON, step-log entries as JSON, per-model online-training settings (limits.h,
+ * without JSON; JSON here) and the data-directory lock. Model versions on disk
+ * (versions.h) and recall facts (recall.h) have headers of their own. */
 #ifndef WS_SRV_COMMON_H
 #define WS_SRV_COMMON_H
 

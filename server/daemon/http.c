@@ -111,7 +111,8 @@ static struct MHD_Response *json_response(cJSON *json, int *status)
     return resp;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, int status, cJSON *json)
+static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, int status,
+                                 cJSON *json)
 {
     struct MHD_Response *resp = json_response(json, &status);
     return send_response(conn, r, status, resp);

@@ -84,17 +84,19 @@ static void model_line(void *ctx, const ws_engine_model_info *m)
 {
     model_lines *l = ctx;
     if (l->ready)
-        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_training_examples_ready{model=\"%s\"} %d\n",
-                          m->name, m->examples_ready);
+        ws_metrics_printf(l->buf, l->len, l->cap,
+                          "worldstate_training_examples_ready{model=\"%s\"} %d\n", m->name,
+                          m->examples_ready);
     else
-        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_version{model=\"%s\"} %lld\n", m->name,
-                          (long long)m->version);
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_version{model=\"%s\"} %lld\n",
+                          m->name, (long long)m->version);
 }
 
 /* Queue depth and, per loaded model, its version and ready examples. */
 static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
 {
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
+    ws_metrics_printf(buf, len, cap,
+                      "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
                       ws_engine_queue_depth(e));
     model_lines l = {buf, len, cap, 0};
     ws_metrics_printf(buf, len, cap, "# TYPE worldstate_model_version gauge\n");

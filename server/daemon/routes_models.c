@@ -53,7 +53,8 @@ void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(body, "training");
     if (s == WS_OK && (!cJSON_IsString(name) || !name_ok(name->valuestring)))
         s = ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
-    if (s == WS_OK) s = parse_config(cJSON_GetObjectItemCaseSensitive(body, "config"), &j->cfg, &err);
+    if (s == WS_OK)
+        s = parse_config(cJSON_GetObjectItemCaseSensitive(body, "config"), &j->cfg, &err);
     int64_t sd = 1;
     if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
     j->training = ws_srv_training_default();
@@ -80,7 +81,8 @@ void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
     /* The fields sent, checked here; the engine applies them to the settings in force. */
     if (s == WS_OK) s = ws_srv_training_parse_fields(body, &j->training, &j->training_fields, &err);
     cJSON_Delete(body);
-    if (s == WS_OK && !name_ok(c->params[0])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
+    if (s == WS_OK && !name_ok(c->params[0]))
+        s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);

@@ -187,7 +187,8 @@ void ws_route_steps_list(ws_http_ctx *c, ws_http_answer *a)
     ws_store_session sess = {0};
     ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
     if (s == WS_OK)
-        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit, log_entry, &l, &err)
+        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit,
+                                      log_entry, &l, &err)
                   : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     ws_store_session_clear(&sess);
     if (s != WS_OK) {
@@ -294,9 +295,10 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     ws_srv_fact *instr = NULL, *query = NULL;
     int n_instr = 0, n_query = 0;
     ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
-    if (s == WS_OK)
-        s = ws_json_only(body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
-                         &err);
+    const char *const *fields = kind == WS_JOB_STEP    ? step_fields
+                                : kind == WS_JOB_QUERY ? query_fields
+                                                       : label_fields;
+    if (s == WS_OK) s = ws_json_only(body, fields, &err);
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(body, "instructions");
     const cJSON *qs = cJSON_GetObjectItemCaseSensitive(body, "queries");
     const cJSON *ls = cJSON_GetObjectItemCaseSensitive(body, "labels");

@@ -231,7 +231,8 @@ static void *engine_main(void *arg)
         if (++batches % TRAIN_EVERY_BATCHES == 0) train_some(e);
         pthread_mutex_lock(&e->mu);
     }
-    /* Shutdown: queued jobs are answered 503, never dropped (no leaks, no hung clients). */
+    /* Shutdown: queued jobs complete (WS_JOB_SHUTTING_DOWN), never dropped: no leaks, no
+     * hung clients. */
     while (e->head) {
         ws_job *j = e->head;
         e->head = j->next;
@@ -249,7 +250,8 @@ ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err)
     pthread_mutex_lock(&e->mu);
     ws_status s = WS_OK;
     if (e->stop) s = ws_error_set(err, WS_ERR_UNSUPPORTED, "the server is shutting down");
-    else if (e->depth >= e->cfg.max_queue) s = ws_error_set(err, WS_ERR_CONFLICT, "engine queue full, retry later");
+    else if (e->depth >= e->cfg.max_queue)
+        s = ws_error_set(err, WS_ERR_CONFLICT, "engine queue full, retry later");
     if (s == WS_OK) {
         job->next = NULL;
         job->deadline_us = mono_us() + (int64_t)e->cfg.job_timeout_ms * 1000;
@@ -285,7 +287,8 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
         return ws_error_set(err, WS_ERR_NOMEM, "cannot create engine locks");
     }
     ws_status s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
-    if (s == WS_OK) s = cfg->force_cpu ? ws_backend_cpu_new(&e->be, 0, err) : ws_backend_auto(&e->be, err);
+    if (s == WS_OK)
+        s = cfg->force_cpu ? ws_backend_cpu_new(&e->be, 0, err) : ws_backend_auto(&e->be, err);
     if (s == WS_OK) s = ws_eng_models_load(e, err);
     if (s == WS_OK && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         s = ws_error_set(err, WS_ERR_NOMEM, "cannot start the engine thread");

@@ -1,7 +1,7 @@
-/* engine_impl.h — engine internals shared by the files of server/engine/ (engine.h is
- * the interface). The engine parses no request, but SQLite keeps some things
- * as JSON (training settings, model configs, the step log's answers), so
- * cJSON is used here, never in engine.h. */
+/* engine_impl.h — engine internals shared by the files of server/engine/
+ * (engine.h is the interface). The engine parses no request, but SQLite keeps
+ * some things as JSON (training settings, model configs, the step log's
+ * answers), so cJSON is used here, never in engine.h. */
 #ifndef WS_ENGINE_IMPL_H
 #define WS_ENGINE_IMPL_H
 

@@ -1,5 +1,6 @@
 /* engine_import.c — models from checkpoint files: WS_JOB_MODEL_IMPORT (a new
- * model, or the next version of one; the daemon's POST /v1/models/{name}/import) and, on a fresh data directory,
+ * model, or the next version of one; the daemon's POST /v1/models/{name}/import)
+ * and, on a fresh data directory,
  * the model "default" from the checkpoint shipped inside worldstated.
  *
  * Order of writes, as everywhere (versions.h): the checkpoint file first, in

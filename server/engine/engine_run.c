@@ -2,8 +2,8 @@
  * the job against its model, map symbols to ids, then per model one ws_model_step
  * (updater + extractor for every step job) and one ws_model_query (query-only
  * jobs), and ONE SQLite transaction for all the steps (group commit: new
- * vocabulary, each session's W_t and log entry). Replies go out only after the
- * commit, so an acknowledged step is durable per --durability. */
+ * vocabulary, each session's W_t and log entry). Step jobs complete only after
+ * the commit, so an acknowledged step is durable per the store's durability. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +59,14 @@ static void prepare(ws_engine *e, item *it)
                              "the session's model is not loaded");
     it->live = 1;
     if (it->sess.rows && (size_t)it->sess.rows * (size_t)it->sess.cols != ws_model_state_floats(it->em->m))
-        return fail_item(it, WS_JOB_INCONSISTENT, WS_ERR_FORMAT, "stored state does not fit the model");
+        return fail_item(it, WS_JOB_INCONSISTENT, WS_ERR_FORMAT,
+                         "stored state does not fit the model");
     if (j->kind == WS_JOB_STEP && j->expect_step >= 0 && j->expect_step != it->sess.step) {
         it->live = 0;
         j->result.step = it->sess.step;
-        return ws_eng_refuse(j, WS_JOB_STEP_CONFLICT, WS_ERR_CONFLICT, "session is at step %lld, not %lld",
-                             (long long)it->sess.step, (long long)j->expect_step);
+        return ws_eng_refuse(j, WS_JOB_STEP_CONFLICT, WS_ERR_CONFLICT,
+                             "session is at step %lld, not %lld", (long long)it->sess.step,
+                             (long long)j->expect_step);
     }
     if (!check_facts(it, j->instr, j->n_instr, "instructions") || !check_facts(it, j->query, j->n_query, "queries"))
         return;
@@ -76,7 +78,8 @@ static void prepare(ws_engine *e, item *it)
     for (int r = 0; r < rows; r++) {
         const ws_job_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
         for (int k = 0; k < S; k++) {
-            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1) : (ws_sym){-1, 0};
+            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1)
+                                    : (ws_sym){-1, 0};
             it->ids[(size_t)r * S + k] = s.id;
             it->hash[(size_t)r * S + k] = s.hash;
         }
@@ -139,9 +142,8 @@ static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, w
 }
 
 /* The answers of a step or query job into its result. */
-static ws_status set_answers(ws_job *j, const float *p, int64_t step, int64_t version, ws_error *err)
+static ws_status set_answers(ws_job *j, const float *p, int64_t version, ws_error *err)
 {
-    j->result.step = step;
     j->result.model_version = version;
     j->result.n_p = j->n_query;
     j->result.p = malloc(sizeof(float) * (size_t)(j->n_query ? j->n_query : 1));
@@ -161,6 +163,17 @@ static ws_status flush_vocab(ws_engine *e, ws_eng_model *em, ws_error *err)
     for (int i = 0; i < n; i++) syms[i] = ws_vocab_symbol(v, em->vocab_stored + i);
     ws_status s = ws_store_vocab_append(e->st, em->id, em->vocab_stored, (size_t)n, syms, err);
     free(syms);
+    return s;
+}
+
+/* Ends the transaction of a group of em: commits it when s is WS_OK (the
+ * vocabulary up to vocab_now is then stored), else rolls it back. */
+static ws_status end_commit(ws_engine *e, ws_eng_model *em, int vocab_now, ws_status s,
+                            ws_error *err)
+{
+    if (s == WS_OK) s = ws_store_commit(e->st, err);
+    else ws_store_rollback(e->st, NULL);
+    if (s == WS_OK) em->vocab_stored = vocab_now;
     return s;
 }
 
@@ -198,7 +211,7 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
         int64_t cur = 0;
         ws_error e1 = {0};
         /* The answers go into the result first: a step applied is a step answered. */
-        ws_status s1 = ans_text ? set_answers(it->j, probs + it->q_off, it->sess.step + 1, em->version, &e1)
+        ws_status s1 = ans_text ? set_answers(it->j, probs + it->q_off, em->version, &e1)
                                 : ws_error_set(&e1, WS_ERR_NOMEM, "out of memory");
         if (s1 == WS_OK)
             s1 = ws_store_apply_step(e->st, it->j->tenant, it->j->session, it->sess.step,
@@ -218,9 +231,7 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
             ws_eng_fail(it->j, s1, &e1);
         }
     }
-    if (s == WS_OK) s = ws_store_commit(e->st, &err);
-    else ws_store_rollback(e->st, NULL);
-    if (s == WS_OK) em->vocab_stored = vocab_now;
+    s = end_commit(e, em, vocab_now, s, &err);
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
@@ -243,17 +254,15 @@ static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, c
         int vocab_now = ws_vocab_size(ws_model_vocab(em->m));
         s = ws_store_begin(e->st, &err);
         if (s == WS_OK) s = flush_vocab(e, em, &err);
-        if (s == WS_OK) s = ws_store_commit(e->st, &err);
-        else ws_store_rollback(e->st, NULL);
-        if (s == WS_OK) em->vocab_stored = vocab_now;
+        s = end_commit(e, em, vocab_now, s, &err);
     }
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_QUERY) continue;
         it->live = 0;
         ws_error e1 = err;
-        ws_status s1 = s == WS_OK ? set_answers(it->j, probs + it->q_off, it->sess.step, em->version, &e1)
-                                  : s;
+        ws_status s1 = s == WS_OK ? set_answers(it->j, probs + it->q_off, em->version, &e1) : s;
+        it->j->result.step = it->sess.step;
         if (s1 != WS_OK) ws_eng_fail(it->j, s1, &e1);
         else ws_eng_finish(it->j);
     }
@@ -297,8 +306,9 @@ static void label_job(ws_engine *e, ws_job *j)
     }
     ws_eng_model *em = ws_eng_model_by_id(e, sess.model);
     ws_store_session_clear(&sess);
-    j->result.training_example =
-        em && em->tr.enabled && ws_online_label(em->trainer, j->session, j->label_step, j->labels, j->n_labels);
+    j->result.training_example = em && em->tr.enabled &&
+                                 ws_online_label(em->trainer, j->session, j->label_step,
+                                                 j->labels, j->n_labels);
     if (em) ws_eng_model_stats_publish(e, em);
     j->result.step = j->label_step;
     ws_eng_finish(j);

@@ -482,6 +482,71 @@ static void test_tenants(void **state)
     D = saved;
 }
 
+/* The route table's answers: 405 names the path's methods in Allow, HEAD is
+ * every GET route without its body, /metrics labels requests by row name. */
+static void test_routes(void **state)
+{
+    (void)state;
+    char id[33], p[160], allow[128], len[32];
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    static const char *const wrong[][3] = {
+        {"PATCH", "", "GET, HEAD, DELETE"},
+        {"DELETE", "/steps", "GET, HEAD, POST"},
+        {"GET", "/queries", "POST"},
+        {"POST", "/steps/1/labels", "PUT"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        ws_ts_spath(p, sizeof p, id, wrong[i][1]);
+        assert_int_equal(ws_ts_req(&D, wrong[i][0], p, NULL, "{}", &r), 405);
+        assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));
+        assert_string_equal(allow, wrong[i][2]);
+        const cJSON *e = cJSON_GetObjectItem(r.json, "error");
+        assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, "method_not_allowed");
+        ws_ts_resp_free(&r);
+    }
+    static const char *const other[][3] = {{"DELETE", "/v1/models", "GET, HEAD, POST"},
+                                           {"GET", "/v1/models/default/import", "POST"},
+                                           {"PUT", "/v1/models/default/training", "PATCH"},
+                                           {"POST", "/healthz", "GET, HEAD"}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        assert_int_equal(ws_ts_req(&D, other[i][0], other[i][1], NULL, NULL, &r), 405);
+        assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));
+        assert_string_equal(allow, other[i][2]);
+        ws_ts_resp_free(&r);
+    }
+    /* HEAD: the GET's status and headers, no body */
+    static const char *const heads[] = {"", "/state", "/steps"};
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        ws_ts_spath(p, sizeof p, id, heads[i]);
+        assert_int_equal(ws_ts_req(&D, "GET", p, NULL, NULL, &r), 200);
+        size_t get_len = r.len;
+        ws_ts_resp_free(&r);
+        assert_int_equal(ws_ts_req(&D, "HEAD", p, NULL, NULL, &r), 200);
+        assert_int_equal(r.len, 0);
+        assert_true(ws_ts_header(&r, "Content-Length", len, sizeof len));
+        assert_int_equal(strtoul(len, NULL, 10), get_len);
+        ws_ts_resp_free(&r);
+    }
+    assert_int_equal(ws_ts_req(&D, "HEAD", "/healthz", NULL, NULL, &r), 200);
+    assert_int_equal(r.len, 0);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&D, "HEAD", "/v1/sessions/0123456789abcdef0123456789abcdef",
+                               NULL, NULL, &r), 404);
+    assert_int_equal(r.len, 0);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&D, "HEAD", ws_ts_spath(p, sizeof p, id, "/queries"), NULL, NULL,
+                               &r), 405);
+    ws_ts_resp_free(&r);
+    /* /metrics: the row's name, HEAD counted with its GET, a 405 with the path's rows */
+    assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "_requests_total{route=\"state\",status=\"200\"}"));
+    assert_null(strstr(r.body, "{route=\"state\",status=\"405\"}"));
+    assert_non_null(strstr(r.body, "{route=\"labels\",status=\"405\"} 1"));
+    assert_non_null(strstr(r.body, "{route=\"import\",status=\"405\"} 1"));
+    ws_ts_resp_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_one_session_concurrent),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_tenants),
+        cmocka_unit_test(test_routes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

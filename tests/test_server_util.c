@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -201,8 +202,11 @@ long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, con
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
         h = curl_slist_append(h, auth);
     }
-    sink s = {0};
+    sink s = {0}, hs = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &hs);
+    if (!strcmp(method, "HEAD")) curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -218,13 +222,29 @@ long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, con
     curl_easy_cleanup(c);
     r->body = s.buf ? s.buf : calloc(1, 1);
     r->len = s.len;
+    r->headers = hs.buf ? hs.buf : calloc(1, 1);
     r->json = r->len ? cJSON_ParseWithLength(r->body, r->len) : NULL;
     return r->status;
+}
+
+int ws_ts_header(const ws_ts_resp *r, const char *name, char *out, size_t cap)
+{
+    size_t n = strlen(name);
+    for (const char *l = r->headers; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "") {
+        if (strncasecmp(l, name, n) != 0 || l[n] != ':') continue;
+        const char *v = l + n + 1;
+        while (*v == ' ') v++;
+        size_t len = strcspn(v, "\r\n");
+        snprintf(out, cap, "%.*s", (int)len, v);
+        return 1;
+    }
+    return 0;
 }
 
 void ws_ts_resp_free(ws_ts_resp *r)
 {
     free(r->body);
+    free(r->headers);
     cJSON_Delete(r->json);
     memset(r, 0, sizeof *r);
 }

@@ -48,9 +48,13 @@ typedef struct {
     char *body; /* NUL-terminated, owned */
     size_t len;
     cJSON *json; /* parsed body when it is JSON, else NULL */
+    char *headers; /* the response's header lines, as received (owned) */
 } ws_ts_resp;
 
-/* One request; key may be NULL (no Authorization), body may be NULL.
+/* The value of response header `name` (case-insensitive) into out; 0 if absent. */
+int ws_ts_header(const ws_ts_resp *r, const char *name, char *out, size_t cap);
+/* One request; key may be NULL (no Authorization), body may be NULL; HEAD
+ * reads no body.
  * Returns the status (0 if the request failed at the transport level). */
 long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
                 size_t body_len, ws_ts_resp *r);

@@ -1,8 +1,8 @@
-/* common.h — what worldstated (server/daemon/) and worldstate-train
- * (server/train/) share: request limits, facts parsed from JSON, step-log
- * entries as JSON, per-model online-training settings and the data-directory
- * lock. Model versions on disk (versions.h) and recall facts (recall.h) have
- * headers of their own. */
+/* common.h — what worldstated (server/daemon/, server/engine/) and
+ * worldstate-train (server/train/) share: request limits, facts parsed from
+ * JSON, step-log entries as JSON, per-model online-training settings (limits.h,
+ * without JSON; JSON here) and the data-directory lock. Model versions on disk
+ * (versions.h) and recall facts (recall.h) have headers of their own. */
 #ifndef WS_SRV_COMMON_H
 #define WS_SRV_COMMON_H
 
@@ -11,10 +11,7 @@
 
 #include "../../model/model.h"
 #include "../../storage/storage.h"
-
-#define WS_SRV_MAX_ITEMS 256        /* instructions, queries or labels per request */
-#define WS_SRV_SYMBOL_MAX 128       /* bytes per symbol */
-#define WS_SRV_PATH_MAX 1024
+#include "limits.h"
 
 /* Locks the data directory for this process's lifetime (datadir_lock.c); who
  * names the caller in the message. WS_ERR_CONFLICT while another holds it. */
@@ -30,23 +27,21 @@ typedef struct {
     int value;                          /* instruction value, or query label (-1 none) */
 } ws_srv_fact;
 
-/* ---- per-model online-training settings (training_settings.c) -------------------- */
-typedef struct {
-    int enabled;
-    float lr;
-    int update_every;   /* examples per AdamW step */
-    int recall_queries; /* recall queries the engine adds per example */
-} ws_srv_training;
-
-ws_srv_training ws_srv_training_default(void);
+/* ---- per-model online-training settings as JSON (training_settings.c) --- */
 /* Applies the fields present in obj (enabled, lr, update_every,
  * recall_queries) to *t after checking all of them; unknown fields refused. */
 ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err);
+/* ws_srv_training_parse that also tells which fields obj has (WS_SRV_TRAINING_* bits):
+ * a partial update to apply later (ws_srv_training_apply). */
+ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, unsigned *fields,
+                                       ws_error *err);
 cJSON *ws_srv_training_json(const ws_srv_training *t);
 
 /* One step-log entry as the API lists it (step, instructions, queries, labels,
  * answers, model_version, time_ms), added to o (log_json.c). */
 ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e);
+/* Answers p[0..n) as [{"p":…,"holds":p >= 0.5}, …]; NULL when out of memory. */
+cJSON *ws_srv_answers_json(const float *p, int n);
 
 /* Parsing helpers (json.c). */
 ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err);

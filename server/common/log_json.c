@@ -1,7 +1,27 @@
 /* log_json.c — a step-log entry as JSON: the items of GET
  * /v1/sessions/{id}/steps, and the lines of `worldstate-train export`, which
- * add the session (and model) to the same fields. */
+ * add the session (and model) to the same fields; and the answers as both the
+ * log and the API's replies write them. */
 #include "common.h"
+
+cJSON *ws_srv_answers_json(const float *p, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(a, o)) {
+            cJSON_Delete(o);
+            cJSON_Delete(a);
+            return NULL;
+        }
+        if (!cJSON_AddNumberToObject(o, "p", p[i]) ||
+            !cJSON_AddBoolToObject(o, "holds", p[i] >= 0.5f)) {
+            cJSON_Delete(a); /* o with it */
+            return NULL;
+        }
+    }
+    return a;
+}
 
 ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e)
 {

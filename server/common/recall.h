@@ -1,10 +1,11 @@
 /* recall.h — the facts a session was told, for recall queries (DESIGN §3).
  *
  * Truncated-gradient training is sound only when querying is thorough: any
- * earlier instruction may be asked about later. Online training (daemon/online_trainer.c)
- * and offline retraining (train/offline_retrain.c) therefore add recall queries of
- * their own, drawn from the facts told earlier in the same session, each
- * labelled with the last value told: "told and not overridden since". One
+ * earlier instruction may be asked about later. Online training
+ * (engine/online_trainer.c) and offline retraining (train/offline_retrain.c)
+ * therefore add recall queries of their own, drawn from the facts told earlier
+ * in the same session, each labelled with the last value told: "told and not
+ * overridden since". One
  * ws_recall_facts holds a session's newest WS_RECALL_FACTS distinct facts. */
 #ifndef WS_SRV_RECALL_H
 #define WS_SRV_RECALL_H

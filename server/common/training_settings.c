@@ -10,32 +10,53 @@ ws_srv_training ws_srv_training_default(void)
     return (ws_srv_training){.enabled = 1, .lr = 1e-3f, .update_every = 32, .recall_queries = 4};
 }
 
+void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsigned fields)
+{
+    if (fields & WS_SRV_TRAINING_ENABLED) t->enabled = from->enabled;
+    if (fields & WS_SRV_TRAINING_LR) t->lr = from->lr;
+    if (fields & WS_SRV_TRAINING_UPDATE_EVERY) t->update_every = from->update_every;
+    if (fields & WS_SRV_TRAINING_RECALL_QUERIES) t->recall_queries = from->recall_queries;
+}
+
 ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err)
 {
-    static const char *const fields[] = {"enabled", "lr", "update_every", "recall_queries", NULL};
+    unsigned fields;
+    return ws_srv_training_parse_fields(obj, t, &fields, err);
+}
+
+ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, unsigned *fields,
+                                       ws_error *err)
+{
+    static const char *const names[] = {"enabled", "lr", "update_every", "recall_queries", NULL};
     if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
-    WS_TRY(ws_json_only(obj, fields, err));
+    WS_TRY(ws_json_only(obj, names, err));
     ws_srv_training n = *t;
+    unsigned got = 0;
     const cJSON *v;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "enabled"))) {
         if (!cJSON_IsBool(v)) return ws_error_set(err, WS_ERR_INVALID, "enabled must be a boolean");
         n.enabled = cJSON_IsTrue(v);
+        got |= WS_SRV_TRAINING_ENABLED;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "lr"))) {
         if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))
             return ws_error_set(err, WS_ERR_INVALID, "lr must be a number in (0, 1]");
         n.lr = (float)v->valuedouble;
+        got |= WS_SRV_TRAINING_LR;
     }
     int64_t x;
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "update_every"))) {
         WS_TRY(ws_json_int(v, 1, 100000, &x, "update_every", err));
         n.update_every = (int)x;
+        got |= WS_SRV_TRAINING_UPDATE_EVERY;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "recall_queries"))) {
         WS_TRY(ws_json_int(v, 0, 64, &x, "recall_queries", err));
         n.recall_queries = (int)x;
+        got |= WS_SRV_TRAINING_RECALL_QUERIES;
     }
     *t = n;
+    *fields = got;
     return WS_OK;
 }
 

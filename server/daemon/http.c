@@ -5,9 +5,10 @@
  * chunks accumulate under WS_SRV_BODY_MAX (an import's go to a file, under
  * WS_SRV_IMPORT_MAX); on the final call the route runs.
  * A route that needs the engine returns a job: the connection is suspended and
- * the engine resumes it once job->done is set; MHD then calls us again and the
- * reply goes out. Suspended connections never time out in MHD, so every job
- * carries its own deadline, enforced by the engine. */
+ * the job's completion callback (on the engine thread) resumes it; MHD then
+ * calls us again and the result goes out as JSON (jobs.c). Suspended
+ * connections never time out in MHD, so every job carries its own deadline,
+ * enforced by the engine. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -16,21 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "routes.h"
 #include "../../base/ws_clock.h"
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
-typedef struct {
+typedef struct ws_http_req {
+    struct MHD_Connection *conn;
     char *body;
     size_t len, cap;
     int too_large;
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
-    int route;
-    int64_t t0_ms;
+    atomic_int job_done; /* set by the job's callback, before it resumes conn */
+    int label;   /* the route's metrics label (routes.h) */
     double t0; /* ws_clock_mono_s at arrival: the request's duration for metrics */
-    /* POST /v1/models/{name}/import: the body goes to a file, not to memory */
+    /* a FILE route (POST /v1/models/{name}/import): the body goes to a file */
     int import;
     uint64_t received;  /* body bytes so far */
     int spool_fd;       /* -1 once closed */
@@ -69,42 +71,54 @@ int ws_http_status_of(ws_status s, const char **code)
     }
 }
 
-static const char *route_names[WS_ROUTE_COUNT] = {
-    "healthz", "readyz", "metrics", "sessions", "session", "state", "steps", "queries",
-    "labels", "models", "model", "training", "checkpoint", "import", "other"};
-
-const char *ws_http_route_name(int route)
-{
-    return route >= 0 && route < WS_ROUTE_COUNT ? route_names[route] : "other";
-}
-
 static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r, int status,
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    ws_metrics_request(r->route, status, ws_clock_mono_s() - r->t0);
+    ws_metrics_request(r->label, status, ws_clock_mono_s() - r->t0);
     return ret;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, int status, cJSON *json)
+/* A JSON response (json is consumed); a bodiless 500 when it cannot be printed. */
+static struct MHD_Response *json_response(cJSON *json, int *status)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
-        struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-        return send_response(conn, r, 500, resp);
+        *status = 500;
+        return MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
     }
-    size_t n = strlen(text);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(text);
-        return MHD_NO;
+        return NULL;
     }
     if (MHD_add_response_header(resp, "Content-Type", "application/json") != MHD_YES) {
         MHD_destroy_response(resp);
-        return MHD_NO;
+        return NULL;
+    }
+    return resp;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, ws_http_req *r, int status,
+                                 cJSON *json)
+{
+    struct MHD_Response *resp = json_response(json, &status);
+    return send_response(conn, r, status, resp);
+}
+
+/* 405 for a known path: the table's methods for it in the Allow header. */
+static enum MHD_Result send_405(struct MHD_Connection *conn, ws_http_req *r, const char *allow)
+{
+    int status = 405;
+    struct MHD_Response *resp =
+        json_response(ws_http_error("method_not_allowed", "allowed: %s", allow), &status);
+    if (resp && status == 405 && MHD_add_response_header(resp, "Allow", allow) != MHD_YES) {
+        MHD_destroy_response(resp);
+        resp = NULL;
     }
     return send_response(conn, r, status, resp);
 }
@@ -129,33 +143,51 @@ static cJSON *too_large(const ws_http_req *r)
                          (unsigned long long)(r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX));
 }
 
-/* Fills c->who from the key; 0 with the refusal (401, or 503 when storage
- * fails) in a. Health and metrics stay open: probes and scrapers carry no keys. */
-static int auth_ok(ws_srv *srv, struct MHD_Connection *conn, int route, ws_http_ctx *c,
-                   ws_http_answer *a)
+/* Fills c->who from the key the route needs; 0 with the refusal (401, 403, or
+ * 503 when storage fails) in a. */
+static int auth_ok(ws_http_ctx *c, ws_route_auth need, ws_http_answer *a)
 {
-    if (route == WS_ROUTE_HEALTH || route == WS_ROUTE_READY || route == WS_ROUTE_METRICS) return 1;
+    if (need == WS_AUTH_NONE) return 1;
     ws_error err = {0};
-    ws_status st = ws_auth_check(srv, conn, &c->who, &err);
-    if (st == WS_OK) return 1;
+    ws_status st = ws_auth_check(c->srv, c->conn, &c->who, &err);
+    if (st == WS_OK && (need == WS_AUTH_KEY || c->who.admin)) return 1;
+    if (st == WS_OK) {
+        a->status = 403;
+        a->json = ws_http_error("forbidden", "this route needs an admin key");
+        return 0;
+    }
     const char *code = "unauthorized";
     a->status = st == WS_ERR_NOTFOUND ? 401 : ws_http_status_of(st, &code);
     a->json = ws_http_error(code, "%s", err.msg);
     return 0;
 }
 
+/* The request's row in the route table (routes.h); c->params point into path.
+ * -1 for a path too long or too deep for any route. */
+static int route_of(const char *url, char *path, size_t cap, ws_http_ctx *c, ws_route_match *m)
+{
+    char *segs[8];
+    int n = split_path(url, path, cap, segs, 8);
+    if (n < 0) return -1;
+    ws_route_find(c->method, segs, n, m);
+    memcpy(c->params, m->params, sizeof c->params);
+    return 0;
+}
+
 /* First call of a request (headers only): refuses an announced body over the
- * route's cap; for an import, also checks the key and the name before a body
- * of up to WS_SRV_IMPORT_MAX is read (a client sending "Expect: 100-continue"
- * then sends none of it), and opens the file the body goes to. */
+ * route's cap; for a FILE route (an import), also checks the key and runs the
+ * route's begin hook before a body of up to WS_SRV_IMPORT_MAX is read (a client
+ * sending "Expect: 100-continue" then sends none of it), and opens the file
+ * the body goes to. */
 static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
                                      const char *url, const char *method)
 {
-    ws_http_ctx c = {.srv = srv, .conn = conn, .method = method};
+    ws_http_ctx c = {.srv = srv, .conn = conn, .req = r, .method = method};
     char path[WS_SRV_PATH_MAX];
-    c.n_segs = split_path(url, path, sizeof path, c.segs, 8);
-    r->route = c.n_segs < 0 ? WS_ROUTE_OTHER : ws_http_route_of(&c);
-    r->import = r->route == WS_ROUTE_IMPORT && !strcmp(method, "POST");
+    ws_route_match m;
+    int known = route_of(url, path, sizeof path, &c, &m) == 0;
+    if (known) r->label = m.label;
+    r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     const char *cl =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -165,7 +197,7 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     }
     if (!r->import) return MHD_YES;
     ws_http_answer a = {0};
-    if (!auth_ok(srv, conn, r->route, &c, &a) || !ws_routes_import_precheck(&c, &a)) {
+    if (!auth_ok(&c, m.auth, &a) || !m.route->before_body(&c, &a)) {
         r->replied = 1;
         return send_json(conn, r, a.status, a.json);
     }
@@ -180,6 +212,31 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
         return MHD_NO;
     }
     return MHD_YES;
+}
+
+/* A job's completion, on the engine thread: the job is ours again. */
+static void job_done(ws_job *j, void *user)
+{
+    (void)j;
+    ws_http_req *r = user;
+    struct MHD_Connection *conn = r->conn;
+    atomic_store_explicit(&r->job_done, 1, memory_order_release);
+    MHD_resume_connection(conn);
+}
+
+void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
+{
+    ws_error err = {0};
+    j->done = job_done;
+    j->user = c->req;
+    ws_status s = ws_engine_submit(c->srv->engine, j, &err);
+    if (s == WS_OK) {
+        a->job = j;
+        return;
+    }
+    ws_job_free(j);
+    a->status = 503;
+    a->json = ws_http_error(s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", "%s", err.msg);
 }
 
 /* One chunk of an import's body into its file; a write failure is answered
@@ -197,24 +254,23 @@ static void spool_chunk(ws_http_req *r, const char *data, size_t n)
 static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
                                  const char *url, const char *method)
 {
-    ws_http_ctx c = {.srv = srv, .conn = conn, .method = method, .body = r->body, .body_len = r->len};
+    ws_http_ctx c = {.srv = srv, .conn = conn, .req = r, .method = method, .body = r->body,
+                     .body_len = r->len};
     char path[WS_SRV_PATH_MAX];
-    c.n_segs = split_path(url, path, sizeof path, c.segs, 8);
-    if (c.n_segs < 0) {
-        r->route = WS_ROUTE_OTHER;
+    ws_route_match m;
+    if (route_of(url, path, sizeof path, &c, &m) != 0)
         return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
-    }
-    r->route = ws_http_route_of(&c);
+    r->label = m.label;
     if (r->too_large) return send_json(conn, r, 413, too_large(r));
     if (r->spool_failed)
         return send_json(conn, r, 500, ws_http_error("internal", "cannot store the body: %s",
                                                      r->spool_msg));
-    ws_http_answer refusal = {0};
-    if (!auth_ok(srv, conn, r->route, &c, &refusal))
-        return send_json(conn, r, refusal.status, refusal.json);
     ws_http_answer a = {0};
+    if (!auth_ok(&c, m.auth, &a)) return send_json(conn, r, a.status, a.json);
+    if (!m.route && m.allow[0]) return send_405(conn, r, m.allow);
+    if (!m.route) return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
     c.upload = r->spool;
-    ws_routes_dispatch(&c, r->route, &a);
+    m.route->handler(&c, &a);
     if (r->spool && !c.upload) r->spool = NULL; /* a job owns the file now */
     if (a.job) {
         r->job = a.job;
@@ -236,21 +292,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         r->t0 = ws_clock_mono_s();
-        r->route = WS_ROUTE_OTHER;
+        r->conn = conn;
+        r->label = WS_ROUTE_LABELS - 1;
         r->spool_fd = -1;
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);
         return begin_request(srv, conn, r, url, method);
     }
     if (r->job) { /* resumed by the engine */
-        if (!atomic_load_explicit(&r->job->done, memory_order_acquire)) return MHD_YES;
-        ws_job *j = r->job;
-        cJSON *reply = j->reply;
-        j->reply = NULL;
-        int status = j->status;
-        ws_job_free(j);
+        if (!atomic_load_explicit(&r->job_done, memory_order_acquire)) return MHD_YES;
+        ws_http_answer a = {0};
+        ws_http_job_reply(srv, r->job, &a);
+        ws_job_free(r->job);
         r->job = NULL;
-        return send_json(conn, r, status, reply);
+        return send_json(conn, r, a.status, a.json);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;

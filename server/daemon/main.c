@@ -185,7 +185,7 @@ static int serve(ws_srv *srv)
     srv->open_mode = n_keys == 0;
     if (s == WS_OK && pthread_key_create(&srv->store_key, close_store) != 0)
         s = ws_error_set(&err, WS_ERR_NOMEM, "cannot create thread key");
-    if (s == WS_OK) s = ws_engine_start(srv, &srv->engine, &err);
+    if (s == WS_OK) s = ws_srv_engine_start(srv, &err);
     if (s == WS_OK) s = ws_http_start(srv, &err);
     if (s != WS_OK) {
         fprintf(stderr, "worldstated: %s\n", err.msg);

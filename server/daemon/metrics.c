@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "routes.h"
 
 static const int statuses[] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 500, 503};
 #define N_STATUS ((int)(sizeof statuses / sizeof statuses[0]))
@@ -16,18 +16,18 @@ static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 static const int batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 #define N_BATCH ((int)(sizeof batch_bounds / sizeof batch_bounds[0]))
 
-static atomic_llong requests[WS_ROUTE_COUNT][N_STATUS + 1]; /* last column: any other status */
+static atomic_llong requests[WS_ROUTE_LABELS][N_STATUS + 1]; /* last column: any other status */
 static atomic_llong lat_bucket[N_LAT + 1];
 static atomic_llong lat_sum_us;
 static atomic_llong batch_bucket[N_BATCH + 1], batch_count, batch_jobs;
 static atomic_llong steps_total, queries_total, train_updates;
 
-void ws_metrics_request(int route, int status, double seconds)
+void ws_metrics_request(int label, int status, double seconds)
 {
     int si = 0;
     while (si < N_STATUS && statuses[si] != status) si++;
-    if (route < 0 || route >= WS_ROUTE_COUNT) route = WS_ROUTE_OTHER;
-    atomic_fetch_add(&requests[route][si], 1);
+    if (label < 0 || label >= WS_ROUTE_LABELS) label = WS_ROUTE_LABELS - 1;
+    atomic_fetch_add(&requests[label][si], 1);
     int b = 0;
     while (b < N_LAT && seconds > lat_bounds[b]) b++;
     atomic_fetch_add(&lat_bucket[b], 1);
@@ -74,22 +74,54 @@ int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
     }
 }
 
+typedef struct {
+    char **buf;
+    size_t *len, *cap;
+    int ready; /* 0: model versions, 1: examples ready */
+} model_lines;
+
+static void model_line(void *ctx, const ws_engine_model_info *m)
+{
+    model_lines *l = ctx;
+    if (l->ready)
+        ws_metrics_printf(l->buf, l->len, l->cap,
+                          "worldstate_training_examples_ready{model=\"%s\"} %d\n", m->name,
+                          m->examples_ready);
+    else
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_version{model=\"%s\"} %lld\n",
+                          m->name, (long long)m->version);
+}
+
+/* Queue depth and, per loaded model, its version and ready examples. */
+static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
+{
+    ws_metrics_printf(buf, len, cap,
+                      "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
+                      ws_engine_queue_depth(e));
+    model_lines l = {buf, len, cap, 0};
+    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_model_version gauge\n");
+    ws_engine_models_each(e, model_line, &l);
+    l.ready = 1;
+    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_training_examples_ready gauge\n");
+    ws_engine_models_each(e, model_line, &l);
+}
+
 struct MHD_Response *ws_metrics_render(ws_srv *srv)
 {
     size_t cap = 8192, len = 0;
     char *buf = malloc(cap);
     if (buf) buf[0] = '\0';
     ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_requests_total counter\n");
-    for (int r = 0; r < WS_ROUTE_COUNT; r++)
+    for (int r = 0; r < WS_ROUTE_LABELS; r++)
         for (int s = 0; s <= N_STATUS; s++) {
             long long v = atomic_load(&requests[r][s]);
             if (!v) continue;
             if (s < N_STATUS)
                 ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
-                                  ws_http_route_name(r), statuses[s], v);
+                                  ws_route_label_name(r), statuses[s], v);
             else
                 ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
-                                  ws_http_route_name(r), v);
+                                  ws_route_label_name(r), v);
         }
     ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_request_seconds histogram\n");
     long long cum = 0;
@@ -119,7 +151,7 @@ struct MHD_Response *ws_metrics_render(ws_srv *srv)
                       "# TYPE worldstate_training_updates_total counter\nworldstate_training_updates_total %lld\n",
                       (long long)atomic_load(&steps_total), (long long)atomic_load(&queries_total),
                       (long long)atomic_load(&train_updates));
-    if (srv->engine) ws_engine_metrics(srv->engine, &buf, &len, &cap);
+    if (srv->engine) engine_metrics(srv->engine, &buf, &len, &cap);
     if (!buf) return NULL;
     struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     if (!r) {

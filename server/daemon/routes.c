@@ -1,94 +1,109 @@
-/* routes.c — the route table and the probes (/healthz, /readyz, /metrics). */
+/* routes.c — the route table built from routes.h, its matcher, and the probes
+ * (/healthz, /readyz, /metrics). */
+#include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "routes.h"
 
-static int is(const ws_http_ctx *c, int i, const char *s)
+#define WS_ROUTE_ROW(method, pattern, handler, auth, name, body) \
+    {#method, pattern, ws_route_##handler, WS_AUTH_##auth, name, WS_ROUTE_BEGIN_##body(handler)},
+static const ws_route table[] = {WS_ROUTES(WS_ROUTE_ROW)};
+#define N_ROUTES ((int)(sizeof table / sizeof table[0]))
+_Static_assert(N_ROUTES < WS_ROUTE_LABELS, "WS_ROUTE_LABELS: one slot per row and one for other");
+
+/* 1 when the path's segments fit the pattern; its {…} segments into params. */
+static int match(const char *pattern, char *const *segs, int n, const char **params)
 {
-    return i < c->n_segs && !strcmp(c->segs[i], s);
+    int i = 0, np = 0;
+    for (const char *p = pattern; *p == '/'; i++) {
+        p++;
+        size_t len = strcspn(p, "/");
+        if (i == n) return 0;
+        if (*p == '{') {
+            if (np == WS_HTTP_PARAMS) return 0;
+            params[np++] = segs[i];
+        } else if (strlen(segs[i]) != len || memcmp(segs[i], p, len) != 0) {
+            return 0;
+        }
+        p += len;
+    }
+    return i == n;
 }
 
-int ws_http_route_of(const ws_http_ctx *c)
+/* A row's label slot: the first row of the same name. */
+static int label_of(int row)
 {
-    if (c->n_segs == 1 && is(c, 0, "healthz")) return WS_ROUTE_HEALTH;
-    if (c->n_segs == 1 && is(c, 0, "readyz")) return WS_ROUTE_READY;
-    if (c->n_segs == 1 && is(c, 0, "metrics")) return WS_ROUTE_METRICS;
-    if (c->n_segs < 2 || !is(c, 0, "v1")) return WS_ROUTE_OTHER;
-    if (is(c, 1, "sessions")) {
-        switch (c->n_segs) {
-        case 2: return WS_ROUTE_SESSIONS;
-        case 3: return WS_ROUTE_SESSION;
-        case 4:
-            if (is(c, 3, "state")) return WS_ROUTE_STATE;
-            if (is(c, 3, "steps")) return WS_ROUTE_STEPS;
-            if (is(c, 3, "queries")) return WS_ROUTE_QUERIES;
-            return WS_ROUTE_OTHER;
-        case 6: return is(c, 3, "steps") && is(c, 5, "labels") ? WS_ROUTE_LABELS : WS_ROUTE_OTHER;
-        default: return WS_ROUTE_OTHER;
+    int i = 0;
+    while (strcmp(table[i].name, table[row].name) != 0) i++;
+    return i;
+}
+
+static void allow_add(char *allow, size_t cap, const char *method)
+{
+    size_t n = strlen(allow);
+    snprintf(allow + n, cap - n, "%s%s", n ? ", " : "", method);
+}
+
+void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_match *m)
+{
+    memset(m, 0, sizeof *m);
+    m->auth = WS_AUTH_KEY;
+    m->label = WS_ROUTE_LABELS - 1;
+    const char *want = strcmp(method, "HEAD") != 0 ? method : "GET";
+    int known = 0;
+    for (int i = 0; i < N_ROUTES; i++) {
+        const ws_route *r = &table[i];
+        const char *params[WS_HTTP_PARAMS] = {0};
+        if (!match(r->pattern, segs, n_segs, params)) continue;
+        if (!known || r->auth < m->auth) m->auth = r->auth;
+        if (!known) m->label = label_of(i);
+        known = 1;
+        allow_add(m->allow, sizeof m->allow, r->method);
+        if (!strcmp(r->method, "GET")) allow_add(m->allow, sizeof m->allow, "HEAD");
+        if (!m->route && !strcmp(r->method, want)) {
+            m->route = r;
+            m->label = label_of(i);
+            memcpy(m->params, params, sizeof params);
         }
     }
-    if (is(c, 1, "models")) {
-        if (c->n_segs == 2) return WS_ROUTE_MODELS;
-        if (c->n_segs == 3) return WS_ROUTE_MODEL;
-        if (c->n_segs == 4 && is(c, 3, "training")) return WS_ROUTE_TRAINING;
-        if (c->n_segs == 4 && is(c, 3, "checkpoint")) return WS_ROUTE_CHECKPOINT;
-        if (c->n_segs == 4 && is(c, 3, "import")) return WS_ROUTE_IMPORT;
-    }
-    return WS_ROUTE_OTHER;
+    if (m->route) m->auth = m->route->auth;
 }
 
-static void probe(ws_http_ctx *c, int route, ws_http_answer *a)
+const char *ws_route_label_name(int label)
 {
-    if (strcmp(c->method, "GET") != 0) {
-        a->status = 405;
-        a->json = ws_http_error("method_not_allowed", "use GET");
-        return;
-    }
-    if (route == WS_ROUTE_METRICS) {
-        a->raw = ws_metrics_render(c->srv);
-        a->status = 200;
-        return;
-    }
+    return label >= 0 && label < N_ROUTES ? table[label].name : "other";
+}
+
+/* The process is up and serving HTTP. */
+void ws_route_healthz(ws_http_ctx *c, ws_http_answer *a)
+{
+    (void)c;
     a->json = cJSON_CreateObject();
-    if (route == WS_ROUTE_HEALTH) { /* the process is up and serving HTTP */
-        a->status = 200;
-        cJSON_AddStringToObject(a->json, "status", "ok");
-        return;
-    }
-    /* Ready: not shutting down, and storage answers. */
+    a->status = 200;
+    cJSON_AddStringToObject(a->json, "status", "ok");
+}
+
+/* Ready: not shutting down, and storage answers. */
+void ws_route_readyz(ws_http_ctx *c, ws_http_answer *a)
+{
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
     ws_store_info info;
-    int ok = !atomic_load(&c->srv->stopping) && st && ws_store_get_info(st, &info, &err) == WS_OK;
+    int stopping = atomic_load(&c->srv->stopping);
+    int ok = !stopping && st && ws_store_get_info(st, &info, &err) == WS_OK;
+    a->json = cJSON_CreateObject();
     a->status = ok ? 200 : 503;
     cJSON_AddStringToObject(a->json, "status", ok ? "ready" : "not_ready");
     if (ok) {
         cJSON_AddStringToObject(a->json, "durability", info.synchronous == 2 ? "full" : "normal");
         cJSON_AddNumberToObject(a->json, "queue_depth", ws_engine_queue_depth(c->srv->engine));
     } else {
-        cJSON_AddStringToObject(a->json, "reason", atomic_load(&c->srv->stopping) ? "shutting down" : err.msg);
+        cJSON_AddStringToObject(a->json, "reason", stopping ? "shutting down" : err.msg);
     }
 }
 
-void ws_routes_dispatch(ws_http_ctx *c, int route, ws_http_answer *a)
+void ws_route_metrics(ws_http_ctx *c, ws_http_answer *a)
 {
-    switch (route) {
-    case WS_ROUTE_HEALTH:
-    case WS_ROUTE_READY:
-    case WS_ROUTE_METRICS: probe(c, route, a); return;
-    case WS_ROUTE_SESSIONS:
-    case WS_ROUTE_SESSION:
-    case WS_ROUTE_STATE:
-    case WS_ROUTE_STEPS:
-    case WS_ROUTE_QUERIES:
-    case WS_ROUTE_LABELS: ws_routes_sessions(c, route, a); return;
-    case WS_ROUTE_MODELS:
-    case WS_ROUTE_MODEL:
-    case WS_ROUTE_TRAINING:
-    case WS_ROUTE_CHECKPOINT:
-    case WS_ROUTE_IMPORT: ws_routes_models(c, route, a); return;
-    default:
-        a->status = 404;
-        a->json = ws_http_error("not_found", "no such route");
-    }
+    a->raw = ws_metrics_render(c->srv);
+    a->status = 200;
 }

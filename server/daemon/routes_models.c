@@ -9,12 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
-
-cJSON *ws_srv_model_config_json(const ws_model_config *cfg)
-{
-    return ws_model_config_to_json(cfg);
-}
+#include "routes.h"
 
 static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
 {
@@ -43,64 +38,62 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
-static int need_admin(ws_http_ctx *c, ws_http_answer *a)
-{
-    if (c->who.admin) return 1;
-    a->status = 403;
-    a->json = ws_http_error("forbidden", "this route needs an admin key");
-    return 0;
-}
-
-static void create_model(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
     static const char *const fields[] = {"name", "config", "training", "seed", NULL};
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_CREATE;
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
-    if (s == WS_OK) s = ws_json_only(j->body, fields, &err);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j->body, "name");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j->body, "seed");
-    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j->body, "training");
+    cJSON *body = NULL;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+    if (s == WS_OK) s = ws_json_only(body, fields, &err);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(body, "seed");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(body, "training");
     if (s == WS_OK && (!cJSON_IsString(name) || !name_ok(name->valuestring)))
         s = ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
-    if (s == WS_OK) s = parse_config(cJSON_GetObjectItemCaseSensitive(j->body, "config"), &j->cfg, &err);
+    if (s == WS_OK)
+        s = parse_config(cJSON_GetObjectItemCaseSensitive(body, "config"), &j->cfg, &err);
     int64_t sd = 1;
     if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
-    ws_srv_training t = ws_srv_training_default();
-    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &t, &err);
+    j->training = ws_srv_training_default();
+    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
+    if (s == WS_OK) strcpy(j->model_name, name->valuestring);
+    cJSON_Delete(body);
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
     }
     j->seed = (uint64_t)sd;
-    j->training = t;
-    strcpy(j->model_name, name->valuestring);
     ws_http_submit(c, j, a);
 }
 
-static void training_set(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_TRAINING_SET;
-    ws_srv_training probe = ws_srv_training_default();
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
-    if (s == WS_OK) s = ws_srv_training_parse(j->body, &probe, &err); /* validate before queueing */
-    if (s == WS_OK && !name_ok(c->segs[2])) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
+    j->training = ws_srv_training_default();
+    cJSON *body = NULL;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+    /* The fields sent, checked here; the engine applies them to the settings in force. */
+    if (s == WS_OK) s = ws_srv_training_parse_fields(body, &j->training, &j->training_fields, &err);
+    cJSON_Delete(body);
+    if (s == WS_OK && !name_ok(c->params[0]))
+        s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
     }
-    strcpy(j->model_name, c->segs[2]);
+    strcpy(j->model_name, c->params[0]);
     ws_http_submit(c, j, a);
 }
 
 /* POST /v1/models/{name}/import: the body is already in the file c->upload;
  * the engine loads it, checks it and makes it a model or a version. */
-static void import_model(ws_http_ctx *c, ws_http_answer *a)
+void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     if (!c->upload) /* http.c spools every import's body: a bug if not */
@@ -108,27 +101,19 @@ static void import_model(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
-    strcpy(j->model_name, c->segs[2]); /* checked by ws_routes_import_precheck */
+    strcpy(j->model_name, c->params[0]); /* checked by ws_route_model_import_begin */
     j->upload = c->upload; /* the job owns the file from here on */
     c->upload = NULL;
     ws_http_submit(c, j, a);
 }
 
-int ws_routes_import_precheck(ws_http_ctx *c, ws_http_answer *a)
+/* The name is checked before a body of up to 256 MiB is read. */
+int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
 {
-    if (strcmp(c->method, "POST") != 0) {
-        a->status = 405;
-        a->json = ws_http_error("method_not_allowed", "allowed: POST");
-        return 0;
-    }
-    if (!need_admin(c, a)) return 0;
-    if (!name_ok(c->segs[2])) {
-        a->status = 400;
-        a->json = ws_http_error("invalid_request",
-                                "name must be 1..64 characters of [A-Za-z0-9._-]");
-        return 0;
-    }
-    return 1;
+    if (name_ok(c->params[0])) return 1;
+    a->status = 400;
+    a->json = ws_http_error("invalid_request", "name must be 1..64 characters of [A-Za-z0-9._-]");
+    return 0;
 }
 
 static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
@@ -169,57 +154,67 @@ static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
     a->status = 200;
 }
 
-void ws_routes_models(ws_http_ctx *c, int route, ws_http_answer *a)
+void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
-    if (!st) return fail(a, err.code, &err);
-    const char *m = c->method;
-    if (route == WS_ROUTE_MODELS) {
-        if (!strcmp(m, "POST")) {
-            if (need_admin(c, a)) create_model(c, a);
-            return;
-        }
-        if (strcmp(m, "GET") != 0) {
-            a->status = 405;
-            a->json = ws_http_error("method_not_allowed", "allowed: GET POST");
-            return;
-        }
-        cJSON *arr;
-        ws_status s = ws_srv_models_json(st, &arr, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        a->json = cJSON_CreateObject();
-        cJSON_AddItemToObject(a->json, "models", arr);
-        return;
-    }
-    if (route == WS_ROUTE_IMPORT) {
-        if (ws_routes_import_precheck(c, a)) import_model(c, a);
-        return;
-    }
-    const char *allowed = route == WS_ROUTE_TRAINING ? "PATCH" : "GET";
-    if (strcmp(m, allowed) != 0) {
-        a->status = 405;
-        a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
-        return;
-    }
-    if (route == WS_ROUTE_TRAINING) {
-        if (need_admin(c, a)) training_set(c, a);
-        return;
-    }
-    if (!name_ok(c->segs[2]))
-        return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
-    if (route == WS_ROUTE_MODEL) {
-        int64_t id;
-        ws_status s = ws_srv_model_json(st, c->segs[2], &a->json, &id, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        cJSON *status = ws_engine_model_status(c->srv->engine, id);
-        if (status) cJSON_AddItemToObject(a->json, "status", status);
-        return;
-    }
+    cJSON *arr;
+    ws_status s = st ? ws_srv_models_json(st, &arr, &err) : err.code;
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    a->json = cJSON_CreateObject();
+    cJSON_AddItemToObject(a->json, "models", arr);
+}
+
+/* The engine's picture of a loaded model: GET /v1/models/{name}'s "status". */
+static cJSON *status_json(const ws_engine_model_info *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "state", "loaded");
+    cJSON_AddNumberToObject(o, "serving_version", (double)m->version);
+    cJSON_AddNumberToObject(o, "examples_ready", m->examples_ready);
+    cJSON_AddNumberToObject(o, "examples_labelled", (double)m->examples_labelled);
+    cJSON_AddNumberToObject(o, "examples_trained", (double)m->examples_trained);
+    cJSON_AddNumberToObject(o, "examples_dropped", (double)m->examples_dropped);
+    cJSON_AddNumberToObject(o, "updates", (double)m->updates);
+    cJSON_AddNumberToObject(o, "last_loss", m->last_loss);
+    return o;
+}
+
+/* The calling thread's store, with the route's model name checked; NULL with
+ * the answer in a. */
+static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) fail(a, err.code, &err);
+    else if (!name_ok(c->params[0]))
+        fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
+    return st && name_ok(c->params[0]) ? st : NULL;
+}
+
+void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = model_store(c, a);
+    if (!st) return;
+    int64_t id;
+    ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    ws_engine_model_info m;
+    if (ws_engine_model_info_of(c->srv->engine, id, &m))
+        cJSON_AddItemToObject(a->json, "status", status_json(&m));
+}
+
+void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = model_store(c, a);
+    if (!st) return;
     ws_store_model model = {0};
-    ws_status s = ws_store_model_find(st, c->segs[2], &model, &err);
+    ws_status s = ws_store_model_find(st, c->params[0], &model, &err);
     if (s != WS_OK) return fail(a, s, &err);
     checkpoint(st, &model, a);
     ws_store_model_clear(&model);

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
-#include "../../base/ws_clock.h"
+#include "routes.h"
 
 static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
 {
@@ -21,15 +20,22 @@ static void fail_code(ws_http_answer *a, int status, const char *code, const cha
     a->json = ws_http_error(code, "%s", msg);
 }
 
-static int method_is(ws_http_ctx *c, ws_http_answer *a, const char *allowed)
+/* The calling thread's store, with the route's session id (if it has one)
+ * checked; NULL with the answer in a. */
+static ws_store *session_store(ws_http_ctx *c, ws_http_answer *a)
 {
-    /* allowed: space-separated list; the request's method must be one. */
-    size_t n = strlen(c->method);
-    for (const char *p = allowed; (p = strstr(p, c->method)); p += n)
-        if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return 1;
-    a->status = 405;
-    a->json = ws_http_error("method_not_allowed", "allowed: %s", allowed);
-    return 0;
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(c->srv, &err);
+    if (!st) {
+        fail(a, err.code, &err);
+        return NULL;
+    }
+    /* Malformed ids are simply unknown sessions. */
+    if (c->params[0] && !ws_store_session_id_valid(c->params[0])) {
+        fail_code(a, 404, "not_found", "no such session");
+        return NULL;
+    }
+    return st;
 }
 
 /* An optional integer query argument. */
@@ -67,8 +73,10 @@ static cJSON *session_json(ws_store *st, const ws_store_session *s)
     return o;
 }
 
-static void create_session(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     static const char *const fields[] = {"model", NULL};
     ws_error err = {0};
     cJSON *body = NULL;
@@ -131,8 +139,10 @@ static ws_status list_session(void *ctx, const ws_store_session *s)
     return WS_OK;
 }
 
-static void list_sessions(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_sessions_list(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     int64_t limit = 100;
     if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a)) return;
     const char *after = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "after");
@@ -164,8 +174,10 @@ static ws_status log_entry(void *ctx, const ws_store_log_entry *e)
     return ws_srv_log_item_fill(o, e);
 }
 
-static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_steps_list(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     int64_t limit = 100, after = 0;
     if (!arg_int(c, "limit", 1, WS_STORE_PAGE_MAX, &limit, a) ||
         !arg_int(c, "after", 0, INT64_MAX / 2, &after, a))
@@ -173,9 +185,10 @@ static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     list_ctx l = {.arr = cJSON_CreateArray()};
     ws_error err = {0};
     ws_store_session sess = {0};
-    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
     if (s == WS_OK)
-        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->segs[2], after, (int)limit, log_entry, &l, &err)
+        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit,
+                                      log_entry, &l, &err)
                   : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     ws_store_session_clear(&sess);
     if (s != WS_OK) {
@@ -189,11 +202,13 @@ static void read_log(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     else cJSON_AddNullToObject(a->json, "next_after");
 }
 
-static void get_state(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
+void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     ws_store_session sess = {0};
     ws_error err = {0};
-    ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 1, &sess, &err);
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 1, &sess, &err);
     if (s != WS_OK) return fail(a, s, &err);
     size_t bytes = (size_t)sess.rows * (size_t)sess.cols * sizeof(float);
     /* The blob is little-endian float32 row-major, exactly as stored. */
@@ -212,6 +227,54 @@ static void get_state(ws_http_ctx *c, ws_store *st, ws_http_answer *a)
     ws_store_session_clear(&sess);
 }
 
+/* The job's own copy of parsed facts: their vectors move over (src keeps
+ * none), their symbols, which borrow the body, are copied. */
+static ws_status facts_take(ws_srv_fact *src, int n, ws_job_fact **out, ws_error *err)
+{
+    ws_job_fact *f = n ? calloc((size_t)n, sizeof *f) : NULL;
+    *out = f;
+    if (n && !f) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        f[i].value = src[i].value;
+        f[i].vec = src[i].vec, f[i].n_vec = src[i].n_vec;
+        src[i].vec = NULL;
+    }
+    for (int i = 0; i < n; i++)
+        WS_TRY(ws_job_fact_syms(&f[i], src[i].sym, src[i].sym_len, src[i].n_sym, err));
+    return WS_OK;
+}
+
+static void srv_facts_free(ws_srv_fact *f, int n)
+{
+    for (int i = 0; i < n; i++) free(f[i].vec);
+    free(f);
+}
+
+/* The labels of a LABELS job (ls: checked booleans). */
+static ws_status labels_take(const cJSON *ls, ws_job *j, ws_error *err)
+{
+    j->labels = malloc(sizeof(int) * (size_t)cJSON_GetArraySize(ls));
+    if (!j->labels) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    for (const cJSON *l = ls->child; l; l = l->next) j->labels[j->n_labels++] = cJSON_IsTrue(l);
+    return WS_OK;
+}
+
+/* The step log's JSON text of a job (engine.h): what was sent, normalised. */
+static ws_status log_text(ws_job *j, const cJSON *ins, const cJSON *qs, const cJSON *ls,
+                          ws_error *err)
+{
+    j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
+    int ok = !ls || j->labels_json;
+    if (j->kind == WS_JOB_STEP) {
+        cJSON *empty = cJSON_CreateArray();
+        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
+        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
+        cJSON_Delete(empty);
+        ok = ok && j->instr_json && j->query_json;
+    }
+    return ok ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+}
+
 /* Builds a STEP / QUERY / LABELS job from the body; NULL with *a filled on bad input. */
 static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
@@ -227,20 +290,23 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     j->kind = kind;
     j->expect_step = -1;
     j->tenant = c->who.tenant;
-    j->conn = c->conn;
-    memcpy(j->session, c->segs[2], strlen(c->segs[2]) + 1);
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &j->body, &err);
-    if (s == WS_OK)
-        s = ws_json_only(j->body, kind == WS_JOB_STEP ? step_fields : kind == WS_JOB_QUERY ? query_fields : label_fields,
-                         &err);
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j->body, "instructions");
-    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(j->body, "queries");
-    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
-    const cJSON *es = cJSON_GetObjectItemCaseSensitive(j->body, "expect_step");
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(j->body, "replace");
+    memcpy(j->session, c->params[0], strlen(c->params[0]) + 1);
+    cJSON *body = NULL;
+    ws_srv_fact *instr = NULL, *query = NULL;
+    int n_instr = 0, n_query = 0;
+    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
+    const char *const *fields = kind == WS_JOB_STEP    ? step_fields
+                                : kind == WS_JOB_QUERY ? query_fields
+                                                       : label_fields;
+    if (s == WS_OK) s = ws_json_only(body, fields, &err);
+    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(body, "instructions");
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(body, "queries");
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(body, "labels");
+    const cJSON *es = cJSON_GetObjectItemCaseSensitive(body, "expect_step");
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(body, "replace");
     if (s == WS_OK && es) s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
-    if (s == WS_OK) s = ws_json_facts(ins, 1, &j->instr, &j->n_instr, &err);
-    if (s == WS_OK) s = ws_json_facts(qs, 0, &j->query, &j->n_query, &err);
+    if (s == WS_OK) s = ws_json_facts(ins, 1, &instr, &n_instr, &err);
+    if (s == WS_OK) s = ws_json_facts(qs, 0, &query, &n_query, &err);
     if (s == WS_OK && kind == WS_JOB_QUERY && !qs) s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
     if (s == WS_OK && kind == WS_JOB_LABELS) {
         if (!ls) s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
@@ -249,23 +315,18 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
         else s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
         if (s == WS_OK && rp && !cJSON_IsBool(rp)) s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
         j->replace = rp && cJSON_IsTrue(rp);
+        if (s == WS_OK) s = labels_take(ls, j, &err);
     } else if (s == WS_OK && ls) {
-        s = ws_json_labels(ls, j->query, j->n_query, &err);
+        s = ws_json_labels(ls, query, n_query, &err);
         j->has_labels = 1;
     }
-    if (s == WS_OK && kind == WS_JOB_LABELS) {
-        j->labels_json = cJSON_PrintUnformatted(ls);
-        if (!j->labels_json) s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
-    }
-    if (s == WS_OK && kind == WS_JOB_STEP) {
-        cJSON *empty = cJSON_CreateArray();
-        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
-        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
-        j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
-        cJSON_Delete(empty);
-        if (!j->instr_json || !j->query_json || (ls && !j->labels_json))
-            s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
-    }
+    if (s == WS_OK && kind != WS_JOB_QUERY) s = log_text(j, ins, qs, ls, &err);
+    j->n_instr = n_instr, j->n_query = n_query;
+    if (s == WS_OK) s = facts_take(instr, n_instr, &j->instr, &err);
+    if (s == WS_OK) s = facts_take(query, n_query, &j->query, &err);
+    srv_facts_free(instr, n_instr);
+    srv_facts_free(query, n_query);
+    cJSON_Delete(body);
     if (s != WS_OK) {
         fail(a, s, &err);
         ws_job_free(j);
@@ -274,77 +335,62 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     return j;
 }
 
-void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
+void ws_route_session_get(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     ws_error err = {0};
-    j->conn = c->conn;
-    j->deadline_ms = ws_clock_wall_ms() + c->srv->cfg.request_timeout_ms;
-    ws_status s = ws_engine_submit(c->srv->engine, j, &err);
-    if (s == WS_OK) {
-        a->job = j;
-        return;
-    }
-    ws_job_free(j);
-    fail_code(a, 503, s == WS_ERR_CONFLICT ? "overloaded" : "shutting_down", err.msg);
+    ws_store_session sess = {0};
+    ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 200;
+    a->json = session_json(st, &sess);
+    cJSON_AddItemToObject(a->json, "state_shape",
+                          cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
+    ws_store_session_clear(&sess);
 }
 
-void ws_routes_sessions(ws_http_ctx *c, int route, ws_http_answer *a)
+void ws_route_session_delete(ws_http_ctx *c, ws_http_answer *a)
 {
+    ws_store *st = session_store(c, a);
+    if (!st) return;
     ws_error err = {0};
-    ws_store *st = ws_srv_store(c->srv, &err);
-    if (!st) return fail(a, err.code, &err);
-    if (route == WS_ROUTE_SESSIONS) {
-        if (!method_is(c, a, "GET POST")) return;
-        return !strcmp(c->method, "POST") ? create_session(c, st, a) : list_sessions(c, st, a);
-    }
-    /* Malformed ids are simply unknown sessions. */
-    if (!ws_store_session_id_valid(c->segs[2])) return fail_code(a, 404, "not_found", "no such session");
-    switch (route) {
-    case WS_ROUTE_SESSION: {
-        if (!method_is(c, a, "GET DELETE")) return;
-        if (!strcmp(c->method, "DELETE")) {
-            ws_status s = ws_store_session_delete(st, c->who.tenant, c->segs[2], &err);
-            if (s != WS_OK) return fail(a, s, &err);
-            a->status = 204;
-            a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-            return;
-        }
-        ws_store_session sess = {0};
-        ws_status s = ws_store_session_get(st, c->who.tenant, c->segs[2], 0, &sess, &err);
-        if (s != WS_OK) return fail(a, s, &err);
-        a->status = 200;
-        a->json = session_json(st, &sess);
-        cJSON_AddItemToObject(a->json, "state_shape", cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
-        ws_store_session_clear(&sess);
-        return;
-    }
-    case WS_ROUTE_STATE:
-        if (method_is(c, a, "GET")) get_state(c, st, a);
-        return;
-    case WS_ROUTE_STEPS:
-        if (!method_is(c, a, "GET POST")) return;
-        if (!strcmp(c->method, "GET")) return read_log(c, st, a);
-        break;
-    case WS_ROUTE_QUERIES:
-        if (!method_is(c, a, "POST")) return;
-        break;
-    case WS_ROUTE_LABELS:
-        if (!method_is(c, a, "PUT")) return;
-        break;
-    default: return fail_code(a, 404, "not_found", "no such route");
-    }
-    ws_job_kind kind = route == WS_ROUTE_STEPS ? WS_JOB_STEP : route == WS_ROUTE_QUERIES ? WS_JOB_QUERY : WS_JOB_LABELS;
+    ws_status s = ws_store_session_delete(st, c->who.tenant, c->params[0], &err);
+    if (s != WS_OK) return fail(a, s, &err);
+    a->status = 204;
+    a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+}
+
+/* A step, query or labels job from the body, handed to the engine. */
+static void submit_session_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
+{
+    if (!session_store(c, a)) return;
     ws_job *j = parse_job(c, kind, a);
     if (!j) return;
     if (kind == WS_JOB_LABELS) {
         char *end;
         errno = 0;
-        long long n = strtoll(c->segs[4], &end, 10);
-        if (!*c->segs[4] || *end || errno || n < 1) {
+        long long n = strtoll(c->params[1], &end, 10);
+        if (!*c->params[1] || *end || errno || n < 1) {
             ws_job_free(j);
             return fail_code(a, 404, "not_found", "no such step");
         }
         j->label_step = n;
     }
     ws_http_submit(c, j, a);
+}
+
+void ws_route_step(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_STEP, a);
+}
+
+void ws_route_query(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_QUERY, a);
+}
+
+void ws_route_labels_put(ws_http_ctx *c, ws_http_answer *a)
+{
+    submit_session_job(c, WS_JOB_LABELS, a);
 }

@@ -1,8 +1,15 @@
-/* engine.h — engine internals shared by engine*.c (see daemon.h for the API). */
-#ifndef WS_SRV_ENGINE_H
-#define WS_SRV_ENGINE_H
+/* engine_impl.h — engine internals shared by the files of server/engine/
+ * (engine.h is the interface). The engine parses no request, but SQLite keeps
+ * some things as JSON (training settings, model configs, the step log's
+ * answers), so cJSON is used here, never in engine.h. */
+#ifndef WS_ENGINE_IMPL_H
+#define WS_ENGINE_IMPL_H
 
-#include "daemon.h"
+#include <pthread.h>
+
+#include "../common/common.h"
+#include "engine.h"
+#include "files.h"
 #include "online_trainer.h"
 
 typedef struct {
@@ -22,7 +29,7 @@ typedef struct {
 } ws_eng_model;
 
 struct ws_engine {
-    ws_srv *srv;
+    ws_engine_config cfg;
     ws_store *st;         /* the engine thread's own connection */
     ws_backend *be;
     pthread_t thread;
@@ -63,23 +70,27 @@ void ws_eng_models_free(ws_engine *e);
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
 
 /* engine_import.c: models from checkpoint files. */
-/* POST /v1/models/{name}/import: the checkpoint in `file` (always consumed:
- * renamed into place or removed) becomes model `name` (*created = 1) or, when
- * it exists, its next version (*created = 0). A refusal that has its own API
- * error sets *status and *code (400 bad_checkpoint, 409 config_mismatch or
- * vocab_mismatch); other failures leave *status 0. Nothing changes on failure. */
+/* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into
+ * place or removed) becomes model `name` (*created = 1) or, when it exists,
+ * its next version (*created = 0). A refusal of the checkpoint itself sets
+ * *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH, _VOCAB_MISMATCH); other
+ * failures leave it WS_JOB_FAILED. Nothing changes on failure. */
 ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              int *status, const char **code, ws_error *err);
+                              ws_job_why *why, ws_error *err);
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
 /* Removes temporary files (WS_SRV_UPLOAD_PREFIX) a crash left in models/. */
 void ws_eng_uploads_clean(ws_engine *e);
 
-/* engine_run.c: steps and queries of one batch (all kinds mixed). */
+/* engine_run.c: steps, queries and labels of one batch (all kinds mixed). */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
-/* Finishes a job: status + reply (owned), then resumes its connection. */
-void ws_eng_finish(ws_job *j, int status, cJSON *reply);
+/* Completes a job whose result is written: hands it back through its callback. */
+void ws_eng_finish(ws_job *j);
+/* Completes a job that failed with s (err's message). */
 void ws_eng_fail(ws_job *j, ws_status s, const ws_error *err);
+/* Completes a job that failed for a reason of its own (engine.h, ws_job_why). */
+void ws_eng_refuse(ws_job *j, ws_job_why why, ws_status s, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -1,8 +1,8 @@
 /* online_trainer.h — per-model online trainer of the engine (see online_trainer.c). */
-#ifndef WS_SRV_ONLINE_TRAINER_H
-#define WS_SRV_ONLINE_TRAINER_H
+#ifndef WS_ENGINE_ONLINE_TRAINER_H
+#define WS_ENGINE_ONLINE_TRAINER_H
 
-#include "daemon.h"
+#include "../common/common.h"
 
 typedef struct ws_online_trainer ws_online_trainer;
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "../../model/checkpoint.h"
-#include "engine.h"
+#include "engine_impl.h"
 #include "../common/versions.h"
 
 #define WS_SRV_KEEP_VERSIONS 4
@@ -26,7 +26,7 @@
 static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
     em->cfg = *ws_model_config_of(em->m);
-    int n = e->srv->cfg.max_batch;
+    int n = e->cfg.max_batch;
     WS_TRY(ws_batch_new(&em->batch, &em->cfg));
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
     em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
@@ -106,7 +106,7 @@ static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *e
 ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
 {
     char dir[WS_SRV_PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
+    snprintf(dir, sizeof dir, "%s/models", e->cfg.data_dir);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
     ws_srv_model_rows rows = {0};
@@ -124,7 +124,7 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
                               const ws_srv_training *tr, const char *path, const char *note,
                               int64_t *id, ws_error *err)
 {
-    cJSON *cj = ws_srv_model_config_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
+    cJSON *cj = ws_model_config_to_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
     char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL;
     char *ttext = tj ? cJSON_PrintUnformatted(tj) : NULL;
     cJSON_Delete(cj);
@@ -184,7 +184,7 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
     ws_model *m = NULL;
     WS_TRY(ws_model_new(&m, cfg, e->be, seed, err));
     char path[WS_SRV_PATH_MAX + 128];
-    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
+    ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, sizeof path);
     ws_status s = ws_checkpoint_save(m, path, 1, err);
     if (s != WS_OK) {
         ws_model_free(m);
@@ -196,7 +196,7 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
 ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
     int64_t v = 0;
-    WS_TRY(ws_srv_version_publish(e->st, e->srv->cfg.data_dir, em->name, em->id, em->m, em->version,
+    WS_TRY(ws_srv_version_publish(e->st, e->cfg.data_dir, em->name, em->id, em->m, em->version,
                                   "online training", &v, err));
     pthread_mutex_lock(&e->mu);
     em->version = v;
@@ -206,7 +206,7 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
      * created); older version rows stay in SQLite as history without a file. */
     if (v - WS_SRV_KEEP_VERSIONS > 1) {
         char path[WS_SRV_PATH_MAX + 128];
-        ws_srv_ckpt_path(e->srv->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
+        ws_srv_ckpt_path(e->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT)
             fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path, strerror(errno));
     }

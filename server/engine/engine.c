@@ -7,13 +7,14 @@
  * load, so training is slowed, never starved — one online-training pass; and
  * about once a second, between batches, it adopts model versions that another
  * process recorded in SQLite (engine_models.c). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine_impl.h"
 #include "../../base/ws_clock.h"
 
 #define TRAIN_EVERY_BATCHES 8
@@ -21,21 +22,37 @@
  * SELECT over the models table, so a retrained version is served within ~1 s. */
 #define SYNC_EVERY_US 1000000
 
-void ws_eng_finish(ws_job *j, int status, cJSON *reply)
+ws_engine_config ws_engine_config_default(void)
 {
-    j->status = status;
-    j->reply = reply;
-    struct MHD_Connection *conn = j->conn;
-    atomic_store_explicit(&j->done, 1, memory_order_release);
-    /* After this the HTTP thread owns (and frees) the job. */
-    MHD_resume_connection(conn);
+    return (ws_engine_config){.durability = WS_STORE_DURABILITY_NORMAL, .max_batch = 64,
+                              .batch_wait_us = 2000, .max_queue = 4096,
+                              .job_timeout_ms = 30000};
+}
+
+void ws_eng_finish(ws_job *j)
+{
+    j->done(j, j->user); /* the caller's from here on */
 }
 
 void ws_eng_fail(ws_job *j, ws_status s, const ws_error *err)
 {
-    const char *code;
-    int status = ws_http_status_of(s, &code);
-    ws_eng_finish(j, status, ws_http_error(code, "%s", err->msg));
+    j->result.status = s;
+    j->result.why = WS_JOB_FAILED;
+    j->result.err = *err;
+    j->result.err.code = s;
+    ws_eng_finish(j);
+}
+
+void ws_eng_refuse(ws_job *j, ws_job_why why, ws_status s, const char *fmt, ...)
+{
+    j->result.status = s;
+    j->result.why = why;
+    j->result.err.code = s;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->result.err.msg, sizeof j->result.err.msg, fmt, ap);
+    va_end(ap);
+    ws_eng_finish(j);
 }
 
 static int in_batch(ws_job **jobs, int n, const ws_job *j)
@@ -68,59 +85,50 @@ static int take(ws_engine *e, ws_job **jobs, int max)
     return n;
 }
 
-/* Answers a created or imported model as GET /v1/models lists it. */
-static void model_reply(ws_engine *e, ws_job *j, int status)
-{
-    ws_error err = {0};
-    cJSON *r;
-    ws_status s = ws_srv_model_json(e->st, j->model_name, &r, NULL, &err);
-    if (s != WS_OK) return ws_eng_fail(j, s, &err);
-    ws_eng_finish(j, status, r);
-}
-
 static void import_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
-    int created, status;
-    const char *code;
-    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &created, &status, &code,
+    ws_job_why why = WS_JOB_FAILED;
+    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &j->result.created, &why,
                                       &err);
     free(j->upload); /* the file is gone or in place: not the job's any more */
     j->upload = NULL;
-    if (s == WS_OK) return model_reply(e, j, created ? 201 : 200);
-    if (status) return ws_eng_finish(j, status, ws_http_error(code, "%s", err.msg));
-    ws_eng_fail(j, s, &err);
+    if (s != WS_OK) return ws_eng_refuse(j, why, s, "%s", err.msg);
+    ws_eng_finish(j);
+}
+
+/* WS_JOB_TRAINING_SET: the new settings are recorded, then served. */
+static void training_job(ws_engine *e, ws_job *j)
+{
+    ws_error err = {0};
+    ws_eng_model *em = ws_eng_model_by_name(e, j->model_name);
+    if (!em) return ws_eng_refuse(j, WS_JOB_FAILED, WS_ERR_NOTFOUND, "no such model");
+    ws_srv_training t = em->tr;
+    ws_srv_training_apply(&t, &j->training, j->training_fields);
+    cJSON *tj = ws_srv_training_json(&t);
+    char *text = tj ? cJSON_PrintUnformatted(tj) : NULL;
+    cJSON_Delete(tj);
+    ws_status s = text ? ws_store_model_set_training(e->st, em->id, text, &err)
+                       : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    free(text);
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
+    pthread_mutex_lock(&e->mu);
+    em->tr = t;
+    pthread_mutex_unlock(&e->mu);
+    j->result.training = t;
+    ws_eng_finish(j);
 }
 
 static void admin_job(ws_engine *e, ws_job *j)
 {
-    ws_error err = {0};
-    ws_status s;
-    if (j->kind == WS_JOB_MODEL_CREATE) {
-        ws_eng_model *em;
-        s = ws_eng_model_create(e, j->model_name, &j->cfg, &j->training, j->seed, &em, &err);
-        if (s != WS_OK) return ws_eng_fail(j, s, &err);
-        return model_reply(e, j, 201);
-    }
     if (j->kind == WS_JOB_MODEL_IMPORT) return import_job(e, j);
-    /* WS_JOB_TRAINING_SET */
-    ws_eng_model *em = ws_eng_model_by_name(e, j->model_name);
-    if (!em) return ws_eng_finish(j, 404, ws_http_error("not_found", "no such model"));
-    ws_srv_training t = em->tr;
-    s = ws_srv_training_parse(j->body, &t, &err);
-    cJSON *tj = s == WS_OK ? ws_srv_training_json(&t) : NULL;
-    char *text = tj ? cJSON_PrintUnformatted(tj) : NULL;
-    if (s == WS_OK && !text) s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
-    if (s == WS_OK) s = ws_store_model_set_training(e->st, em->id, text, &err);
-    free(text);
-    if (s != WS_OK) {
-        cJSON_Delete(tj);
-        return ws_eng_fail(j, s, &err);
-    }
-    pthread_mutex_lock(&e->mu);
-    em->tr = t;
-    pthread_mutex_unlock(&e->mu);
-    ws_eng_finish(j, 200, tj);
+    if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
+    /* WS_JOB_MODEL_CREATE */
+    ws_error err = {0};
+    ws_eng_model *em;
+    ws_status s = ws_eng_model_create(e, j->model_name, &j->cfg, &j->training, j->seed, &em, &err);
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
+    ws_eng_finish(j);
 }
 
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)
@@ -140,7 +148,7 @@ static void train_some(ws_engine *e)
         int updated = 0;
         ws_status s = ws_online_run(em->trainer, em->m, &em->tr, &updated, &err);
         if (s == WS_OK && updated) {
-            ws_metrics_training_update();
+            if (e->cfg.on_training_update) e->cfg.on_training_update();
             s = ws_eng_model_new_version(e, em, &err);
         }
         if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", em->name, err.msg);
@@ -173,7 +181,7 @@ static void wait_until(ws_engine *e, int64_t until)
 static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
-    int max = e->srv->cfg.max_batch, batches = 0;
+    int max = e->cfg.max_batch, batches = 0;
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
@@ -197,16 +205,17 @@ static void *engine_main(void *arg)
             continue;
         }
         /* Let the batch fill: wait until max jobs or batch_wait_us has passed. */
-        int64_t until = ws_clock_mono_us() + e->srv->cfg.batch_wait_us;
+        int64_t until = ws_clock_mono_us() + e->cfg.batch_wait_us;
         while (!e->stop && e->depth < max && ws_clock_mono_us() < until) wait_until(e, until);
         int n = take(e, jobs, max);
         pthread_mutex_unlock(&e->mu);
         int m = 0;
-        int64_t now = ws_clock_wall_ms();
+        int64_t now = ws_clock_mono_us();
         for (int i = 0; i < n; i++) {
             ws_job *j = jobs[i];
-            if (now > j->deadline_ms) /* the client's wait is over: answer without running */
-                ws_eng_finish(j, 503, ws_http_error("deadline_exceeded", "the job waited too long in the queue"));
+            if (now > j->deadline_us) /* the client's wait is over: answer without running */
+                ws_eng_refuse(j, WS_JOB_DEADLINE, WS_ERR_UNSUPPORTED,
+                              "the job waited too long in the queue");
             else if (j->kind == WS_JOB_MODEL_CREATE || j->kind == WS_JOB_TRAINING_SET ||
                      j->kind == WS_JOB_MODEL_IMPORT)
                 admin_job(e, j);
@@ -217,12 +226,13 @@ static void *engine_main(void *arg)
         if (++batches % TRAIN_EVERY_BATCHES == 0) train_some(e);
         pthread_mutex_lock(&e->mu);
     }
-    /* Shutdown: queued jobs are answered 503, never dropped (no leaks, no hung clients). */
+    /* Shutdown: queued jobs complete (WS_JOB_SHUTTING_DOWN), never dropped: no leaks, no
+     * hung clients. */
     while (e->head) {
         ws_job *j = e->head;
         e->head = j->next;
         e->depth--;
-        ws_eng_finish(j, 503, ws_http_error("shutting_down", "the server is shutting down"));
+        ws_eng_refuse(j, WS_JOB_SHUTTING_DOWN, WS_ERR_UNSUPPORTED, "the server is shutting down");
     }
     e->tail = NULL;
     pthread_mutex_unlock(&e->mu);
@@ -235,9 +245,11 @@ ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err)
     pthread_mutex_lock(&e->mu);
     ws_status s = WS_OK;
     if (e->stop) s = ws_error_set(err, WS_ERR_UNSUPPORTED, "the server is shutting down");
-    else if (e->depth >= e->srv->cfg.max_queue) s = ws_error_set(err, WS_ERR_CONFLICT, "engine queue full, retry later");
+    else if (e->depth >= e->cfg.max_queue)
+        s = ws_error_set(err, WS_ERR_CONFLICT, "engine queue full, retry later");
     if (s == WS_OK) {
         job->next = NULL;
+        job->deadline_us = ws_clock_mono_us() + (int64_t)e->cfg.job_timeout_ms * 1000;
         if (e->tail) e->tail->next = job;
         else e->head = job;
         e->tail = job;
@@ -256,12 +268,12 @@ int ws_engine_queue_depth(ws_engine *e)
     return d;
 }
 
-ws_status ws_engine_start(ws_srv *srv, ws_engine **out, ws_error *err)
+ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error *err)
 {
     *out = NULL;
     ws_engine *e = calloc(1, sizeof *e);
     if (!e) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    e->srv = srv;
+    e->cfg = *cfg;
     pthread_condattr_t ca;
     int ok = pthread_condattr_init(&ca) == 0 && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
              pthread_cond_init(&e->cv, &ca) == 0;
@@ -269,8 +281,9 @@ ws_status ws_engine_start(ws_srv *srv, ws_engine **out, ws_error *err)
         free(e);
         return ws_error_set(err, WS_ERR_NOMEM, "cannot create engine locks");
     }
-    ws_status s = ws_store_open(srv->db_path, srv->cfg.durability, 1, &e->st, err);
-    if (s == WS_OK) s = srv->cfg.force_cpu ? ws_backend_cpu_new(&e->be, 0, err) : ws_backend_auto(&e->be, err);
+    ws_status s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
+    if (s == WS_OK)
+        s = cfg->force_cpu ? ws_backend_cpu_new(&e->be, 0, err) : ws_backend_auto(&e->be, err);
     if (s == WS_OK) s = ws_eng_models_load(e, err);
     if (s == WS_OK && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         s = ws_error_set(err, WS_ERR_NOMEM, "cannot start the engine thread");
@@ -314,52 +327,70 @@ void ws_engine_free(ws_engine *e)
     free(e);
 }
 
-cJSON *ws_engine_model_status(ws_engine *e, int64_t model_id)
+/* em's public picture (mu held). */
+static ws_engine_model_info info_of(const ws_eng_model *em)
+{
+    ws_engine_model_info m = {.id = em->id, .version = em->version,
+                              .examples_ready = em->stats.ready,
+                              .examples_labelled = em->stats.examples_labelled,
+                              .examples_trained = em->stats.examples_trained,
+                              .examples_dropped = em->stats.examples_dropped,
+                              .updates = em->stats.updates, .last_loss = em->stats.last_loss};
+    memcpy(m.name, em->name, sizeof m.name);
+    return m;
+}
+
+int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info *out)
 {
     pthread_mutex_lock(&e->mu);
     ws_eng_model *em = ws_eng_model_by_id(e, model_id);
-    cJSON *o = NULL;
-    if (em && (o = cJSON_CreateObject())) {
-        const ws_online_stats st = em->stats;
-        cJSON_AddStringToObject(o, "state", "loaded");
-        cJSON_AddNumberToObject(o, "serving_version", (double)em->version);
-        cJSON_AddNumberToObject(o, "examples_ready", st.ready);
-        cJSON_AddNumberToObject(o, "examples_labelled", (double)st.examples_labelled);
-        cJSON_AddNumberToObject(o, "examples_trained", (double)st.examples_trained);
-        cJSON_AddNumberToObject(o, "examples_dropped", (double)st.examples_dropped);
-        cJSON_AddNumberToObject(o, "updates", (double)st.updates);
-        cJSON_AddNumberToObject(o, "last_loss", st.last_loss);
-    }
+    if (em) *out = info_of(em);
     pthread_mutex_unlock(&e->mu);
-    return o;
+    return em != NULL;
 }
 
-void ws_engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
+void ws_engine_models_each(ws_engine *e, void (*fn)(void *ctx, const ws_engine_model_info *m),
+                           void *ctx)
 {
     pthread_mutex_lock(&e->mu);
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n", e->depth);
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_model_version gauge\n");
-    for (int i = 0; i < e->n_models; i++)
-        ws_metrics_printf(buf, len, cap, "worldstate_model_version{model=\"%s\"} %lld\n", e->models[i].name,
-                          (long long)e->models[i].version);
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_training_examples_ready gauge\n");
-    for (int i = 0; i < e->n_models; i++)
-        ws_metrics_printf(buf, len, cap, "worldstate_training_examples_ready{model=\"%s\"} %d\n", e->models[i].name,
-                          e->models[i].stats.ready);
+    for (int i = 0; i < e->n_models; i++) {
+        ws_engine_model_info m = info_of(&e->models[i]);
+        fn(ctx, &m);
+    }
     pthread_mutex_unlock(&e->mu);
+}
+
+static void facts_free(ws_job_fact *f, int n)
+{
+    for (int i = 0; f && i < n; i++) {
+        for (int k = 0; k < f[i].n_sym; k++) free(f[i].sym[k]);
+        free(f[i].vec);
+    }
+    free(f);
+}
+
+ws_status ws_job_fact_syms(ws_job_fact *f, const char *const *syms, const int *lens, int n,
+                           ws_error *err)
+{
+    for (; f->n_sym < n; f->n_sym++) {
+        int k = f->n_sym;
+        if (!(f->sym[k] = malloc((size_t)lens[k] + 1)))
+            return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+        memcpy(f->sym[k], syms[k], (size_t)lens[k]);
+        f->sym[k][lens[k]] = '\0';
+    }
+    return WS_OK;
 }
 
 void ws_job_free(ws_job *j)
 {
     if (!j) return;
-    for (int i = 0; i < j->n_instr; i++) free(j->instr[i].vec);
-    for (int i = 0; i < j->n_query; i++) free(j->query[i].vec);
-    free(j->instr);
-    free(j->query);
-    cJSON_Delete(j->body);
+    facts_free(j->instr, j->n_instr);
+    facts_free(j->query, j->n_query);
+    free(j->labels);
     if (j->upload) unlink(j->upload); /* an import that never ran: its file goes */
     free(j->upload);
-    cJSON_Delete(j->reply);
+    free(j->result.p);
     free(j->instr_json);
     free(j->query_json);
     free(j->labels_json);

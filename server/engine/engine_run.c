@@ -2,13 +2,13 @@
  * the job against its model, map symbols to ids, then per model one ws_model_step
  * (updater + extractor for every step job) and one ws_model_query (query-only
  * jobs), and ONE SQLite transaction for all the steps (group commit: new
- * vocabulary, each session's W_t and log entry). Replies go out only after the
- * commit, so an acknowledged step is durable per --durability. */
+ * vocabulary, each session's W_t and log entry). Step jobs complete only after
+ * the commit, so an acknowledged step is durable per the store's durability. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine_impl.h"
 
 typedef struct {
     ws_job *j;
@@ -22,25 +22,25 @@ typedef struct {
     int live;     /* still to be answered by the run */
 } item;
 
-static void fail_item(item *it, int status, const char *code, const char *msg)
+static void fail_item(item *it, ws_job_why why, ws_status s, const char *msg)
 {
     it->live = 0;
-    ws_eng_finish(it->j, status, ws_http_error(code, "%s", msg));
+    ws_eng_refuse(it->j, why, s, "%s", msg);
 }
 
-static int check_facts(item *it, const ws_srv_fact *f, int n, const char *what)
+static int check_facts(item *it, const ws_job_fact *f, int n, const char *what)
 {
     const ws_model_config *c = &it->em->cfg;
     char msg[160];
     for (int i = 0; i < n; i++) {
         if (f[i].n_sym > c->max_fact_len) {
             snprintf(msg, sizeof msg, "%s[%d]: this model takes at most %d symbols per fact", what, i, c->max_fact_len);
-            return fail_item(it, 400, "invalid_request", msg), 0;
+            return fail_item(it, WS_JOB_FAILED, WS_ERR_INVALID, msg), 0;
         }
         if (!f[i].n_sym && f[i].n_vec != c->d_raw) {
             if (c->d_raw) snprintf(msg, sizeof msg, "%s[%d]: vectors must have %d numbers, got %d", what, i, c->d_raw, f[i].n_vec);
             else snprintf(msg, sizeof msg, "%s[%d]: this model takes no vectors (d_raw = 0)", what, i);
-            return fail_item(it, 400, "invalid_request", msg), 0;
+            return fail_item(it, WS_JOB_FAILED, WS_ERR_INVALID, msg), 0;
         }
     }
     return 1;
@@ -54,28 +54,32 @@ static void prepare(ws_engine *e, item *it)
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 1, &it->sess, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     it->em = ws_eng_model_by_id(e, it->sess.model);
-    if (!it->em) return ws_eng_finish(j, 500, ws_http_error("internal", "the session's model is not loaded"));
+    if (!it->em)
+        return ws_eng_refuse(j, WS_JOB_INCONSISTENT, WS_ERR_NOTFOUND,
+                             "the session's model is not loaded");
     it->live = 1;
     if (it->sess.rows && (size_t)it->sess.rows * (size_t)it->sess.cols != ws_model_state_floats(it->em->m))
-        return fail_item(it, 500, "internal", "stored state does not fit the model");
+        return fail_item(it, WS_JOB_INCONSISTENT, WS_ERR_FORMAT,
+                         "stored state does not fit the model");
     if (j->kind == WS_JOB_STEP && j->expect_step >= 0 && j->expect_step != it->sess.step) {
         it->live = 0;
-        cJSON *r = ws_http_error("step_conflict", "session is at step %lld, not %lld", (long long)it->sess.step,
-                                 (long long)j->expect_step);
-        if (r) cJSON_AddNumberToObject(r, "current_step", (double)it->sess.step);
-        return ws_eng_finish(j, 409, r);
+        j->result.step = it->sess.step;
+        return ws_eng_refuse(j, WS_JOB_STEP_CONFLICT, WS_ERR_CONFLICT,
+                             "session is at step %lld, not %lld", (long long)it->sess.step,
+                             (long long)j->expect_step);
     }
     if (!check_facts(it, j->instr, j->n_instr, "instructions") || !check_facts(it, j->query, j->n_query, "queries"))
         return;
     int S = it->em->cfg.max_fact_len, rows = j->n_instr + j->n_query;
     it->ids = malloc(sizeof(int32_t) * (size_t)S * (size_t)(rows ? rows : 1));
     it->hash = malloc(sizeof(uint64_t) * (size_t)S * (size_t)(rows ? rows : 1));
-    if (!it->ids || !it->hash) return fail_item(it, 500, "internal", "out of memory");
+    if (!it->ids || !it->hash) return fail_item(it, WS_JOB_FAILED, WS_ERR_NOMEM, "out of memory");
     ws_vocab *v = ws_model_vocab(it->em->m);
     for (int r = 0; r < rows; r++) {
-        const ws_srv_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
+        const ws_job_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
         for (int k = 0; k < S; k++) {
-            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], (size_t)f->sym_len[k], 1) : (ws_sym){-1, 0};
+            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1)
+                                    : (ws_sym){-1, 0};
             it->ids[(size_t)r * S + k] = s.id;
             it->hash[(size_t)r * S + k] = s.hash;
         }
@@ -94,12 +98,12 @@ static ws_status add_facts(ws_batch *b, const item *it, int S)
     const ws_job *j = it->j;
     ws_sym syms[WS_MAX_FACT_LEN];
     for (int i = 0; i < j->n_instr; i++) {
-        const ws_srv_fact *f = &j->instr[i];
+        const ws_job_fact *f = &j->instr[i];
         WS_TRY(f->n_sym ? ws_batch_add_instr_syms(b, row_syms(it, i, S, syms), f->n_sym, f->value)
                         : ws_batch_add_instr_raw(b, f->vec, f->value));
     }
     for (int i = 0; i < j->n_query; i++) {
-        const ws_srv_fact *f = &j->query[i];
+        const ws_job_fact *f = &j->query[i];
         WS_TRY(f->n_sym ? ws_batch_add_query_syms(b, row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
                         : ws_batch_add_query_raw(b, f->vec, -1));
     }
@@ -137,17 +141,15 @@ static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, w
     return ws_backend_download(e->be, em->w_host, em->w_dev, sizeof(float) * T * (size_t)*n_traj);
 }
 
-static cJSON *answers_json(const float *p, int n)
+/* The answers of a step or query job into its result. */
+static ws_status set_answers(ws_job *j, const float *p, int64_t version, ws_error *err)
 {
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) {
-        cJSON *o = cJSON_CreateObject();
-        if (!o) break;
-        cJSON_AddNumberToObject(o, "p", p[i]);
-        cJSON_AddBoolToObject(o, "holds", p[i] >= 0.5f);
-        cJSON_AddItemToArray(a, o);
-    }
-    return a;
+    j->result.model_version = version;
+    j->result.n_p = j->n_query;
+    j->result.p = malloc(sizeof(float) * (size_t)(j->n_query ? j->n_query : 1));
+    if (!j->result.p) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    memcpy(j->result.p, p, sizeof(float) * (size_t)j->n_query);
+    return WS_OK;
 }
 
 /* Appends symbols the vocabulary gained since the last commit (inside a transaction). */
@@ -161,6 +163,17 @@ static ws_status flush_vocab(ws_engine *e, ws_eng_model *em, ws_error *err)
     for (int i = 0; i < n; i++) syms[i] = ws_vocab_symbol(v, em->vocab_stored + i);
     ws_status s = ws_store_vocab_append(e->st, em->id, em->vocab_stored, (size_t)n, syms, err);
     free(syms);
+    return s;
+}
+
+/* Ends the transaction of a group of em: commits it when s is WS_OK (the
+ * vocabulary up to vocab_now is then stored), else rolls it back. */
+static ws_status end_commit(ws_engine *e, ws_eng_model *em, int vocab_now, ws_status s,
+                            ws_error *err)
+{
+    if (s == WS_OK) s = ws_store_commit(e->st, err);
+    else ws_store_rollback(e->st, NULL);
+    if (s == WS_OK) em->vocab_stored = vocab_now;
     return s;
 }
 
@@ -178,7 +191,7 @@ static void observe(ws_eng_model *em, item *it, int64_t step)
     ws_online_observe(em->trainer, &em->tr, &ts);
 }
 
-/* Group commit of the step items of one model, then the replies. */
+/* Group commit of the step items of one model, then the completions. */
 static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, const float *probs)
 {
     ws_error err = {0};
@@ -186,57 +199,50 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
     int vocab_now = ws_vocab_size(ws_model_vocab(em->m));
     ws_status s = ws_store_begin(e->st, &err);
     if (s == WS_OK) s = flush_vocab(e, em, &err);
-    cJSON **replies = calloc((size_t)n, sizeof *replies);
-    if (s == WS_OK && !replies) s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     for (int i = 0; s == WS_OK && i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
-        cJSON *ans = answers_json(probs + it->q_off, it->j->n_query);
+        cJSON *ans = ws_srv_answers_json(probs + it->q_off, it->j->n_query);
         char *ans_text = ans ? cJSON_PrintUnformatted(ans) : NULL;
+        cJSON_Delete(ans);
         ws_store_log_entry entry = {.instructions_json = it->j->instr_json, .queries_json = it->j->query_json,
                                     .labels_json = it->j->labels_json, .answers_json = ans_text,
                                     .model_version = em->version};
         int64_t cur = 0;
         ws_error e1 = {0};
-        ws_status s1 = ans_text ? ws_store_apply_step(e->st, it->j->tenant, it->j->session, it->sess.step,
-                                                      em->w_host + (size_t)it->row * T, (int32_t)em->cfg.n_state,
-                                                      (int32_t)em->cfg.d, &entry, &cur, &e1)
+        /* The answers go into the result first: a step applied is a step answered. */
+        ws_status s1 = ans_text ? set_answers(it->j, probs + it->q_off, em->version, &e1)
                                 : ws_error_set(&e1, WS_ERR_NOMEM, "out of memory");
+        if (s1 == WS_OK)
+            s1 = ws_store_apply_step(e->st, it->j->tenant, it->j->session, it->sess.step,
+                                     em->w_host + (size_t)it->row * T, (int32_t)em->cfg.n_state,
+                                     (int32_t)em->cfg.d, &entry, &cur, &e1);
         free(ans_text);
         if (s1 == WS_OK) {
-            replies[i] = cJSON_CreateObject();
-            cJSON_AddNumberToObject(replies[i], "step", (double)cur);
-            cJSON_AddItemToObject(replies[i], "answers", ans);
-            cJSON_AddNumberToObject(replies[i], "model_version", (double)em->version);
+            it->j->result.step = cur;
             continue;
         }
-        cJSON_Delete(ans);
+        it->live = 0;
         if (s1 == WS_ERR_CONFLICT) { /* another step got there first (only this job is undone) */
-            cJSON *r = ws_http_error("step_conflict", "session is at step %lld", (long long)cur);
-            if (r) cJSON_AddNumberToObject(r, "current_step", (double)cur);
-            it->live = 0;
-            ws_eng_finish(it->j, 409, r);
+            it->j->result.step = cur;
+            ws_eng_refuse(it->j, WS_JOB_STEP_CONFLICT, WS_ERR_CONFLICT, "session is at step %lld",
+                          (long long)cur);
         } else {
-            it->live = 0;
             ws_eng_fail(it->j, s1, &e1);
         }
     }
-    if (s == WS_OK) s = ws_store_commit(e->st, &err);
-    else ws_store_rollback(e->st, NULL);
-    if (s == WS_OK) em->vocab_stored = vocab_now;
+    s = end_commit(e, em, vocab_now, s, &err);
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
         it->live = 0;
         if (s != WS_OK) { /* nothing of the group was kept: nobody is acknowledged */
-            cJSON_Delete(replies ? replies[i] : NULL);
             ws_eng_fail(it->j, s, &err);
             continue;
         }
         observe(em, it, it->sess.step + 1);
-        ws_eng_finish(it->j, 200, replies[i]);
+        ws_eng_finish(it->j);
     }
-    free(replies);
     ws_eng_model_stats_publish(e, em);
 }
 
@@ -248,23 +254,17 @@ static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, c
         int vocab_now = ws_vocab_size(ws_model_vocab(em->m));
         s = ws_store_begin(e->st, &err);
         if (s == WS_OK) s = flush_vocab(e, em, &err);
-        if (s == WS_OK) s = ws_store_commit(e->st, &err);
-        else ws_store_rollback(e->st, NULL);
-        if (s == WS_OK) em->vocab_stored = vocab_now;
+        s = end_commit(e, em, vocab_now, s, &err);
     }
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_QUERY) continue;
         it->live = 0;
-        if (s != WS_OK) {
-            ws_eng_fail(it->j, s, &err);
-            continue;
-        }
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "step", (double)it->sess.step);
-        cJSON_AddItemToObject(r, "answers", answers_json(probs + it->q_off, it->j->n_query));
-        cJSON_AddNumberToObject(r, "model_version", (double)em->version);
-        ws_eng_finish(it->j, 200, r);
+        ws_error e1 = err;
+        ws_status s1 = s == WS_OK ? set_answers(it->j, probs + it->q_off, em->version, &e1) : s;
+        it->j->result.step = it->sess.step;
+        if (s1 != WS_OK) ws_eng_fail(it->j, s1, &e1);
+        else ws_eng_finish(it->j);
     }
 }
 
@@ -290,33 +290,28 @@ static void label_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_store_session sess = {0};
-    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j->body, "labels");
     int n_query = -2;
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 0, &sess, &err);
     if (s == WS_OK) s = ws_store_log_page(e->st, j->tenant, j->session, j->label_step - 1, 1, count_queries, &n_query, &err);
     if (s == WS_OK && n_query == -2) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such step");
-    if (s == WS_OK && n_query != cJSON_GetArraySize(ls))
+    if (s == WS_OK && n_query != j->n_labels)
         s = ws_error_set(&err, WS_ERR_INVALID, "step %lld has %d queries: send one label each", (long long)j->label_step,
                          n_query);
     if (s == WS_OK)
         s = ws_store_log_set_labels(e->st, j->tenant, j->session, j->label_step, j->labels_json, j->replace, &err);
     if (s != WS_OK) {
         ws_store_session_clear(&sess);
-        if (s == WS_ERR_CONFLICT)
-            return ws_eng_finish(j, 409, ws_http_error("labels_conflict", "%s (send \"replace\": true to change them)", err.msg));
+        if (s == WS_ERR_CONFLICT) return ws_eng_refuse(j, WS_JOB_LABELS_CONFLICT, s, "%s", err.msg);
         return ws_eng_fail(j, s, &err);
     }
     ws_eng_model *em = ws_eng_model_by_id(e, sess.model);
     ws_store_session_clear(&sess);
-    int lb[WS_SRV_MAX_ITEMS], n = 0;
-    for (const cJSON *l = ls->child; l && n < WS_SRV_MAX_ITEMS; l = l->next) lb[n++] = cJSON_IsTrue(l);
-    int queued = em && em->tr.enabled && ws_online_label(em->trainer, j->session, j->label_step, lb, n);
+    j->result.training_example = em && em->tr.enabled &&
+                                 ws_online_label(em->trainer, j->session, j->label_step,
+                                                 j->labels, j->n_labels);
     if (em) ws_eng_model_stats_publish(e, em);
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "step", (double)j->label_step);
-    cJSON_AddBoolToObject(r, "stored", 1);
-    cJSON_AddBoolToObject(r, "training_example", queued);
-    ws_eng_finish(j, 200, r);
+    j->result.step = j->label_step;
+    ws_eng_finish(j);
 }
 
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n)
@@ -352,7 +347,7 @@ void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n)
             free(probs);
         }
     }
-    ws_metrics_batch(n, n_steps, n_queries);
+    if (e->cfg.on_batch) e->cfg.on_batch(n, n_steps, n_queries);
     for (int i = 0; i < n; i++) {
         ws_store_session_clear(&items[i].sess);
         free(items[i].ids);

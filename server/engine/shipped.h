@@ -1,6 +1,7 @@
-/* shipped.h — the default model's checkpoint, embedded in worldstated at build
- * time from models/default.safetensors (server/daemon/CMakeLists.txt copies it beside
- * the build on every build, so a changed, new or removed file is picked up).
+/* shipped.h — the default model's checkpoint, embedded in the engine (so in
+ * worldstated) at build time from models/default.safetensors
+ * (server/engine/CMakeLists.txt copies it beside the build on every build, so a
+ * changed, new or removed file is picked up).
  * A fresh data directory's model "default" starts from these bytes. */
 #ifndef WS_SRV_SHIPPED_H
 #define WS_SRV_SHIPPED_H

@@ -5,7 +5,7 @@
 #include "shipped.h"
 
 #ifndef WS_SHIPPED_BLOB
-#error "WS_SHIPPED_BLOB must name the file to embed (server/daemon/CMakeLists.txt)"
+#error "WS_SHIPPED_BLOB must name the file to embed (server/engine/CMakeLists.txt)"
 #endif
 
 __asm__(".section .rodata.ws_shipped_default,\"a\",@progbits\n"

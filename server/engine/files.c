@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "../common/limits.h"
+#include "files.h"
 
 ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int *fd,
                                ws_error *err)

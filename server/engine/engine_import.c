@@ -1,5 +1,6 @@
-/* engine_import.c — models from checkpoint files: POST /v1/models/{name}/import
- * (a new model, or the next version of one) and, on a fresh data directory,
+/* engine_import.c — models from checkpoint files: WS_JOB_MODEL_IMPORT (a new
+ * model, or the next version of one; the daemon's POST /v1/models/{name}/import)
+ * and, on a fresh data directory,
  * the model "default" from the checkpoint shipped inside worldstated.
  *
  * Order of writes, as everywhere (versions.h): the checkpoint file first, in
@@ -14,7 +15,7 @@
 #include <unistd.h>
 
 #include "../../model/checkpoint.h"
-#include "engine.h"
+#include "engine_impl.h"
 #include "shipped.h"
 #include "../common/versions.h"
 
@@ -27,9 +28,9 @@ static void strip_path(ws_error *err, const char *file)
         memmove(err->msg, err->msg + n + 2, strlen(err->msg + n + 2) + 1);
 }
 
-/* Loads and checks the checkpoint; refusals are 400 bad_checkpoint. */
-static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, int *status,
-                              const char **code, ws_error *err)
+/* Loads and checks the checkpoint; refusals are WS_JOB_BAD_CHECKPOINT. */
+static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, ws_job_why *why,
+                              ws_error *err)
 {
     ws_status s = ws_checkpoint_load(out, file, e->be, err);
     if (s == WS_OK) {
@@ -51,17 +52,17 @@ static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, in
     /* A file the loader cannot make sense of, or a model this backend cannot
      * run, is the client's to fix; out of memory and I/O are ours. */
     if (s == WS_ERR_FORMAT || s == WS_ERR_INVALID || s == WS_ERR_UNSUPPORTED)
-        *status = 400, *code = "bad_checkpoint";
+        *why = WS_JOB_BAD_CHECKPOINT;
     return s;
 }
 
 static ws_status import_new(ws_engine *e, const char *name, const char *file, const char *note,
-                            int *status, const char **code, ws_error *err)
+                            ws_job_why *why, ws_error *err)
 {
     ws_model *m = NULL;
-    WS_TRY(load_checked(e, file, &m, status, code, err));
+    WS_TRY(load_checked(e, file, &m, why, err));
     char path[WS_SRV_PATH_MAX + 128];
-    ws_srv_ckpt_path(e->srv->cfg.data_dir, name, 1, path, sizeof path);
+    ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, sizeof path);
     /* The file as sent becomes version 1: the bytes just validated. */
     ws_status s = ws_srv_file_commit(file, path, err);
     if (s != WS_OK) {
@@ -78,15 +79,15 @@ static ws_status import_new(ws_engine *e, const char *name, const char *file, co
  * must agree where both have one; the model's further symbols are added to m
  * (they keep their ids), the checkpoint's further ones are stored from
  * *store_from on (-1: none). */
-static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, int *status,
-                             const char **code, ws_error *err)
+static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, ws_job_why *why,
+                             ws_error *err)
 {
     ws_vocab *cv = ws_model_vocab(m), *ev = ws_model_vocab(em->m);
     int nc = ws_vocab_size(cv), ns = em->vocab_stored;
     for (int i = 0; i < nc && i < ns; i++) {
         const char *a = ws_vocab_symbol(cv, i), *b = ws_vocab_symbol(ev, i);
         if (strcmp(a, b) == 0) continue;
-        *status = 409, *code = "vocab_mismatch";
+        *why = WS_JOB_VOCAB_MISMATCH;
         return ws_error_set(err, WS_ERR_CONFLICT,
                             "symbol id %d is \"%.40s\" in the checkpoint but \"%.40s\" in model "
                             "%s's vocabulary (a checkpoint's vocabulary must agree with the "
@@ -102,28 +103,28 @@ static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, int
     return WS_OK;
 }
 
-static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file, int *status,
-                                const char **code, ws_error *err)
+static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file,
+                                ws_job_why *why, ws_error *err)
 {
     ws_model *m = NULL;
-    WS_TRY(load_checked(e, file, &m, status, code, err));
-    char why[256];
+    WS_TRY(load_checked(e, file, &m, why, err));
+    char diff[256];
     ws_status s = WS_OK;
-    if (!ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &em->cfg, "the model", why,
-                            sizeof why)) {
-        *status = 409, *code = "config_mismatch";
+    if (!ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &em->cfg, "the model", diff,
+                            sizeof diff)) {
+        *why = WS_JOB_CONFIG_MISMATCH;
         s = ws_error_set(err, WS_ERR_CONFLICT,
                          "the checkpoint's config differs from model %s's: %s (import it under a "
                          "new name, or train it with the model's config)",
-                         em->name, why);
+                         em->name, diff);
     }
     int store_from = -1;
-    if (s == WS_OK) s = vocab_merge(em, m, &store_from, status, code, err);
+    if (s == WS_OK) s = vocab_merge(em, m, &store_from, why, err);
     /* The way every version is published (retrain's too): the next number,
      * written and recorded under SQLite's write lock. */
     int64_t v = 0;
     if (s == WS_OK)
-        s = ws_srv_version_publish_vocab(e->st, e->srv->cfg.data_dir, em->name, em->id, m, -1,
+        s = ws_srv_version_publish_vocab(e->st, e->cfg.data_dir, em->name, em->id, m, -1,
                                          WS_SRV_NOTE_IMPORTED, store_from, &v, err);
     if (s != WS_OK) {
         ws_model_free(m);
@@ -134,13 +135,13 @@ static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file
 }
 
 ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              int *status, const char **code, ws_error *err)
+                              ws_job_why *why, ws_error *err)
 {
-    *status = 0, *code = NULL;
+    *why = WS_JOB_FAILED;
     ws_eng_model *em = ws_eng_model_by_name(e, name);
     *created = em == NULL;
-    ws_status s = em ? import_version(e, em, file, status, code, err)
-                     : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, status, code, err);
+    ws_status s = em ? import_version(e, em, file, why, err)
+                     : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, why, err);
     /* Renamed into place on success (then this finds nothing), else removed. */
     if (unlink(file) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
@@ -152,7 +153,7 @@ static ws_status shipped_to_file(ws_engine *e, const unsigned char *bytes, size_
                                  char *path, size_t cap, ws_error *err)
 {
     int fd;
-    WS_TRY(ws_srv_upload_create(e->srv->cfg.data_dir, path, cap, &fd, err));
+    WS_TRY(ws_srv_upload_create(e->cfg.data_dir, path, cap, &fd, err));
     ws_status s = ws_srv_write_all(fd, bytes, len, err);
     if (close(fd) != 0 && s == WS_OK)
         s = ws_error_set(err, WS_ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -178,9 +179,8 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
     }
     char tmp[WS_SRV_PATH_MAX + 64];
     WS_TRY(shipped_to_file(e, bytes, len, tmp, sizeof tmp, err));
-    int status;
-    const char *code;
-    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, &status, &code, err);
+    ws_job_why why;
+    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, &why, err);
     if (unlink(tmp) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", tmp, strerror(errno));
     if (s != WS_OK) {
@@ -198,7 +198,7 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
 void ws_eng_uploads_clean(ws_engine *e)
 {
     char dir[WS_SRV_PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/models", e->srv->cfg.data_dir);
+    snprintf(dir, sizeof dir, "%s/models", e->cfg.data_dir);
     DIR *d = opendir(dir);
     if (!d) return; /* just created by the caller: nothing to clean */
     /* The data-directory lock makes this the only daemon: any upload is stale. */

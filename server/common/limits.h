@@ -1,0 +1,31 @@
+/* limits.h — request limits and the online-training settings, without JSON:
+ * what the engine's native interface (server/engine/engine.h) shares with the
+ * JSON side (common.h). */
+#ifndef WS_SRV_LIMITS_H
+#define WS_SRV_LIMITS_H
+
+#define WS_SRV_MAX_ITEMS 256        /* instructions, queries or labels per request */
+#define WS_SRV_SYMBOL_MAX 128       /* bytes per symbol */
+#define WS_SRV_PATH_MAX 1024
+
+/* ---- per-model online-training settings (training_settings.c) ---------- */
+typedef struct {
+    int enabled;
+    float lr;
+    int update_every;   /* examples per AdamW step */
+    int recall_queries; /* recall queries the engine adds per example */
+} ws_srv_training;
+
+/* The fields of a ws_srv_training, as bits (a partial update names its fields). */
+enum {
+    WS_SRV_TRAINING_ENABLED = 1,
+    WS_SRV_TRAINING_LR = 2,
+    WS_SRV_TRAINING_UPDATE_EVERY = 4,
+    WS_SRV_TRAINING_RECALL_QUERIES = 8
+};
+
+ws_srv_training ws_srv_training_default(void);
+/* Copies the fields named in `fields` from `from` into *t. */
+void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsigned fields);
+
+#endif

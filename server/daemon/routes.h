@@ -1,0 +1,93 @@
+/* routes.h — the route table: every route of the REST API is one row here
+ * (method, path pattern, handler, auth level, metrics name, body hook).
+ *
+ * The rows are an X-macro so that the same list declares the handlers and
+ * builds the table (routes.c): adding a route is one handler function plus one
+ * row. Everything else comes from the table: the matcher, 405 with an Allow
+ * header for a known path with another method, HEAD for every GET row, the
+ * key a route needs, and the route label of /metrics (rows that share a name
+ * share a label: "steps" counts both GET and POST .../steps).
+ *
+ * A row names its handler and auth level by suffix: handler `step` is the
+ * function ws_route_step, auth KEY is WS_AUTH_KEY. A pattern's {…} segment
+ * matches any one path segment and becomes the handler's c->params[i], in the
+ * order of the pattern. */
+#ifndef WS_SRV_ROUTES_H
+#define WS_SRV_ROUTES_H
+
+#include "daemon.h"
+
+typedef enum {
+    WS_AUTH_NONE,   /* probes and scrapers carry no keys */
+    WS_AUTH_KEY,    /* any active key (open mode: none needed, tenant "default") */
+    WS_AUTH_ADMIN   /* an admin key: 403 forbidden otherwise */
+} ws_route_auth;
+
+/* clang-format off */
+/*      method  pattern                                  handler         auth   name         body */
+#define WS_ROUTES(ROW) \
+    ROW(GET,    "/healthz",                              healthz,        NONE,  "healthz",    MEM) \
+    ROW(GET,    "/readyz",                               readyz,         NONE,  "readyz",     MEM) \
+    ROW(GET,    "/metrics",                              metrics,        NONE,  "metrics",    MEM) \
+    ROW(GET,    "/v1/sessions",                          sessions_list,  KEY,   "sessions",   MEM) \
+    ROW(POST,   "/v1/sessions",                          session_create, KEY,   "sessions",   MEM) \
+    ROW(GET,    "/v1/sessions/{id}",                     session_get,    KEY,   "session",    MEM) \
+    ROW(DELETE, "/v1/sessions/{id}",                     session_delete, KEY,   "session",    MEM) \
+    ROW(GET,    "/v1/sessions/{id}/state",               state_get,      KEY,   "state",      MEM) \
+    ROW(GET,    "/v1/sessions/{id}/steps",               steps_list,     KEY,   "steps",      MEM) \
+    ROW(POST,   "/v1/sessions/{id}/steps",               step,           KEY,   "steps",      MEM) \
+    ROW(POST,   "/v1/sessions/{id}/queries",             query,          KEY,   "queries",    MEM) \
+    ROW(PUT,    "/v1/sessions/{id}/steps/{step}/labels", labels_put,     KEY,   "labels",     MEM) \
+    ROW(GET,    "/v1/models",                            models_list,    KEY,   "models",     MEM) \
+    ROW(POST,   "/v1/models",                            model_create,   ADMIN, "models",     MEM) \
+    ROW(GET,    "/v1/models/{name}",                     model_get,      KEY,   "model",      MEM) \
+    ROW(PATCH,  "/v1/models/{name}/training",            training_patch, ADMIN, "training",   MEM) \
+    ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, KEY,   "checkpoint", MEM) \
+    ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE)
+/* clang-format on */
+
+/* A handler answers into a (status + JSON, a raw response, or a submitted job). */
+typedef void ws_route_fn(ws_http_ctx *c, ws_http_answer *a);
+/* A FILE row takes its (large) body into a file, c->upload, not into memory;
+ * its hook ws_route_<handler>_begin runs on the headers alone, after the key
+ * check, and may refuse (0, the answer in a) before any of the body is read. */
+typedef int ws_route_begin_fn(ws_http_ctx *c, ws_http_answer *a);
+
+#define WS_ROUTE_BEGIN_MEM(handler) NULL
+#define WS_ROUTE_BEGIN_FILE(handler) ws_route_##handler##_begin
+#define WS_ROUTE_DECLARE_MEM(handler)
+#define WS_ROUTE_DECLARE_FILE(handler) ws_route_begin_fn ws_route_##handler##_begin;
+#define WS_ROUTE_DECLARE(method, pattern, handler, auth, name, body) \
+    ws_route_fn ws_route_##handler;                                   \
+    WS_ROUTE_DECLARE_##body(handler)
+WS_ROUTES(WS_ROUTE_DECLARE)
+
+typedef struct {
+    const char *method, *pattern;
+    ws_route_fn *handler;
+    ws_route_auth auth;
+    const char *name;               /* the /metrics route label */
+    ws_route_begin_fn *before_body; /* FILE rows only */
+} ws_route;
+
+/* Metrics label slots: one per row (rows sharing a name use the first one's),
+ * and the last for "other" (no row: 404). */
+#define WS_ROUTE_LABELS 32
+
+/* What the table says about one request. */
+typedef struct {
+    const ws_route *route; /* NULL: no row for this method (405) or path (404) */
+    ws_route_auth auth;    /* the key to check first: the row's; for a 405 the least of
+                              the path's rows; for an unknown path WS_AUTH_KEY */
+    int label;             /* metrics label slot */
+    char allow[64];        /* the path's methods, "GET, HEAD, POST"; "" for a 404 */
+    const char *params[WS_HTTP_PARAMS];
+} ws_route_match;
+
+/* Matches method and the path's segments against the table; HEAD matches a
+ * path's GET row (MHD sends the GET's headers without the body). */
+void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_match *m);
+/* The /metrics route label of a slot. */
+const char *ws_route_label_name(int label);
+
+#endif

@@ -1,0 +1,172 @@
+/* engine.h — the engine (DESIGN §4), a library of its own (ws_engine): one
+ * thread owns the compute backend and every loaded model. It takes native jobs
+ * (steps, queries, labels, model creation, import and training settings) from
+ * a queue, batches them (each session at most once per batch, so a session's
+ * steps apply in order), runs the model, commits each group in one SQLite
+ * transaction, trains online between batches, and completes every job through
+ * its callback. It speaks no HTTP and parses no request: a front end (the
+ * daemon's HTTP edge, tests/test_engine.c) builds jobs and reads results, the
+ * way llama.cpp's server keeps JSON and status codes at its edge.
+ *
+ *   ws_engine_config cfg = ws_engine_config_default();   ...data_dir, db_path
+ *   ws_engine_start(&cfg, &e, &err);
+ *   ws_job *j = calloc(1, sizeof *j); j->kind = WS_JOB_STEP; ... j->done = cb;
+ *   ws_engine_submit(e, j, &err);   cb(j, user) runs on the engine thread;
+ *   ...                             the job is the caller's again: ws_job_free(j)
+ *   ws_engine_free(e);
+ */
+#ifndef WS_ENGINE_H
+#define WS_ENGINE_H
+
+#include <stdint.h>
+
+#include "../../model/model.h"
+#include "../../storage/storage.h"
+#include "../common/limits.h"
+
+typedef struct ws_engine ws_engine;
+
+typedef struct {
+    char data_dir[WS_SRV_PATH_MAX];      /* checkpoints live in <data_dir>/models */
+    char db_path[WS_SRV_PATH_MAX + 32];  /* the SQLite database */
+    ws_store_durability durability;
+    int force_cpu;       /* else the best backend found */
+    int max_batch;       /* jobs per batch */
+    int batch_wait_us;   /* how long a batch may wait to fill */
+    int max_queue;       /* queued jobs before ws_engine_submit refuses */
+    int job_timeout_ms;  /* a job still queued this long is failed without running */
+    /* Process-wide counters (may be NULL), called on the engine thread. */
+    void (*on_batch)(int n_jobs, int n_steps, int n_queries);
+    void (*on_training_update)(void);
+} ws_engine_config;
+
+/* max_batch 64, batch_wait_us 2000, max_queue 4096, job_timeout_ms 30000;
+ * data_dir and db_path empty (the caller's to set). */
+ws_engine_config ws_engine_config_default(void);
+
+/* ---- jobs ---------------------------------------------------------------- */
+typedef enum {
+    WS_JOB_STEP,         /* instructions, then queries, on a session's state: a new step */
+    WS_JOB_QUERY,        /* queries on the session's current state: nothing changes */
+    WS_JOB_LABELS,       /* labels for the queries of a committed step */
+    WS_JOB_MODEL_CREATE, /* a new model with random parameters */
+    WS_JOB_TRAINING_SET, /* change some of a model's online-training settings */
+    WS_JOB_MODEL_IMPORT  /* a checkpoint file becomes a model, or a model's next version */
+} ws_job_kind;
+
+/* A fact: 1..max_fact_len symbols, or a vector of the model's d_raw numbers. */
+typedef struct {
+    int n_sym;                   /* 0: a vector fact */
+    char *sym[WS_MAX_FACT_LEN];  /* owned, NUL-terminated */
+    float *vec;                  /* owned, n_vec floats */
+    int n_vec;
+    int value;                   /* instruction: 0 or 1; query: its label, -1 none */
+} ws_job_fact;
+
+/* Why a job failed, where its status alone does not say it. */
+typedef enum {
+    WS_JOB_FAILED,           /* see result.status */
+    WS_JOB_STEP_CONFLICT,    /* the session is not at expect_step (result.step: where it is) */
+    WS_JOB_LABELS_CONFLICT,  /* the step already has other labels, and replace is 0 */
+    WS_JOB_DEADLINE,         /* queued past job_timeout_ms: not run */
+    WS_JOB_SHUTTING_DOWN,    /* the engine stopped before running it */
+    WS_JOB_BAD_CHECKPOINT,   /* import: not a checkpoint, or a model this engine cannot hold */
+    WS_JOB_CONFIG_MISMATCH,  /* import: the checkpoint's config is not the model's */
+    WS_JOB_VOCAB_MISMATCH,   /* import: a symbol id means another symbol in the model */
+    WS_JOB_INCONSISTENT      /* the data directory contradicts itself (a stored state that
+                                does not fit its model, a session's model not loaded) */
+} ws_job_why;
+
+typedef struct {
+    ws_status status;      /* WS_OK, or what failed (err.msg says it) */
+    ws_job_why why;        /* when status != WS_OK */
+    ws_error err;
+    int64_t step;          /* STEP: the step made; QUERY: the session's step; LABELS: the
+                              step labelled; WS_JOB_STEP_CONFLICT: the session's step */
+    float *p;              /* STEP, QUERY: one probability per query (owned) */
+    int n_p;
+    int64_t model_version; /* STEP, QUERY: the version that answered */
+    int training_example;  /* LABELS: the labelled step is now a training example */
+    int created;           /* MODEL_IMPORT: 1 a new model, 0 a new version of one */
+    ws_srv_training training; /* TRAINING_SET: the settings now in force */
+} ws_job_result;
+
+typedef struct ws_job ws_job;
+/* Completion, on the engine thread, once job->result is written. From the call
+ * on the job is the caller's again: the engine never touches it after. */
+typedef void ws_job_done_fn(ws_job *job, void *user);
+
+struct ws_job {
+    ws_job_kind kind;
+    /* STEP, QUERY, LABELS */
+    int64_t tenant;
+    char session[WS_STORE_ID_LEN + 1];
+    int64_t expect_step;       /* STEP: apply only at this step; -1 any */
+    ws_job_fact *instr, *query; /* owned arrays (STEP: both; QUERY: queries) */
+    int n_instr, n_query;
+    int has_labels;            /* STEP: the queries' values are client labels */
+    int64_t label_step;        /* LABELS: the step labelled */
+    int *labels;               /* LABELS: owned, n_labels of 0 or 1 */
+    int n_labels;
+    int replace;               /* LABELS: overwrite different labels */
+    /* The step log's JSON text of what was sent (owned; written by the front
+     * end, as it lists the log): STEP instr_json and query_json, labels_json
+     * when labelled; LABELS labels_json. */
+    char *instr_json, *query_json, *labels_json;
+    /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT */
+    char model_name[WS_STORE_NAME_MAX + 1];
+    ws_model_config cfg;       /* MODEL_CREATE */
+    uint64_t seed;             /* MODEL_CREATE */
+    ws_srv_training training;  /* MODEL_CREATE: the settings; TRAINING_SET: new values */
+    unsigned training_fields;  /* TRAINING_SET: which (WS_SRV_TRAINING_* bits) */
+    char *upload;              /* MODEL_IMPORT: the checkpoint's file (owned path); the
+                                  engine moves it into place or removes it, ws_job_free
+                                  removes it from a job that never ran */
+    /* completion */
+    ws_job_done_fn *done;
+    void *user;
+    ws_job_result result;
+    /* the engine's own */
+    int64_t deadline_us;
+    ws_job *next;
+};
+
+/* Frees the job and everything it owns (NULL is fine). */
+void ws_job_free(ws_job *j);
+/* A symbol fact of n owned copies of syms[i] (lens[i] bytes each). */
+ws_status ws_job_fact_syms(ws_job_fact *f, const char *const *syms, const int *lens, int n,
+                           ws_error *err);
+
+/* ---- the engine ---------------------------------------------------------- */
+/* Opens the store and the backend, loads every model (on a fresh data
+ * directory: creates the model "default", from the checkpoint shipped in the
+ * binary when there is one) and starts the thread. */
+ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error *err);
+/* Queues a job; WS_ERR_UNSUPPORTED when stopping, WS_ERR_CONFLICT when the
+ * queue is full (the job stays the caller's). */
+ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err);
+/* Stops the thread after the batch in hand: queued jobs complete with
+ * WS_JOB_SHUTTING_DOWN, later submits are refused. Idempotent. */
+void ws_engine_stop(ws_engine *e);
+/* Stops if needed, then frees the models, backend and storage connection. */
+void ws_engine_free(ws_engine *e);
+const char *ws_engine_backend_name(ws_engine *e);
+int ws_engine_queue_depth(ws_engine *e);
+
+/* A loaded model as the engine serves and trains it. */
+typedef struct {
+    int64_t id, version;
+    char name[WS_STORE_NAME_MAX + 1];
+    int examples_ready;
+    int64_t examples_labelled, examples_trained, examples_dropped, updates;
+    float last_loss;
+} ws_engine_model_info;
+
+/* The model of that id: 1 with *out filled, 0 when it is not loaded. */
+int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info *out);
+/* Calls fn for every loaded model, under the engine's lock (fn must not call
+ * the engine). */
+void ws_engine_models_each(ws_engine *e, void (*fn)(void *ctx, const ws_engine_model_info *m),
+                           void *ctx);
+
+#endif

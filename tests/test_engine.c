@@ -1,0 +1,324 @@
+/* test_engine.c — the engine library through its native interface (engine.h),
+ * without HTTP: an engine on a temporary data directory creates a small random
+ * model, then steps, queries and labels a session; each answer is checked
+ * against what storage holds (the session's step, the log's answers and
+ * labels), and the refusals (expect_step, an unknown session) come back as
+ * native results. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "storage.h"
+#include "test_util.h"
+
+static char DIR_[256];
+static ws_engine *E;
+static ws_store *ST;
+static int64_t TENANT;
+static char SESSION[WS_STORE_ID_LEN + 1];
+
+/* ---- submitting a job and waiting for its callback ------------------------ */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} waiter;
+
+static void on_done(ws_job *j, void *user)
+{
+    (void)j;
+    waiter *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Submits j and returns once its callback ran; the result is in j->result. */
+static void run(ws_job *j)
+{
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    ws_error err = {0};
+    j->done = on_done;
+    j->user = &w;
+    assert_int_equal(ws_engine_submit(E, j, &err), WS_OK);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+}
+
+static ws_job *job_new(ws_job_kind kind, const char *session)
+{
+    ws_job *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    j->kind = kind;
+    j->tenant = TENANT;
+    j->expect_step = -1;
+    snprintf(j->session, sizeof j->session, "%s", session);
+    return j;
+}
+
+/* facts[i] = "sym sym ..." (space-separated symbols), value as given. */
+static ws_job_fact *facts(const char *const *text, const int *value, int n)
+{
+    ws_job_fact *f = calloc((size_t)n, sizeof *f);
+    assert_non_null(f);
+    for (int i = 0; i < n; i++) {
+        char buf[128];
+        const char *syms[WS_MAX_FACT_LEN];
+        int lens[WS_MAX_FACT_LEN], k = 0;
+        snprintf(buf, sizeof buf, "%s", text[i]);
+        char *save = NULL;
+        for (char *p = strtok_r(buf, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
+            syms[k] = p;
+            lens[k++] = (int)strlen(p);
+        }
+        ws_error err = {0};
+        assert_int_equal(ws_job_fact_syms(&f[i], syms, lens, k, &err), WS_OK);
+        f[i].value = value ? value[i] : -1;
+    }
+    return f;
+}
+
+static const char *const QUERIES[] = {"mary kitchen", "john garden"};
+static const char QUERIES_JSON[] =
+    "[{\"fact\":[\"mary\",\"kitchen\"]},{\"fact\":[\"john\",\"garden\"]}]";
+
+static ws_job *step_job(int64_t expect_step)
+{
+    static const char *const instr[] = {"mary kitchen"};
+    static const int val[] = {1};
+    ws_job *j = job_new(WS_JOB_STEP, SESSION);
+    j->expect_step = expect_step;
+    j->instr = facts(instr, val, 1), j->n_instr = 1;
+    j->query = facts(QUERIES, NULL, 2), j->n_query = 2;
+    j->instr_json = strdup("[{\"fact\":[\"mary\",\"kitchen\"],\"value\":true}]");
+    j->query_json = strdup(QUERIES_JSON);
+    assert_true(j->instr_json && j->query_json);
+    return j;
+}
+
+/* Labels for step 1's two queries. */
+static ws_job *labels_job(int a, int b)
+{
+    ws_job *j = job_new(WS_JOB_LABELS, SESSION);
+    char text[32];
+    snprintf(text, sizeof text, "[%s,%s]", a ? "true" : "false", b ? "true" : "false");
+    j->label_step = 1;
+    j->labels = malloc(2 * sizeof(int));
+    j->labels_json = strdup(text);
+    assert_true(j->labels && j->labels_json);
+    j->labels[0] = a, j->labels[1] = b, j->n_labels = 2;
+    return j;
+}
+
+/* ---- what storage holds ----------------------------------------------------- */
+static int64_t stored_step(void)
+{
+    ws_store_session s = {0};
+    ws_error err = {0};
+    assert_int_equal(ws_store_session_get(ST, TENANT, SESSION, 0, &s, &err), WS_OK);
+    int64_t step = s.step;
+    ws_store_session_clear(&s);
+    return step;
+}
+
+typedef struct {
+    int64_t step, model_version;
+    char answers[512], labels[64];
+} log_row;
+
+static ws_status keep_row(void *ctx, const ws_store_log_entry *e)
+{
+    log_row *r = ctx;
+    r->step = e->step, r->model_version = e->model_version;
+    snprintf(r->answers, sizeof r->answers, "%s", e->answers_json);
+    snprintf(r->labels, sizeof r->labels, "%s", e->labels_json ? e->labels_json : "");
+    return WS_OK;
+}
+
+static log_row stored_log(int64_t step)
+{
+    log_row r = {0};
+    ws_error err = {0};
+    assert_int_equal(ws_store_log_page(ST, TENANT, SESSION, step - 1, 1, keep_row, &r, &err),
+                     WS_OK);
+    assert_int_equal(r.step, step);
+    return r;
+}
+
+/* ---- setup: an engine, a small random model, a session on it ----------------- */
+static int setup(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(DIR_, sizeof DIR_, "%s/ws_engine_XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(DIR_)) return -1;
+    ws_engine_config cfg = ws_engine_config_default();
+    snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", DIR_);
+    snprintf(cfg.db_path, sizeof cfg.db_path, "%s/worldstate.db", DIR_);
+    cfg.force_cpu = 1;
+    cfg.max_batch = 8;
+    cfg.batch_wait_us = 0;
+    ws_error err = {0};
+    if (ws_store_open(cfg.db_path, cfg.durability, 1, &ST, &err) != WS_OK ||
+        ws_store_tenant_ensure(ST, "default", &TENANT, &err) != WS_OK ||
+        ws_engine_start(&cfg, &E, &err) != WS_OK) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ws_engine_free(E);
+    ws_store_close(ST);
+    return ws_test_rm_tree(DIR_);
+}
+
+static void test_model_and_session(void **state)
+{
+    (void)state;
+    ws_job *j = job_new(WS_JOB_MODEL_CREATE, "");
+    snprintf(j->model_name, sizeof j->model_name, "tiny");
+    j->cfg = ws_model_config_default();
+    j->cfg.d = 16, j->cfg.n_heads = 2, j->cfg.n_state = 4;
+    j->cfg.n_upd_layers = 1, j->cfg.n_ext_layers = 1, j->cfg.vocab_cap = 64;
+    j->training = ws_srv_training_default();
+    j->seed = 7;
+    run(j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    /* the same name again: a conflict, nothing created */
+    j = job_new(WS_JOB_MODEL_CREATE, "");
+    snprintf(j->model_name, sizeof j->model_name, "tiny");
+    j->cfg = ws_model_config_default();
+    run(j);
+    assert_int_equal(j->result.status, WS_ERR_CONFLICT);
+    ws_job_free(j);
+
+    ws_store_model m = {0};
+    ws_error err = {0};
+    assert_int_equal(ws_store_model_find(ST, "tiny", &m, &err), WS_OK);
+    assert_int_equal(m.current_version, 1);
+    assert_int_equal(ws_store_session_create(ST, TENANT, m.id, NULL, 0, 0, m.current_version, 10,
+                                             SESSION, &err), WS_OK);
+    ws_engine_model_info info;
+    assert_true(ws_engine_model_info_of(E, m.id, &info));
+    assert_string_equal(info.name, "tiny");
+    assert_int_equal(info.version, 1);
+    ws_store_model_clear(&m);
+}
+
+static void test_step_query_labels(void **state)
+{
+    (void)state;
+    ws_job *j = step_job(0);
+    run(j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_int_equal(j->result.step, 1);
+    assert_int_equal(j->result.model_version, 1);
+    assert_int_equal(j->result.n_p, 2);
+    float p[2];
+    memcpy(p, j->result.p, sizeof p);
+    ws_job_free(j);
+    for (int i = 0; i < 2; i++) assert_true(p[i] > 0 && p[i] < 1);
+    /* storage: the session moved to step 1, and the log holds these answers */
+    assert_int_equal(stored_step(), 1);
+    log_row row = stored_log(1);
+    assert_int_equal(row.model_version, 1);
+    const char *at = row.answers;
+    for (int i = 0; i < 2; i++) {
+        at = strstr(at, "\"p\":");
+        assert_non_null(at);
+        at += 4;
+        assert_true((float)strtod(at, NULL) == p[i]);
+    }
+    assert_string_equal(row.labels, "");
+
+    /* expect_step 0 again: refused with the session's step, nothing applied */
+    j = step_job(0);
+    run(j);
+    assert_int_equal(j->result.status, WS_ERR_CONFLICT);
+    assert_int_equal(j->result.why, WS_JOB_STEP_CONFLICT);
+    assert_int_equal(j->result.step, 1);
+    ws_job_free(j);
+    assert_int_equal(stored_step(), 1);
+
+    /* queries on W_1: the step's own answers, and no new step */
+    j = job_new(WS_JOB_QUERY, SESSION);
+    j->query = facts(QUERIES, NULL, 2), j->n_query = 2;
+    run(j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_int_equal(j->result.step, 1);
+    assert_int_equal(j->result.n_p, 2);
+    for (int i = 0; i < 2; i++) assert_true(fabsf(j->result.p[i] - p[i]) < 1e-5f);
+    ws_job_free(j);
+    assert_int_equal(stored_step(), 1);
+
+    /* labels for step 1: stored in the log; a different set without replace conflicts */
+    j = labels_job(1, 0);
+    run(j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_int_equal(j->result.step, 1);
+    ws_job_free(j);
+    assert_string_equal(stored_log(1).labels, "[true,false]");
+    j = labels_job(0, 0);
+    run(j);
+    assert_int_equal(j->result.status, WS_ERR_CONFLICT);
+    assert_int_equal(j->result.why, WS_JOB_LABELS_CONFLICT);
+    ws_job_free(j);
+    assert_string_equal(stored_log(1).labels, "[true,false]");
+
+    /* the next step, without expect_step, is step 2 */
+    j = step_job(-1);
+    run(j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_int_equal(j->result.step, 2);
+    ws_job_free(j);
+    assert_int_equal(stored_step(), 2);
+}
+
+static void test_unknown_session(void **state)
+{
+    (void)state;
+    static const char *const kinds[] = {"step", "query", "labels"};
+    for (int k = 0; k < 3; k++) {
+        ws_job *j = job_new(k == 0 ? WS_JOB_STEP : k == 1 ? WS_JOB_QUERY : WS_JOB_LABELS,
+                            "0123456789abcdef0123456789abcdef");
+        if (k == 0) {
+            j->instr_json = strdup("[]");
+            j->query_json = strdup("[]");
+        }
+        if (k == 1) j->query = facts(QUERIES, NULL, 2), j->n_query = 2;
+        if (k == 2) {
+            j->label_step = 1;
+            j->labels = calloc(1, sizeof(int));
+            j->n_labels = 1;
+            j->labels_json = strdup("[false]");
+        }
+        run(j);
+        if (j->result.status != WS_ERR_NOTFOUND)
+            fprintf(stderr, "%s: %s\n", kinds[k], j->result.err.msg);
+        assert_int_equal(j->result.status, WS_ERR_NOTFOUND);
+        assert_int_equal(j->result.why, WS_JOB_FAILED);
+        assert_true(j->result.err.msg[0] != '\0');
+        ws_job_free(j);
+    }
+    assert_int_equal(stored_step(), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_model_and_session),
+        cmocka_unit_test(test_step_query_labels),
+        cmocka_unit_test(test_unknown_session),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

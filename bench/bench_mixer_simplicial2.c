@@ -214,7 +214,9 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     ws_model_config c = config(o, self ? WS_MIXER_SIMPLICIAL2 : WS_MIXER_MHA,
                                self ? WS_MIXER_MHA : WS_MIXER_SIMPLICIAL2, tau);
     ws_model *m;
+    ws_exec *ex;
     if (ws_model_new(&m, &c, be, 1, &err) != WS_OK) die("model", &err);
+    if (ws_exec_new(&ex, m, &err) != WS_OK) die("context", &err);
     ws_task_params tp;
     ws_task_params_default("conj", &tp);
     ws_task *task;
@@ -228,10 +230,10 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     }
     float *w;
     ok(ws_model_state_alloc(m, o->batch, &w, &err), "state");
-    if (ws_model_step(m, batch, NULL, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err) != WS_OK)
+    if (ws_exec_step(ex, batch, NULL, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err) != WS_OK)
         die("step", &err);
 
-    const ws_mix_act *act = self ? &m->plan.upd[0].self : &m->plan.ext[0].cross;
+    const ws_mix_act *act = self ? &ex->plan.upd[0].self : &ex->plan.ext[0].cross;
     const ws_mix_shape *s = &act->shape;
     const char *prefix = self ? "upd.0.self" : "ext.0.cross";
     const float *x = act->ln.out, *keys = self ? x : w;
@@ -276,6 +278,7 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     free(segs);
     ws_batch_free(batch);
     ws_task_free(task);
+    ws_exec_free(ex);
     ws_model_free(m);
     return r;
 }

@@ -75,7 +75,7 @@ typedef struct ws_mixer_s {
 } ws_mixer;
 
 /* An Updater that replaces the layer stack (upd.{l}.* and LN_w): rmc.
- * forward reads the plan (m->plan): x0 (= W_{t-1} + P, W_0 rows for trajectories
+ * forward reads the context's plan (x->plan): x0 (= W_{t-1} + P, W_0 rows for trajectories
  * that start from it), ctx [n_ctx, d] (c_null then the instruction tokens of each
  * trajectory), seg_self / seg_cross (state rows, and state rows ↔ context rows,
  * per trajectory), ids_prev / ids_w0 / ids_pos; it writes W_t to w_out
@@ -92,10 +92,10 @@ typedef struct ws_updater_variant_s {
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
     void (*layout)(ws_param_layout *L, const ws_model_config *c); /* registers "upd.*" */
-    size_t (*act_floats)(const ws_model *m, const ws_plan *p);
-    size_t (*scratch_floats)(const ws_model *m, const ws_plan *p);
-    ws_status (*forward)(ws_model *m, float *act, const float *w_prev, float *w_out);
-    ws_status (*backward)(ws_model *m, float *act, float *scratch);
+    size_t (*act_floats)(const ws_exec *x); /* for the shape of x->plan */
+    size_t (*scratch_floats)(const ws_exec *x);
+    ws_status (*forward)(ws_exec *x, float *act, const float *w_prev, float *w_out);
+    ws_status (*backward)(ws_exec *x, float *act, float *scratch);
 } ws_updater_variant;
 
 /* A readout that replaces ext.head: logits [n_query] from q = LN_o(Q) [n_query, d]
@@ -108,11 +108,11 @@ typedef struct ws_readout_variant_s {
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
     void (*layout)(ws_param_layout *L, const ws_model_config *c); /* registers "ext.rn.*" */
-    size_t (*act_floats)(const ws_model *m, const ws_plan *p);
-    size_t (*scratch_floats)(const ws_model *m, const ws_plan *p);
-    ws_status (*forward)(ws_model *m, float *act, const float *q, const float *w,
+    size_t (*act_floats)(const ws_exec *x); /* for the shape of x->plan */
+    size_t (*scratch_floats)(const ws_exec *x);
+    ws_status (*forward)(ws_exec *x, float *act, const float *q, const float *w,
                          float *logits);
-    ws_status (*backward)(ws_model *m, float *act, float *scratch, const float *q,
+    ws_status (*backward)(ws_exec *x, float *act, float *scratch, const float *q,
                           const float *w, const float *d_logits, float *d_q, float *d_w);
 } ws_readout_variant;
 

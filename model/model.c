@@ -1,5 +1,5 @@
-/* model.c — the model's lifecycle, parameter table, initialisation and the step
- * that runs a batch through Updater and Extractor (and back, when training). */
+/* model.c — the model's lifecycle, parameter table and initialisation: the
+ * weights (exec.c runs them). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,10 +166,8 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
     m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
     m->off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->off.upd);
     m->off.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->off.ext);
-    m->plan.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->plan.upd);
-    m->plan.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->plan.ext);
     ws_status st = WS_ERR_NOMEM;
-    if (!m->tensors || !m->off.upd || !m->off.ext || !m->plan.upd || !m->plan.ext ||
+    if (!m->tensors || !m->off.upd || !m->off.ext ||
         ws_vocab_new(&m->vocab, cfg->vocab_cap, cfg->n_overflow) != WS_OK)
         goto fail;
     ws_params_layout(cfg, m->tensors, NULL);
@@ -206,13 +204,9 @@ void ws_model_free(ws_model *m)
     ws_backend_release(m->be, m->adam_m);
     ws_backend_release(m->be, m->adam_v);
     ws_backend_release(m->be, m->scalar_dev);
-    ws_backend_release(m->be, m->arena);
-    free(m->staging);
     free(m->tensors);
     free(m->off.upd);
     free(m->off.ext);
-    free(m->plan.upd);
-    free(m->plan.ext);
     ws_vocab_free(m->vocab);
     free(m);
 }
@@ -289,89 +283,6 @@ ws_status ws_model_state_init(ws_model *m, float *states, int first, int n, ws_e
                              sf * sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: state init failed");
     return WS_OK;
-}
-
-/* ---- the step ------------------------------------------------------------- */
-
-static ws_status check_batch(const ws_model *m, const ws_batch *b, const float *w_prev,
-                             ws_error *err)
-{
-    if (b->S != m->cfg.max_fact_len || b->d_raw != m->cfg.d_raw ||
-        b->n_ids != m->cfg.vocab_cap + m->cfg.n_overflow)
-        return ws_error_set(err, WS_ERR_INVALID, "model: batch was built for another config");
-    if (b->n_traj == 0) return ws_error_set(err, WS_ERR_INVALID, "model: empty batch");
-    if (!w_prev)
-        for (int t = 0; t < b->n_traj; t++)
-            if (!b->from_w0[t])
-                return ws_error_set(err, WS_ERR_INVALID,
-                                    "model: trajectory %d needs a previous state", t);
-    return WS_OK;
-}
-
-/* Downloads σ(logits) and scores them against the labels. */
-static ws_status finish_queries(ws_model *m, const ws_batch *b, float *probs_host,
-                                ws_step_result *res, ws_error *err)
-{
-    ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
-    int n = p->n_query;
-    memset(res, 0, sizeof *res);
-    res->n_labelled = b->n_labelled;
-    if (n == 0) return WS_OK;
-    float *probs = probs_host ? probs_host : malloc((size_t)n * sizeof *probs);
-    if (!probs) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
-    ws_status st = be->ops->sigmoid(be, m->probs_dev, p->logits, (size_t)n);
-    if (st == WS_OK && b->n_labelled > 0)
-        st = be->ops->bce_forward(be, p->loss, p->logits, p->labels, (size_t)n,
-                                  1.0f / (float)b->n_labelled);
-    if (st == WS_OK) st = ws_backend_download(be, probs, m->probs_dev, (size_t)n * sizeof *probs);
-    if (st == WS_OK && b->n_labelled > 0)
-        st = ws_backend_download(be, &res->loss, p->loss, sizeof res->loss);
-    for (int i = 0; st == WS_OK && i < n; i++)
-        if (b->labels[i] >= 0.0f && (probs[i] >= 0.5f) == (b->labels[i] >= 0.5f))
-            res->n_correct++;
-    if (probs != probs_host) free(probs);
-    return st == WS_OK ? WS_OK : ws_error_set(err, st, "model: reading answers failed");
-}
-
-ws_status ws_model_step(ws_model *m, const ws_batch *batch, const float *w_prev, float *w_out,
-                        ws_step_mode mode, float loss_scale, float *probs_host,
-                        ws_step_result *res, ws_error *err)
-{
-    ws_step_result local;
-    if (!res) res = &local;
-    WS_TRY(check_batch(m, batch, w_prev, err));
-    int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
-    WS_TRY(ws_plan_prepare(m, batch, train, err));
-    ws_status st = ws_embed_forward(m);
-    if (st == WS_OK) st = ws_updater_forward(m, w_prev, w_out);
-    if (st == WS_OK) st = ws_extractor_forward(m, w_out);
-    if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
-    WS_TRY(finish_queries(m, batch, probs_host, res, err));
-    if (!train) return WS_OK;
-    ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
-    st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
-                               loss_scale / (float)batch->n_labelled);
-    if (st == WS_OK) st = ws_extractor_backward(m, w_out, p->d_w);
-    if (st == WS_OK) st = ws_updater_backward(m);
-    if (st == WS_OK) st = ws_embed_backward(m);
-    if (st != WS_OK) return ws_error_set(err, st, "model: backward pass failed");
-    return WS_OK;
-}
-
-ws_status ws_model_query(ws_model *m, const ws_batch *batch, const float *w, float *probs_host,
-                         ws_step_result *res, ws_error *err)
-{
-    ws_step_result local;
-    if (!res) res = &local;
-    if (!w) return ws_error_set(err, WS_ERR_INVALID, "model: query needs states");
-    WS_TRY(check_batch(m, batch, w, err));
-    WS_TRY(ws_plan_prepare(m, batch, 0, err));
-    ws_status st = ws_embed_forward(m);
-    if (st == WS_OK) st = ws_extractor_forward(m, w);
-    if (st != WS_OK) return ws_error_set(err, st, "model: extractor pass failed");
-    return finish_queries(m, batch, probs_host, res, err);
 }
 
 ws_status ws_model_zero_grads(ws_model *m, ws_error *err)

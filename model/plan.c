@@ -71,8 +71,10 @@ static void layout_mlp(ws_mlp_act *a, carve *c, size_t n, size_t d)
     a->x_out = take_f(c, n * d);
 }
 
-static void layout_acts(ws_model *m, ws_plan *p, carve *c)
+static void layout_acts(ws_exec *x, carve *c)
 {
+    const ws_model *m = x->m;
+    ws_plan *p = &x->plan;
     size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
     const ws_param_offsets *o = &m->off;
     p->mix_scratch_floats = 0;
@@ -82,8 +84,8 @@ static void layout_acts(ws_model *m, ws_plan *p, carve *c)
     p->ctx = take_f(c, p->n_ctx * d);
     p->x0 = take_f(c, ns * d);
     if (m->upd_variant) {
-        p->upd_variant_act = take_f(c, m->upd_variant->act_floats(m, p));
-        size_t scratch = m->upd_variant->scratch_floats(m, p);
+        p->upd_variant_act = take_f(c, m->upd_variant->act_floats(x));
+        size_t scratch = m->upd_variant->scratch_floats(x);
         if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
     }
     for (int l = 0; !m->upd_variant && l < m->cfg.n_upd_layers; l++) {
@@ -98,16 +100,16 @@ static void layout_acts(ws_model *m, ws_plan *p, carve *c)
     }
     layout_ln(&p->out_ln, c, nq, d, 1);
     if (m->readout) {
-        p->readout_act = take_f(c, m->readout->act_floats(m, p));
-        size_t scratch = m->readout->scratch_floats(m, p);
+        p->readout_act = take_f(c, m->readout->act_floats(x));
+        size_t scratch = m->readout->scratch_floats(x);
         if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
     }
     p->logits = take_f(c, nq);
     p->loss = take_f(c, 1);
-    m->probs_dev = take_f(c, nq);
+    p->probs = take_f(c, nq);
 }
 
-static void layout_grads(ws_model *m, ws_plan *p, carve *c)
+static void layout_grads(const ws_model *m, ws_plan *p, carve *c)
 {
     size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
     size_t rows = ns > nq ? ns : nq;
@@ -202,7 +204,7 @@ static size_t pairs(const ws_attn_seg *segs, int n)
 
 /* The row shapes of every mixer sub-block: segments (device and host copies),
  * launch bounds and pair counts. Needs the host inputs filled. */
-static void set_shapes(ws_model *m, ws_plan *p)
+static void set_shapes(const ws_model *m, ws_plan *p)
 {
     int T = m->cfg.n_state;
     ws_mix_shape self = {p->n_state_rows, p->n_state_rows, p->seg_self, p->seg_self_host, p->B,
@@ -218,23 +220,25 @@ static void set_shapes(ws_model *m, ws_plan *p)
     for (int l = 0; l < m->cfg.n_ext_layers; l++) p->ext[l].cross.shape = ext;
 }
 
-static ws_status grow_arena(ws_model *m, size_t total, ws_error *err)
+static ws_status grow_arena(ws_exec *x, size_t total, ws_error *err)
 {
-    if (total <= m->arena_bytes) return WS_OK;
-    ws_backend_release(m->be, m->arena);
-    m->arena = NULL;
-    m->arena_bytes = 0;
+    ws_backend *be = x->m->be;
+    if (total <= x->arena_bytes) return WS_OK;
+    ws_backend_release(be, x->arena);
+    x->arena = NULL;
+    x->arena_bytes = 0;
     size_t want = total + total / 4; /* headroom: shapes vary step to step */
-    if (ws_backend_alloc(m->be, want, &m->arena) != WS_OK)
+    if (ws_backend_alloc(be, want, &x->arena) != WS_OK)
         return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
                             want);
-    m->arena_bytes = want;
+    x->arena_bytes = want;
     return WS_OK;
 }
 
-ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *err)
+ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *err)
 {
-    ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    ws_plan *p = &x->plan;
     p->B = b->n_traj;
     p->n_instr = b->instr.n;
     p->n_query = b->query.n;
@@ -253,14 +257,14 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
     carve c = {0};
     layout_inputs(p, &m->cfg, &c);
     size_t in_bytes = (c.off + 63) & ~(size_t)63;
-    if (in_bytes > m->staging_bytes) {
-        void *s = realloc(m->staging, in_bytes);
+    if (in_bytes > x->staging_bytes) {
+        void *s = realloc(x->staging, in_bytes);
         if (!s) return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate input staging");
-        m->staging = s;
-        m->staging_bytes = in_bytes;
+        x->staging = s;
+        x->staging_bytes = in_bytes;
     }
     ws_plan host = *p;
-    carve hc = {.base = m->staging};
+    carve hc = {.base = x->staging};
     layout_inputs(&host, &m->cfg, &hc);
     fill_inputs(m, &host, b);
     p->n_ext_segs = host.n_ext_segs;
@@ -270,22 +274,22 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
     set_shapes(m, p);
 
     /* Measure activations and gradients, grow the arena, lay out for real. */
-    layout_acts(m, p, &c);
+    layout_acts(x, &c);
     size_t act_end = (c.off + 63) & ~(size_t)63;
     if (train) layout_grads(m, p, &c);
     size_t total = c.off;
-    WS_TRY(grow_arena(m, total, err));
-    carve dc = {.base = m->arena};
+    WS_TRY(grow_arena(x, total, err));
+    carve dc = {.base = x->arena};
     layout_inputs(p, &m->cfg, &dc);
     set_shapes(m, p); /* the device segment pointers are final now */
-    layout_acts(m, p, &dc);
+    layout_acts(x, &dc);
     if (train) {
         layout_grads(m, p, &dc);
-        if (m->be->ops->fill(m->be, (float *)((char *)m->arena + act_end), 0.0f,
+        if (m->be->ops->fill(m->be, (float *)((char *)x->arena + act_end), 0.0f,
                              (total - act_end) / sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: cannot clear gradients");
     }
-    if (ws_backend_upload(m->be, m->arena, m->staging, in_bytes) != WS_OK)
+    if (ws_backend_upload(m->be, x->arena, x->staging, in_bytes) != WS_OK)
         return ws_error_set(err, WS_ERR_BACKEND, "model: input upload failed");
     return WS_OK;
 }

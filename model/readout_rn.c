@@ -42,8 +42,10 @@ typedef struct {
     int layers;
 } rn_dims;
 
-static rn_dims dims(const ws_model *m, const ws_plan *p)
+static rn_dims dims(const ws_exec *x)
 {
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t T = (size_t)m->cfg.n_state;
     rn_dims s = {(size_t)p->n_state_rows, (size_t)p->n_query, (size_t)m->cfg.rn_width, 0,
                  m->cfg.rn_layers};
@@ -82,18 +84,18 @@ static rn_pair_grads carve_pair_grads(const rn_bufs *g, rn_dims s)
     return p;
 }
 
-static size_t act_floats(const ws_model *m, const ws_plan *p)
+static size_t act_floats(const ws_exec *x)
 {
-    rn_dims s = dims(m, p);
+    rn_dims s = dims(x);
     return s.ns * 2 * s.w + 3 * s.nq * s.w + (size_t)s.layers * s.pair_floats;
 }
 
 /* The part of scratch before the pair buffers (zeroed in full each backward). */
 static size_t small_scratch(rn_dims s) { return s.ns * 2 * s.w + 4 * s.nq * s.w; }
 
-static size_t scratch_floats(const ws_model *m, const ws_plan *p)
+static size_t scratch_floats(const ws_exec *x)
 {
-    rn_dims s = dims(m, p);
+    rn_dims s = dims(x);
     return small_scratch(s) + (s.layers > 1 ? 2 : 1) * s.pair_floats;
 }
 
@@ -131,19 +133,20 @@ static size_t off(const ws_model *m, const char *mlp, int l, const char *suffix)
     return ws_model_param_off(m, prefix, suffix);
 }
 
-static ws_rn_args rn_args(const ws_model *m)
+static ws_rn_args rn_args(const ws_exec *x)
 {
-    const ws_plan *p = &m->plan;
-    return (ws_rn_args){.segs = p->seg_ext, .n_segs = p->n_ext_segs, .n_obj = m->cfg.n_state,
-                        .width = m->cfg.rn_width, .max_q_len = p->max_query};
+    const ws_plan *p = &x->plan;
+    return (ws_rn_args){.segs = p->seg_ext, .n_segs = p->n_ext_segs, .n_obj = x->m->cfg.n_state,
+                        .width = x->m->cfg.rn_width, .max_q_len = p->max_query};
 }
 
-static ws_status forward(ws_model *m, float *act, const float *q, const float *w,
+static ws_status forward(ws_exec *x, float *act, const float *q, const float *w,
                          float *logits)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
-    rn_dims s = dims(m, &m->plan);
+    rn_dims s = dims(x);
     rn_bufs a = carve(act, s);
     float *pairs = a.rest;
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
@@ -152,7 +155,7 @@ static ws_status forward(ws_model *m, float *act, const float *q, const float *w
                                    (int)s.ns, d, 2 * W));
     WS_TRY(be->ops->linear_forward(be, a.qry, q, WS_P(m, off(m, "g", 0, ".query.w")),
                                    WS_P(m, off(m, "g", 0, ".query.b")), nq, d, W));
-    ws_rn_args args = rn_args(m);
+    ws_rn_args args = rn_args(x);
     WS_TRY(rn->pair_forward(be, pairs, a.obj, a.qry, &args));
     for (int l = 1; l < s.layers; l++) {
         float *h = pairs + (size_t)l * s.pair_floats;
@@ -210,12 +213,13 @@ static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads
     return WS_OK;
 }
 
-static ws_status backward(ws_model *m, float *act, float *scratch, const float *q,
+static ws_status backward(ws_exec *x, float *act, float *scratch, const float *q,
                           const float *w, const float *d_logits, float *d_q, float *d_w)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
-    rn_dims s = dims(m, &m->plan);
+    rn_dims s = dims(x);
     rn_bufs a = carve(act, s), g = carve(scratch, s);
     rn_pair_grads pg = carve_pair_grads(&g, s);
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
@@ -230,7 +234,7 @@ static ws_status backward(ws_model *m, float *act, float *scratch, const float *
                                  1.0f / (float)(K * K)));
     const float *dh0;
     WS_TRY(backward_g(m, a.rest, &pg, s, &dh0));
-    ws_rn_args args = rn_args(m);
+    ws_rn_args args = rn_args(x);
     WS_TRY(rn->pair_backward(be, g.obj, g.qry, dh0, a.rest, &args));
     size_t ow = off(m, "g", 0, ".obj.w"), qw = off(m, "g", 0, ".query.w");
     WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.obj, w, WS_P(m, ow),

@@ -122,9 +122,10 @@ static size_t index_bytes(const ws_plan *p)
 }
 
 /* The attention's rows: state rows query their trajectory's memory rows. */
-static ws_mix_shape mem_shape(const ws_model *m, const ws_attn_seg *segs)
+static ws_mix_shape mem_shape(const ws_exec *x, const ws_attn_seg *segs)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     int T = m->cfg.n_state;
     ws_mix_shape s = {.n = p->n_state_rows, .n_keys = n_mem_rows(p), .segs = segs,
                       .segs_host = NULL, /* the MHA mixer reads the device segments only */
@@ -135,14 +136,15 @@ static ws_mix_shape mem_shape(const ws_model *m, const ws_attn_seg *segs)
 
 static const ws_mixer *mha(void) { return ws_mixer_find(WS_MIXER_MHA); }
 
-static rmc_block take_block(carver *c, const ws_model *m)
+static rmc_block take_block(carver *c, const ws_exec *x)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d;
     rmc_block b;
     b.ln = take_ln(c, n, d);
     b.mem = take_f(c, (size_t)n_mem_rows(p) * d);
-    ws_mix_shape s = mem_shape(m, NULL);
+    ws_mix_shape s = mem_shape(x, NULL);
     b.mha = take_f(c, mha()->act_floats(&m->cfg, WS_MIX_CROSS, &s));
     b.x_mid = take_f(c, n * d);
     b.mlp.ln = take_ln(c, n, d);
@@ -152,9 +154,10 @@ static rmc_block take_block(carver *c, const ws_model *m)
     return b;
 }
 
-static rmc_act carve_act(const ws_model *m, float *base, size_t *floats)
+static rmc_act carve_act(const ws_exec *x, float *base, size_t *floats)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d, B = (size_t)p->B;
     size_t n_mem = (size_t)n_mem_rows(p);
     carver c = {(char *)base, 0};
@@ -175,24 +178,25 @@ static rmc_act carve_act(const ws_model *m, float *base, size_t *floats)
     a.gates = take_f(&c, n * 2 * d);
     a.a = take_f(&c, n * d);
     a.blocks = c;
-    for (int l = 0; l < m->cfg.n_upd_layers; l++) take_block(&c, m);
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) take_block(&c, x);
     if (floats) *floats = c.off / sizeof(float);
     return a;
 }
 
-static rmc_block block_at(const ws_model *m, const rmc_act *a, int l)
+static rmc_block block_at(const ws_exec *x, const rmc_act *a, int l)
 {
     carver c = a->blocks;
-    rmc_block b = take_block(&c, m);
-    for (int i = 0; i < l; i++) b = take_block(&c, m);
+    rmc_block b = take_block(&c, x);
+    for (int i = 0; i < l; i++) b = take_block(&c, x);
     return b;
 }
 
 /* The two phases of the backward share the scratch: the gate phase is done
  * (its result in p->d_x) before the block phase starts. */
-static rmc_scratch carve_scratch(const ws_model *m, float *base, size_t *floats)
+static rmc_scratch carve_scratch(const ws_exec *x, float *base, size_t *floats)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d, B = (size_t)p->B;
     rmc_scratch s;
     carver c = {(char *)base, 0};
@@ -208,25 +212,23 @@ static rmc_scratch carve_scratch(const ws_model *m, float *base, size_t *floats)
     c.off = 0;
     s.d_ln = take_f(&c, n * d);
     s.d_mem = take_f(&c, (size_t)n_mem_rows(p) * d);
-    ws_mix_shape sh = mem_shape(m, NULL);
+    ws_mix_shape sh = mem_shape(x, NULL);
     s.mha = take_f(&c, mha()->scratch_floats(&m->cfg, WS_MIX_CROSS, &sh));
     if (floats) *floats = (c.off > gate_end ? c.off : gate_end) / sizeof(float);
     return s;
 }
 
-static size_t act_floats(const ws_model *m, const ws_plan *p)
+static size_t act_floats(const ws_exec *x)
 {
-    (void)p; /* m->plan is p */
     size_t n;
-    carve_act(m, NULL, &n);
+    carve_act(x, NULL, &n);
     return n;
 }
 
-static size_t scratch_floats(const ws_model *m, const ws_plan *p)
+static size_t scratch_floats(const ws_exec *x)
 {
-    (void)p;
     size_t n;
-    carve_scratch(m, NULL, &n);
+    carve_scratch(x, NULL, &n);
     return n;
 }
 
@@ -280,9 +282,10 @@ static ws_mlp_off mlp_named(const ws_model *m, int l)
 /* ---- forward ----------------------------------------------------------------- */
 
 /* Builds the memory-row index arrays and segments on the host and uploads them. */
-static ws_status upload_index(ws_model *m, const rmc_act *a)
+static ws_status upload_index(const ws_exec *x, const rmc_act *a)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     int n_mem = n_mem_rows(p), H = m->cfg.n_heads;
     size_t bytes = index_bytes(p);
     int32_t *ids_state = malloc(bytes);
@@ -305,42 +308,44 @@ static ws_status upload_index(ws_model *m, const rmc_act *a)
     return st;
 }
 
-static ws_mix_call mem_call(ws_model *m, const rmc_act *a, const rmc_block *b, const char *prefix)
+static ws_mix_call mem_call(ws_exec *x, const rmc_act *a, const rmc_block *b, const char *prefix)
 {
-    ws_mix_call call = {.m = m, .prefix = prefix, .mode = WS_MIX_CROSS,
-                        .s = mem_shape(m, a->segs), .act = b->mha, .x = b->ln.out,
+    ws_mix_call call = {.m = x->m, .prefix = prefix, .mode = WS_MIX_CROSS,
+                        .s = mem_shape(x, a->segs), .act = b->mha, .x = b->ln.out,
                         .keys = b->mem, .out = b->x_mid};
     return call;
 }
 
-static ws_status block_forward(ws_model *m, const rmc_act *a, int l, const float *x_in)
+static ws_status block_forward(ws_exec *x, const rmc_act *a, int l, const float *x_in)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    const ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows, n_mem = n_mem_rows(p);
-    rmc_block b = block_at(m, a, l);
+    rmc_block b = block_at(x, a, l);
     char pre[32];
     ws_ln_off ln1 = ln_named(m, named(pre, sizeof pre, l, "ln1"));
     WS_TRY(ws_ln_forward(m, &ln1, &b.ln, b.ln.out, x_in, n));
     WS_TRY(be->ops->embedding_forward(be, b.mem, b.ln.out, a->ids_state, n_mem, 1, d, 0));
     WS_TRY(be->ops->embedding_forward(be, b.mem, p->ctx, a->ids_ctx, n_mem, 1, d, 1));
-    ws_mix_call call = mem_call(m, a, &b, named(pre, sizeof pre, l, "cross"));
+    ws_mix_call call = mem_call(x, a, &b, named(pre, sizeof pre, l, "cross"));
     WS_TRY(mha()->forward(&call));
     WS_TRY(be->ops->add_forward(be, b.x_mid, b.x_mid, x_in, (size_t)n * d));
     ws_mlp_off mlp = mlp_named(m, l);
-    return ws_mlp_forward(m, &mlp, &b.mlp, b.x_mid, n);
+    return ws_mlp_forward(x, &mlp, &b.mlp, b.x_mid, n);
 }
 
 /* The residual stream after the last block. */
-static const float *stream_out(const ws_model *m, const rmc_act *a)
+static const float *stream_out(const ws_exec *x, const rmc_act *a)
 {
-    int L = m->cfg.n_upd_layers;
-    return L > 0 ? block_at(m, a, L - 1).mlp.x_out : m->plan.x0;
+    int L = x->m->cfg.n_upd_layers;
+    return L > 0 ? block_at(x, a, L - 1).mlp.x_out : x->plan.x0;
 }
 
-static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, float *out)
+static ws_rmc_gate_args gate_args(const ws_exec *x, const rmc_act *a, float *out)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     ws_rmc_gate_args g = {.n_rows = p->n_state_rows, .d = m->cfg.d, .segs = p->seg_cross,
                           .n_segs = p->B, .input_bias = RMC_INPUT_BIAS,
                           .forget_bias = RMC_FORGET_BIAS, .gm = a->gm, .gx = a->gx,
@@ -349,27 +354,28 @@ static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, float *ou
     return g;
 }
 
-static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_out)
+static ws_status forward(ws_exec *x, float *act, const float *w_prev, float *w_out)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const ws_rmc_ops *ops = be->ops->rmc;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows;
-    rmc_act a = carve_act(m, act, NULL);
+    rmc_act a = carve_act(x, act, NULL);
     /* M_{t-1} first: w_out may be w_prev. */
     if (w_prev)
         WS_TRY(be->ops->embedding_forward(be, a.m_prev, w_prev, p->ids_prev, n, 1, d, 0));
     else
         WS_TRY(be->ops->fill(be, a.m_prev, 0.0f, (size_t)n * d));
     WS_TRY(be->ops->embedding_forward(be, a.m_prev, WS_P(m, m->off.w0), p->ids_w0, n, 1, d, 1));
-    WS_TRY(upload_index(m, &a));
-    const float *x = p->x0;
+    WS_TRY(upload_index(x, &a));
+    const float *h = p->x0;
     for (int l = 0; l < m->cfg.n_upd_layers; l++) {
-        WS_TRY(block_forward(m, &a, l, x));
-        x = block_at(m, &a, l).mlp.x_out;
+        WS_TRY(block_forward(x, &a, l, h));
+        h = block_at(x, &a, l).mlp.x_out;
     }
     ws_ln_off lnc = ln_named(m, "upd.ln_cand");
-    WS_TRY(ws_ln_forward(m, &lnc, &a.cand_ln, a.cand_ln.out, x, n));
+    WS_TRY(ws_ln_forward(m, &lnc, &a.cand_ln, a.cand_ln.out, h, n));
     size_t gm_w = ws_model_param_off(m, "upd.gate.m", ".w");
     size_t gx_w = ws_model_param_off(m, "upd.gate.x", ".w");
     WS_TRY(ops->tanh_forward(be, a.tanh_prev, a.m_prev, (size_t)n * d));
@@ -379,7 +385,7 @@ static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_
     WS_TRY(be->ops->linear_forward(be, a.gx, a.xbar, WS_P(m, gx_w),
                                    WS_P(m, ws_model_param_off(m, "upd.gate.x", ".b")), p->B, d,
                                    2 * d));
-    ws_rmc_gate_args g = gate_args(m, &a, m->cfg.state_norm ? a.m_new : w_out);
+    ws_rmc_gate_args g = gate_args(x, &a, m->cfg.state_norm ? a.m_new : w_out);
     WS_TRY(ops->gate_forward(be, &g));
     if (!m->cfg.state_norm) return WS_OK;
     ws_ln_off lnw = ln_named(m, "upd.ln");
@@ -389,19 +395,20 @@ static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_
 /* ---- backward ---------------------------------------------------------------- */
 
 /* p->d_x holds ∂L/∂(block output); leaves ∂L/∂(block input) there. */
-static ws_status block_backward(ws_model *m, const rmc_act *a, const rmc_scratch *s, int l)
+static ws_status block_backward(ws_exec *x, const rmc_act *a, const rmc_scratch *s, int l)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows, n_mem = n_mem_rows(p);
-    rmc_block b = block_at(m, a, l);
-    const float *x_in = l > 0 ? block_at(m, a, l - 1).mlp.x_out : p->x0;
+    rmc_block b = block_at(x, a, l);
+    const float *x_in = l > 0 ? block_at(x, a, l - 1).mlp.x_out : p->x0;
     ws_mlp_off mlp = mlp_named(m, l);
-    WS_TRY(ws_mlp_backward(m, &mlp, &b.mlp, b.x_mid, p->d_x, n));
+    WS_TRY(ws_mlp_backward(x, &mlp, &b.mlp, b.x_mid, p->d_x, n));
     WS_TRY(be->ops->fill(be, s->d_ln, 0.0f, (size_t)n * d));
     WS_TRY(be->ops->fill(be, s->d_mem, 0.0f, (size_t)n_mem * d));
     char pre[32];
-    ws_mix_call call = mem_call(m, a, &b, named(pre, sizeof pre, l, "cross"));
+    ws_mix_call call = mem_call(x, a, &b, named(pre, sizeof pre, l, "cross"));
     call.scratch = s->mha;
     call.d_out = p->d_x;
     call.d_x = s->d_ln;
@@ -416,11 +423,12 @@ static ws_status block_backward(ws_model *m, const rmc_act *a, const rmc_scratch
 
 /* ∂L/∂W_t (p->d_w) through LN_w and the gates: into the candidate (then p->d_x),
  * the gate weights, the context (through x̄) and, for W_0 trajectories, W_0. */
-static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch *s)
+static ws_status gates_backward(ws_exec *x, const rmc_act *a, const rmc_scratch *s)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const ws_rmc_ops *ops = be->ops->rmc;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows;
     WS_TRY(be->ops->fill(be, s->d_m_new, 0.0f, s->gate_floats));
     const float *d_m_new = p->d_w;
@@ -429,7 +437,7 @@ static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch
         WS_TRY(ws_ln_backward(m, &lnw, &a->state_ln, s->d_m_new, p->d_w, a->m_new, n));
         d_m_new = s->d_m_new;
     }
-    ws_rmc_gate_args g = gate_args(m, a, NULL);
+    ws_rmc_gate_args g = gate_args(x, a, NULL);
     ws_rmc_gate_grads gg = {.dout = d_m_new, .d_cand = s->d_cand, .d_gm = s->d_gm,
                             .d_gx = s->d_gx, .d_m_prev = s->d_m_prev};
     WS_TRY(ops->gate_backward(be, &g, &gg));
@@ -446,15 +454,15 @@ static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch
     /* Only W_0 rows keep theirs: W_{t-1} is a constant. */
     WS_TRY(be->ops->embedding_backward(be, WS_G(m, m->off.w0), s->d_m_prev, p->ids_w0, n, 1, d));
     ws_ln_off lnc = ln_named(m, "upd.ln_cand");
-    return ws_ln_backward(m, &lnc, &a->cand_ln, p->d_x, s->d_cand, stream_out(m, a), n);
+    return ws_ln_backward(m, &lnc, &a->cand_ln, p->d_x, s->d_cand, stream_out(x, a), n);
 }
 
-static ws_status backward(ws_model *m, float *act, float *scratch)
+static ws_status backward(ws_exec *x, float *act, float *scratch)
 {
-    rmc_act a = carve_act(m, act, NULL);
-    rmc_scratch s = carve_scratch(m, scratch, NULL);
-    WS_TRY(gates_backward(m, &a, &s));
-    for (int l = m->cfg.n_upd_layers - 1; l >= 0; l--) WS_TRY(block_backward(m, &a, &s, l));
+    rmc_act a = carve_act(x, act, NULL);
+    rmc_scratch s = carve_scratch(x, scratch, NULL);
+    WS_TRY(gates_backward(x, &a, &s));
+    for (int l = x->m->cfg.n_upd_layers - 1; l >= 0; l--) WS_TRY(block_backward(x, &a, &s, l));
     return WS_OK;
 }
 

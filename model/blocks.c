@@ -28,7 +28,7 @@ ws_status ws_ln_backward(ws_model *m, const ws_ln_off *o, const ws_ln_act *a, fl
 static ws_mix_call mix_call(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *keys)
 {
     ws_mix_call call = {
-        .m = x->m, .prefix = o->prefix, .mode = (ws_mix_mode)o->mode, .s = a->shape,
+        .m = x->m, .p = &o->p, .mode = (ws_mix_mode)o->mode, .s = a->shape,
         .act = a->mix, .scratch = x->plan.scratch.mix, .x = a->ln.out,
         .keys = o->mode == WS_MIX_SELF ? a->ln.out : keys, .out = a->x_out,
     };

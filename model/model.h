@@ -105,13 +105,23 @@ cJSON *ws_model_config_to_json(const ws_model_config *cfg);
 ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_config *c,
                                     ws_error *err);
 
+/* How a tensor starts (ws_model_new draws the random ones in table order from
+ * one stream seeded by the model's seed). */
+typedef enum {
+    WS_INIT_NORMAL = 0, /* N(0, 1): embeddings, W_0, positions, c_null */
+    WS_INIT_FAN_IN = 1, /* a linear map's weight [out, in]: N(0, 1/in), and AdamW decays it */
+    WS_INIT_ZERO = 2,   /* biases; E_sym under the hashed code (a correction to the codes) */
+    WS_INIT_ONE = 3     /* LayerNorm gains */
+} ws_init_kind;
+
 /* One named parameter tensor: offset (in floats) into the parameter buffer. */
 typedef struct {
     char name[48];
     int ndim;
     int shape[2];
     size_t offset, numel;
-    int decay; /* AdamW weight decay applies (projection matrices only) */
+    int init;  /* ws_init_kind */
+    int decay; /* AdamW weight decay applies (projection matrices only: WS_INIT_FAN_IN) */
 } ws_tensor_info;
 
 typedef struct ws_model ws_model;

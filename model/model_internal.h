@@ -11,28 +11,36 @@
 #define WS_MODEL_INTERNAL_H
 
 #include "batch.h"
+#include "carve.h"
 #include "model.h"
-
-typedef struct { size_t g, b; } ws_ln_off;
-typedef struct { size_t w, b; } ws_lin_off;
+#include "params.h"
 
 struct ws_mixer_s;
 struct ws_updater_variant_s;
 struct ws_readout_variant_s;
 
+/* The parameter offsets of one mixer use (or of a variant), in slots that the
+ * mixer's layout hook fills as it registers its tensors (mixer.h): what each
+ * slot holds is the mixer's own business. A LayerNorm in a slot keeps its gain
+ * in w (ws_slot_ln). */
+#define WS_MIX_SLOTS 12
+typedef struct { ws_lin_off at[WS_MIX_SLOTS]; } ws_mix_params;
+
+static inline ws_ln_off ws_slot_ln(ws_lin_off s) { return (ws_ln_off){s.w, s.b}; }
+
 /* Sub-blocks of a layer: LN then a mixer (self or cross, mixer.h) / an MLP. */
 typedef struct {
     ws_ln_off ln;
     const struct ws_mixer_s *mixer;
-    int mode;        /* ws_mix_mode */
-    char prefix[24]; /* the mixer's tensor prefix, e.g. "upd.0.self" */
+    int mode; /* ws_mix_mode */
+    ws_mix_params p;
 } ws_mix_off;
 typedef struct { ws_ln_off ln; ws_lin_off fc, proj; } ws_mlp_off;
 
 typedef struct { ws_mix_off self, cross; ws_mlp_off mlp; } ws_upd_layer_off;
 typedef struct { ws_mix_off cross; ws_mlp_off mlp; } ws_ext_layer_off;
 
-typedef struct {
+typedef struct ws_param_offsets_s {
     size_t sym, slot, val, raw; /* raw only when d_raw > 0 */
     ws_ln_off fact_ln;
     size_t w0, pos, null;
@@ -41,6 +49,7 @@ typedef struct {
     ws_ext_layer_off *ext;
     ws_ln_off out_ln;
     ws_lin_off head; /* only without a readout variant */
+    ws_mix_params upd_variant, readout; /* the variants' own tensors (mixer.h) */
 } ws_param_offsets;
 
 /* Activations of one LayerNorm. */

@@ -186,9 +186,9 @@ static void run_self(ws_model *m, const ws_mix_shape *s, const float *x, float *
     size_t ns = mx->scratch_floats(&m->cfg, WS_MIX_SELF, s);
     float *act = calloc(na ? na : 1, sizeof *act), *scr = malloc((ns ? ns : 1) * sizeof *scr);
     assert_true(act && scr);
-    ws_mix_call call = {.m = m, .prefix = "upd.0.self", .mode = WS_MIX_SELF, .s = *s, .act = act,
-                        .scratch = scr, .x = x, .keys = x, .out = out, .d_out = dy, .d_x = dx,
-                        .d_keys = dx};
+    ws_mix_call call = {.m = m, .p = &m->off.upd[0].self.p, .mode = WS_MIX_SELF, .s = *s,
+                        .act = act, .scratch = scr, .x = x, .keys = x, .out = out, .d_out = dy,
+                        .d_x = dx, .d_keys = dx};
     assert_int_equal(mx->forward(&call), WS_OK);
     if (dy) assert_int_equal(mx->backward(&call), WS_OK);
     free(act), free(scr);

@@ -177,8 +177,10 @@ int main(int argc, char **argv)
     ws_error err = {0};
     ws_backend *be;
     ws_model *m;
+    ws_exec *x;
     if (ws_backend_cpu_new(&be, o.threads, &err) != WS_OK ||
-        ws_checkpoint_load(&m, o.checkpoint, be, &err) != WS_OK) {
+        ws_checkpoint_load(&m, o.checkpoint, be, &err) != WS_OK ||
+        ws_exec_new(&x, m, &err) != WS_OK) {
         fprintf(stderr, "bench_memory: %s\n", err.msg);
         return 1;
     }
@@ -191,7 +193,7 @@ int main(int argc, char **argv)
            o.lib.grow_vocab ? "with new vocabulary ids" : "without ids");
     double t0 = ws_clock_mono_s();
     ws_probe_result lib;
-    if (ws_probe_run(m, &o.lib, &lib, &err) != WS_OK) {
+    if (ws_probe_run(x, &o.lib, &lib, &err) != WS_OK) {
         fprintf(stderr, "bench_memory: %s\n", err.msg);
         return 1;
     }
@@ -206,7 +208,7 @@ int main(int argc, char **argv)
         http_ok = run_http(&o, &http, &http_s) == 0;
         if (!http_ok) return 1;
         /* the same slice through the library, episode for episode */
-        if (ws_probe_run(m, &o.http, &slice, &err) != WS_OK) {
+        if (ws_probe_run(x, &o.http, &slice, &err) != WS_OK) {
             fprintf(stderr, "bench_memory: %s\n", err.msg);
             return 1;
         }
@@ -227,6 +229,7 @@ int main(int argc, char **argv)
         print_json("http_slice_library", &o.http, &slice);
     }
     printf("}\n");
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
     return 0;

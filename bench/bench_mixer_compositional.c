@@ -83,7 +83,7 @@ static ws_status time_mixer(const options *o, ws_backend *be, int kind, int R, d
     WS_TRY(dev_random(be, &d_out, rows, 2));
     WS_TRY(dev_random(be, &out, rows, 3));
     WS_TRY(dev_random(be, &d_x, rows, 4));
-    ws_mix_call call = {.m = m, .prefix = "upd.0.self", .mode = WS_MIX_SELF, .s = s, .act = act,
+    ws_mix_call call = {.m = m, .p = &m->off.upd[0].self.p, .mode = WS_MIX_SELF, .s = s, .act = act,
                         .scratch = scratch, .x = x, .keys = x, .out = out, .d_out = d_out,
                         .d_x = d_x, .d_keys = d_x};
     WS_TRY(mx->forward(&call)); /* warm-up: scratch buffers, caches */

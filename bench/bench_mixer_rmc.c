@@ -70,6 +70,7 @@ typedef struct {
     const char *name;
     ws_model_config cfg;
     ws_model *m;
+    ws_exec *x;
     ws_batch *b;
     float *states;
     double best_infer, best_train; /* seconds per step */
@@ -79,6 +80,7 @@ static void setup(contender *k, ws_backend *be)
 {
     ws_error err;
     if (ws_model_new(&k->m, &k->cfg, be, 1, &err) != WS_OK ||
+        ws_exec_new(&k->x, k->m, &err) != WS_OK ||
         ws_batch_new(&k->b, &k->cfg) != WS_OK ||
         ws_model_state_alloc(k->m, BATCH, &k->states, &err) != WS_OK ||
         ws_model_state_init(k->m, k->states, 0, BATCH, &err) != WS_OK) {
@@ -108,7 +110,7 @@ static double time_steps(contender *k, ws_step_mode mode, double seconds)
     double t0 = now(), t;
     do {
         if ((mode == WS_STEP_TRAIN && ws_model_zero_grads(k->m, &err) != WS_OK) ||
-            ws_model_step(k->m, k->b, k->states, k->states, mode, 1.0f, NULL, NULL, &err) !=
+            ws_exec_step(k->x, k->b, k->states, k->states, mode, 1.0f, NULL, NULL, &err) !=
                 WS_OK) {
             fprintf(stderr, "bench_mixer_rmc: %s\n", err.msg);
             exit(1);
@@ -174,6 +176,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2; i++) {
         ws_backend_release(be, ks[i].states);
         ws_batch_free(ks[i].b);
+        ws_exec_free(ks[i].x);
         ws_model_free(ks[i].m);
     }
     ws_backend_free(be);

@@ -124,7 +124,9 @@ static void bench_open(mix_bench *b, ws_backend *be, const opts *o, int kind, ws
         ok(ws_backend_upload(be, b->bufs[k], h, sizes[k] * sizeof *h), "upload");
         free(h);
     }
-    b->call = (ws_mix_call){.m = b->m, .prefix = mode == WS_MIX_SELF ? "upd.0.self" : "ext.0.cross",
+    b->call = (ws_mix_call){.m = b->m,
+                            .p = mode == WS_MIX_SELF ? &b->m->off.upd[0].self.p
+                                                     : &b->m->off.ext[0].cross.p,
                             .mode = mode, .s = s, .act = b->bufs[5], .scratch = b->bufs[6],
                             .x = b->bufs[0], .keys = mode == WS_MIX_SELF ? b->bufs[0] : b->bufs[1],
                             .out = b->bufs[2], .d_out = b->bufs[3], .d_x = b->bufs[4],
@@ -200,6 +202,16 @@ static s2_scale scale_of(ws_backend *be, const ws_s2_args *a, const ws_s2_seg *s
  * step of B conj trajectories from W_0 (x: the sub-block's LN'd input from the
  * plan; keys: x in SELF mode, W_t in CROSS mode), computed by the backend ops
  * from the model's own tensors. */
+/* Offset of tensor "<prefix><suffix>" (the mixer's slots are its own). */
+static size_t tensor_off(const ws_model *m, const char *prefix, const char *suffix)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
+    if (!t) die(name, NULL);
+    return t->offset;
+}
+
 static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, float tau)
 {
     ws_error err;
@@ -207,7 +219,9 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     ws_model_config c = config(o, self ? WS_MIXER_SIMPLICIAL2 : WS_MIXER_MHA,
                                self ? WS_MIXER_MHA : WS_MIXER_SIMPLICIAL2, tau);
     ws_model *m;
+    ws_exec *ex;
     if (ws_model_new(&m, &c, be, 1, &err) != WS_OK) die("model", &err);
+    if (ws_exec_new(&ex, m, &err) != WS_OK) die("context", &err);
     ws_task_params tp;
     ws_task_params_default("conj", &tp);
     ws_task *task;
@@ -221,10 +235,10 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     }
     float *w;
     ok(ws_model_state_alloc(m, o->batch, &w, &err), "state");
-    if (ws_model_step(m, batch, NULL, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err) != WS_OK)
+    if (ws_exec_step(ex, batch, NULL, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err) != WS_OK)
         die("step", &err);
 
-    const ws_mix_act *act = self ? &m->plan.upd[0].self : &m->plan.ext[0].cross;
+    const ws_mix_act *act = self ? &ex->plan.upd[0].self : &ex->plan.ext[0].cross;
     const ws_mix_shape *s = &act->shape;
     const char *prefix = self ? "upd.0.self" : "ext.0.cross";
     const float *x = act->ln.out, *keys = self ? x : w;
@@ -251,14 +265,14 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     ok(ws_backend_alloc(be, (size_t)s->n * d2 * sizeof(float), (void **)&out), "alloc");
     ok(ws_backend_alloc(be, (size_t)s->n_segs * sizeof *segs, (void **)&dsegs), "alloc");
     ok(ws_backend_upload(be, dsegs, segs, (size_t)s->n_segs * sizeof *segs), "upload");
-    ok(be->ops->linear_forward(be, p, x, WS_P(m, ws_model_param_off(m, prefix, ".s2.p.w")), NULL,
-                               s->n, d, d2), "p");
-    ok(be->ops->linear_forward(be, luv, keys, WS_P(m, ws_model_param_off(m, prefix, ".s2.luv.w")),
-                               NULL, s->n_keys, d, 3 * d2), "luv");
+    ok(be->ops->linear_forward(be, p, x, WS_P(m, tensor_off(m, prefix, ".s2.p.w")), NULL, s->n,
+                               d, d2), "p");
+    ok(be->ops->linear_forward(be, luv, keys, WS_P(m, tensor_off(m, prefix, ".s2.luv.w")), NULL,
+                               s->n_keys, d, 3 * d2), "luv");
     ws_s2_args a = {.out = out, .ldo = d2, .logits = lg, .probs = pr, .pair = pair, .p = p,
                     .l1 = luv, .l2 = luv + d2, .u = luv + 2 * d2, .ldp = d2, .ldl1 = 3 * d2,
                     .ldl2 = 3 * d2, .ldu = 3 * d2,
-                    .b = WS_P(m, ws_model_param_off(m, prefix, ".s2.B")), .segs = dsegs,
+                    .b = WS_P(m, tensor_off(m, prefix, ".s2.B")), .segs = dsegs,
                     .n_segs = s->n_segs, .n_heads = c.s2_heads, .d2 = d2, .tau = tau,
                     .max_q_len = max_q, .max_k_len = max_k};
     ok(be->ops->simplicial->pair_forward(be, &a), "pairs");
@@ -269,6 +283,7 @@ static s2_scale init_scale(ws_backend *be, const opts *o, ws_mix_mode mode, floa
     free(segs);
     ws_batch_free(batch);
     ws_task_free(task);
+    ws_exec_free(ex);
     ws_model_free(m);
     return r;
 }

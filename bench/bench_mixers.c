@@ -145,15 +145,16 @@ static void build_batch(ws_batch *b, const ws_model_config *c)
 }
 
 /* Mean milliseconds per step (train: step + AdamW) over at least `seconds`. */
-static double time_steps(ws_model *m, ws_batch *b, float *w, int train, double seconds)
+static double time_steps(ws_exec *x, ws_batch *b, float *w, int train, double seconds)
 {
+    ws_model *m = ws_exec_model(x);
     ws_error err;
     ws_optim_config oc = ws_optim_config_default();
     int iters = 0;
     double t0 = ws_clock_mono_s(), t;
     do {
-        ws_status st = ws_model_step(m, b, w, w, train ? WS_STEP_TRAIN : WS_STEP_INFER, 1.0f,
-                                     NULL, NULL, &err);
+        ws_status st = ws_exec_step(x, b, w, w, train ? WS_STEP_TRAIN : WS_STEP_INFER, 1.0f,
+                                    NULL, NULL, &err);
         if (st == WS_OK && train) st = ws_model_adamw_step(m, &oc, NULL, &err);
         if (st != WS_OK) {
             fprintf(stderr, "bench_mixers: %s\n", err.msg);
@@ -203,8 +204,10 @@ static int measure(ws_backend *be, int kind, double seconds, row *r, char *why, 
     if (!build(be, kind, &m, &c, r, why, why_n)) return 0;
     ws_error err;
     ws_batch *b;
+    ws_exec *x;
     float *w;
-    if (ws_batch_new(&b, &c) != WS_OK || ws_model_state_alloc(m, BATCH, &w, &err) != WS_OK ||
+    if (ws_exec_new(&x, m, &err) != WS_OK || ws_batch_new(&b, &c) != WS_OK ||
+        ws_model_state_alloc(m, BATCH, &w, &err) != WS_OK ||
         ws_model_state_init(m, w, 0, BATCH, &err) != WS_OK) {
         fprintf(stderr, "bench_mixers: setup failed\n");
         exit(1);
@@ -212,11 +215,12 @@ static int measure(ws_backend *be, int kind, double seconds, row *r, char *why, 
     build_batch(b, &c);
     r->params = ws_model_n_params(m);
     r->flops = mixer_flops(&c);
-    time_steps(m, b, w, 1, 0.3); /* warm the arena and caches */
-    r->train_ms = time_steps(m, b, w, 1, seconds);
-    r->infer_ms = time_steps(m, b, w, 0, seconds);
+    time_steps(x, b, w, 1, 0.3); /* warm the arena and caches */
+    r->train_ms = time_steps(x, b, w, 1, seconds);
+    r->infer_ms = time_steps(x, b, w, 0, seconds);
     ws_backend_release(be, w);
     ws_batch_free(b);
+    ws_exec_free(x);
     ws_model_free(m);
     return 1;
 }

@@ -66,8 +66,9 @@ typedef struct {
     double train, updater, queries; /* steps/s, steps/s, queries/s */
 } rates;
 
-static double time_loop(ws_model *m, ws_batch *b, float *w, int kind, double seconds)
+static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seconds)
 {
+    ws_model *m = ws_exec_model(x);
     ws_error err;
     ws_optim_config oc = ws_optim_config_default();
     int iters = 0;
@@ -75,12 +76,12 @@ static double time_loop(ws_model *m, ws_batch *b, float *w, int kind, double sec
     do {
         ws_status st;
         if (kind == 0) {
-            st = ws_model_step(m, b, w, w, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err);
+            st = ws_exec_step(x, b, w, w, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err);
             if (st == WS_OK) st = ws_model_adamw_step(m, &oc, NULL, &err);
         } else if (kind == 1) {
-            st = ws_model_step(m, b, w, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err);
+            st = ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err);
         } else {
-            st = ws_model_query(m, b, w, NULL, NULL, &err);
+            st = ws_exec_query(x, b, w, NULL, NULL, &err);
         }
         if (st != WS_OK) {
             fprintf(stderr, "bench: %s\n", err.msg);
@@ -97,10 +98,12 @@ static rates measure(int threads, double seconds)
     ws_error err;
     ws_backend *be;
     ws_model *m;
+    ws_exec *x;
     ws_batch *train, *upd;
     float *w;
     ws_model_config c = bench_config();
     if (ws_backend_cpu_new(&be, threads, &err) != WS_OK || ws_model_new(&m, &c, be, 1, &err) ||
+        ws_exec_new(&x, m, &err) != WS_OK ||
         ws_batch_new(&train, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
         ws_model_state_alloc(m, BATCH, &w, &err) != WS_OK ||
         ws_model_state_init(m, w, 0, BATCH, &err) != WS_OK) {
@@ -110,13 +113,14 @@ static rates measure(int threads, double seconds)
     build_batch(train, &c, N_INSTR, N_QUERY);
     build_batch(upd, &c, N_INSTR, 0);
     rates r;
-    time_loop(m, train, w, 0, 0.2); /* warm the arena and caches */
-    r.train = time_loop(m, train, w, 0, seconds);
-    r.updater = time_loop(m, upd, w, 1, seconds);
-    r.queries = time_loop(m, train, w, 2, seconds) * BATCH * N_QUERY;
+    time_loop(x, train, w, 0, 0.2); /* warm the arena and caches */
+    r.train = time_loop(x, train, w, 0, seconds);
+    r.updater = time_loop(x, upd, w, 1, seconds);
+    r.queries = time_loop(x, train, w, 2, seconds) * BATCH * N_QUERY;
     ws_backend_release(be, w);
     ws_batch_free(train);
     ws_batch_free(upd);
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
     return r;

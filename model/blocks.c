@@ -3,7 +3,7 @@
  *                                    state tokens, CROSS for Updater → context and
  *                                    Extractor → state)
  *   mlp:   x + proj(gelu(fc(LN(x))))
- * Backward passes reuse the plan's gradient scratch, zeroing what they accumulate. */
+ * Backward passes reuse the context's gradient scratch, zeroing what they accumulate. */
 #include "mixer.h"
 
 static ws_status zero(ws_model *m, float *p, size_t n)
@@ -25,33 +25,35 @@ ws_status ws_ln_backward(ws_model *m, const ws_ln_off *o, const ws_ln_act *a, fl
                                           WS_P(m, o->g), a->mean, a->rstd, n, m->cfg.d);
 }
 
-static ws_mix_call mix_call(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *keys)
+static ws_mix_call mix_call(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *keys)
 {
     ws_mix_call call = {
-        .m = m, .prefix = o->prefix, .mode = (ws_mix_mode)o->mode, .s = a->shape,
-        .act = a->mix, .scratch = m->plan.scratch.mix, .x = a->ln.out,
+        .m = x->m, .p = &o->p, .mode = (ws_mix_mode)o->mode, .s = a->shape,
+        .act = a->mix, .scratch = x->plan.scratch.mix, .x = a->ln.out,
         .keys = o->mode == WS_MIX_SELF ? a->ln.out : keys, .out = a->x_out,
     };
     return call;
 }
 
-ws_status ws_mix_forward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+ws_status ws_mix_forward(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
                          const float *keys)
 {
+    ws_model *m = x->m;
     int n = a->shape.n;
     WS_TRY(ws_ln_forward(m, &o->ln, &a->ln, a->ln.out, x_in, n));
-    ws_mix_call call = mix_call(m, o, a, keys);
+    ws_mix_call call = mix_call(x, o, a, keys);
     WS_TRY(o->mixer->forward(&call));
     return m->be->ops->add_forward(m->be, a->x_out, a->x_out, x_in, (size_t)n * m->cfg.d);
 }
 
-ws_status ws_mix_backward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+ws_status ws_mix_backward(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
                           float *d_x, const float *keys, float *d_keys)
 {
-    float *d_ln = m->plan.scratch.d_ln;
+    ws_model *m = x->m;
+    float *d_ln = x->plan.scratch.d_ln;
     int n = a->shape.n;
     WS_TRY(zero(m, d_ln, (size_t)n * m->cfg.d));
-    ws_mix_call call = mix_call(m, o, a, keys);
+    ws_mix_call call = mix_call(x, o, a, keys);
     call.d_out = d_x;
     call.d_x = d_ln;
     call.d_keys = o->mode == WS_MIX_SELF ? d_ln : d_keys;
@@ -59,9 +61,10 @@ ws_status ws_mix_backward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const
     return ws_ln_backward(m, &o->ln, &a->ln, d_x, d_ln, x_in, n);
 }
 
-ws_status ws_mlp_forward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
+ws_status ws_mlp_forward(ws_exec *x, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
                          int n)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     int d = m->cfg.d;
     WS_TRY(ws_ln_forward(m, &o->ln, &a->ln, a->ln.out, x_in, n));
@@ -73,11 +76,12 @@ ws_status ws_mlp_forward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const 
     return be->ops->add_forward(be, a->x_out, a->x_out, x_in, (size_t)n * d);
 }
 
-ws_status ws_mlp_backward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
+ws_status ws_mlp_backward(ws_exec *x, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
                           float *d_x, int n)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    ws_grad_scratch *s = &m->plan.scratch;
+    ws_grad_scratch *s = &x->plan.scratch;
     int d = m->cfg.d;
     size_t hidden = (size_t)n * 4 * d;
     WS_TRY(zero(m, s->d_act, hidden));

@@ -6,10 +6,11 @@
  * and the per-trajectory context C_b = [c_null; instruction tokens of b]. */
 #include "model_internal.h"
 
-ws_status ws_embed_forward(ws_model *m)
+ws_status ws_embed_forward(ws_exec *x)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
+    ws_plan *p = &x->plan;
     const ws_param_offsets *o = &m->off;
     int d = m->cfg.d, S = m->cfg.max_fact_len, n = p->n_facts;
     if (n > 0) {
@@ -29,10 +30,11 @@ ws_status ws_embed_forward(ws_model *m)
                                       1);
 }
 
-ws_status ws_embed_backward(ws_model *m)
+ws_status ws_embed_backward(ws_exec *x)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
+    ws_plan *p = &x->plan;
     const ws_param_offsets *o = &m->off;
     int d = m->cfg.d, S = m->cfg.max_fact_len, n = p->n_facts;
     WS_TRY(be->ops->embedding_backward(be, p->d_tok, p->d_ctx, p->ctx_tok, p->n_ctx, 1, d));

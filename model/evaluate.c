@@ -48,9 +48,10 @@ static void score(tally *s, const float *probs, const float *labels, const ws_qu
 
 static double ratio(double a, double b) { return b > 0 ? a / b : -1.0; }
 
-ws_status ws_evaluate(ws_model *m, const ws_task_params *task, const ws_eval_config *ec,
+ws_status ws_evaluate(ws_exec *x, const ws_task_params *task, const ws_eval_config *ec,
                       ws_eval_point *out, ws_error *err)
 {
+    ws_model *m = ws_exec_model(x);
     if (ec->n_traj < 1 || ec->n_horizons < 1 || ec->n_horizons > WS_EVAL_MAX_HORIZONS)
         return ws_error_set(err, WS_ERR_INVALID, "evaluate: bad trajectory or horizon count");
     int last = ec->horizons[ec->n_horizons - 1];
@@ -81,7 +82,7 @@ ws_status ws_evaluate(ws_model *m, const ws_task_params *task, const ws_eval_con
             if (st == WS_OK) st = ws_task_step(tk, i, b, info + (size_t)ws_batch_n_query(b), err);
         }
         if (st == WS_OK)
-            st = ws_model_step(m, b, states, states, WS_STEP_INFER, 1.0f, probs, NULL, err);
+            st = ws_exec_step(x, b, states, states, WS_STEP_INFER, 1.0f, probs, NULL, err);
         if (st != WS_OK) goto done;
         for (int h = 0; h < ec->n_horizons; h++) {
             int hz = ec->horizons[h], w = ec->window < hz ? ec->window : hz;

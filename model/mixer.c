@@ -2,9 +2,6 @@
  * its table here. */
 #include "mixer.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
 extern const ws_mixer ws_mixer_mha;
 extern const ws_readout_variant ws_readout_rn;
 extern const ws_mixer ws_mixer_simplicial2;
@@ -24,15 +21,3 @@ static const ws_readout_variant *const readout_variants[] = {&ws_readout_rn};
 const ws_mixer *ws_mixer_find(int kind) { FIND(block_mixers, kind); }
 const ws_updater_variant *ws_updater_variant_find(int kind) { FIND(updater_variants, kind); }
 const ws_readout_variant *ws_readout_variant_find(int kind) { FIND(readout_variants, kind); }
-
-size_t ws_model_param_off(const ws_model *m, const char *prefix, const char *suffix)
-{
-    char name[64];
-    snprintf(name, sizeof name, "%s%s", prefix, suffix);
-    const ws_tensor_info *t = ws_model_tensor_by_name(m, name);
-    if (!t) {
-        fprintf(stderr, "model: missing parameter %s\n", name);
-        abort();
-    }
-    return t->offset;
-}

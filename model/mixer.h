@@ -21,12 +21,14 @@
  * see keys [k_off, k_off+k_len). In SELF mode a segment's query and key ranges
  * are the same T state rows.
  *
- * Parameters: a mixer registers its tensors in order as "<prefix>.<name>"
- * (prefix e.g. "upd.0.self" or "ext.1.cross") and finds them again by name
- * (ws_model_param_off). Generic initialisation applies (model.c): tensors
- * registered with decay=1 are linear weights [out, in] drawn N(0, 1/in); names
- * ending in ".b" are zero; names containing "ln" ending ".g" are one; anything
- * else N(0, 1).
+ * Parameters: a mixer's layout hook registers its tensors in order as
+ * "<prefix>.<name>" (prefix e.g. "upd.0.self" or "ext.1.cross") and keeps the
+ * offsets the registry returns in the slots of its use's ws_mix_params (an
+ * enum in the mixer's file names them; WS_MIX_Q and WS_MIX_KV are the shared
+ * input projections'). That runs once, when the model is made; forward and
+ * backward read the slots. Each tensor starts as the init kind it is
+ * registered with says (model.h ws_init_kind: linear weights [out, in]
+ * N(0, 1/in), biases zero, LayerNorm gains one, anything else N(0, 1)).
  *
  * Memory: the plan gives each use `act_floats` floats that live from forward to
  * backward, and a `scratch_floats` region shared by every sub-block's backward
@@ -45,7 +47,7 @@ typedef enum { WS_MIX_SELF = 1, WS_MIX_CROSS = 2 } ws_mix_mode;
 
 typedef struct {
     ws_model *m;
-    const char *prefix; /* this use's tensor prefix, e.g. "upd.0.self" */
+    const ws_mix_params *p; /* this use's parameter offsets */
     ws_mix_mode mode;
     ws_mix_shape s;
     float *act;         /* act_floats(): written by forward, read by backward */
@@ -59,15 +61,14 @@ typedef struct {
 } ws_mix_call;
 
 typedef struct ws_mixer_s {
-    int kind; /* ws_mixer_kind */
-    const char *name;
+    int kind; /* ws_mixer_kind (its name: model.h ws_mixer_name) */
     unsigned modes; /* WS_MIX_SELF | WS_MIX_CROSS that it can fill */
     /* Checks the config fields it reads (range, divisibility) for this mode. */
     ws_status (*validate)(const ws_model_config *c, ws_mix_mode mode, ws_error *err);
     /* Non-zero when the backend has every op it calls. */
     int (*supported)(const ws_backend *be);
     void (*layout)(ws_param_layout *L, const char *prefix, const ws_model_config *c,
-                   ws_mix_mode mode);
+                   ws_mix_mode mode, ws_mix_params *p);
     size_t (*act_floats)(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s);
     size_t (*scratch_floats)(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s);
     ws_status (*forward)(const ws_mix_call *call);
@@ -75,7 +76,7 @@ typedef struct ws_mixer_s {
 } ws_mixer;
 
 /* An Updater that replaces the layer stack (upd.{l}.* and LN_w): rmc.
- * forward reads the plan (m->plan): x0 (= W_{t-1} + P, W_0 rows for trajectories
+ * forward reads the context's plan (x->plan): x0 (= W_{t-1} + P, W_0 rows for trajectories
  * that start from it), ctx [n_ctx, d] (c_null then the instruction tokens of each
  * trajectory), seg_self / seg_cross (state rows, and state rows ↔ context rows,
  * per trajectory), ids_prev / ids_w0 / ids_pos; it writes W_t to w_out
@@ -88,14 +89,15 @@ typedef struct ws_mixer_s {
  * scratch is the plan's shared mixer scratch (scratch_floats). */
 typedef struct ws_updater_variant_s {
     int kind;
-    const char *name;
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
-    void (*layout)(ws_param_layout *L, const ws_model_config *c); /* registers "upd.*" */
-    size_t (*act_floats)(const ws_model *m, const ws_plan *p);
-    size_t (*scratch_floats)(const ws_model *m, const ws_plan *p);
-    ws_status (*forward)(ws_model *m, float *act, const float *w_prev, float *w_out);
-    ws_status (*backward)(ws_model *m, float *act, float *scratch);
+    /* registers "upd.*": the blocks' offsets in o->upd[l] (cross, mlp), LN_w's in
+     * o->state_ln, its own in o->upd_variant */
+    void (*layout)(ws_param_layout *L, const ws_model_config *c, ws_param_offsets *o);
+    size_t (*act_floats)(const ws_exec *x); /* for the shape of x->plan */
+    size_t (*scratch_floats)(const ws_exec *x);
+    ws_status (*forward)(ws_exec *x, float *act, const float *w_prev, float *w_out);
+    ws_status (*backward)(ws_exec *x, float *act, float *scratch);
 } ws_updater_variant;
 
 /* A readout that replaces ext.head: logits [n_query] from q = LN_o(Q) [n_query, d]
@@ -104,15 +106,15 @@ typedef struct ws_updater_variant_s {
  * p_host_seg_ext). backward accumulates into d_q, d_w and the parameter grads. */
 typedef struct ws_readout_variant_s {
     int kind;
-    const char *name;
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
-    void (*layout)(ws_param_layout *L, const ws_model_config *c); /* registers "ext.rn.*" */
-    size_t (*act_floats)(const ws_model *m, const ws_plan *p);
-    size_t (*scratch_floats)(const ws_model *m, const ws_plan *p);
-    ws_status (*forward)(ws_model *m, float *act, const float *q, const float *w,
+    /* registers "ext.rn.*", its offsets in p */
+    void (*layout)(ws_param_layout *L, const ws_model_config *c, ws_mix_params *p);
+    size_t (*act_floats)(const ws_exec *x); /* for the shape of x->plan */
+    size_t (*scratch_floats)(const ws_exec *x);
+    ws_status (*forward)(ws_exec *x, float *act, const float *q, const float *w,
                          float *logits);
-    ws_status (*backward)(ws_model *m, float *act, float *scratch, const float *q,
+    ws_status (*backward)(ws_exec *x, float *act, float *scratch, const float *q,
                           const float *w, const float *d_logits, float *d_q, float *d_w);
 } ws_readout_variant;
 
@@ -121,8 +123,26 @@ const ws_mixer *ws_mixer_find(int kind);
 const ws_updater_variant *ws_updater_variant_find(int kind);
 const ws_readout_variant *ws_readout_variant_find(int kind);
 
-/* Offset of tensor "<prefix><suffix>" in the parameter (and gradient) buffer;
- * aborts on a missing name (a programming error: names come from layout). */
-size_t ws_model_param_off(const ws_model *m, const char *prefix, const char *suffix);
+/* ---- what mixers share (mixer_proj.c) --------------------------------------
+ * The input projections: SELF one fused "<prefix>.qkv" [q_dim + kv_dim, d] over
+ * x (slot WS_MIX_Q); CROSS "<prefix>.q" [q_dim, d] over x (WS_MIX_Q) and
+ * "<prefix>.kv" [kv_dim, d] over the keys (WS_MIX_KV). A mixer's own slots
+ * start at WS_MIX_OWN. */
+enum { WS_MIX_Q = 0, WS_MIX_KV = 1, WS_MIX_OWN = 2 };
+void ws_mix_qkv_layout(ws_param_layout *L, const char *prefix, int d, ws_mix_mode mode,
+                       int q_dim, int kv_dim, ws_mix_params *p);
+/* q: [n, q_dim + kv_dim] in SELF mode, [n, q_dim] in CROSS; kv: [n_keys, kv_dim]
+ * (CROSS only, NULL in SELF). */
+ws_status ws_mix_qkv_forward(const ws_mix_call *call, int q_dim, int kv_dim, float *q,
+                             float *kv);
+/* From their gradients dq, dkv (same shapes) into d_x, d_keys and the weights. */
+ws_status ws_mix_qkv_backward(const ws_mix_call *call, int q_dim, int kv_dim, const float *dq,
+                              const float *dkv);
+/* One linear y [n, out] = x [n, in] Wᵀ + b of the model's tensors o (no bias when
+ * o.b == WS_NO_PARAM); backward accumulates dx (nullable) and the gradients. */
+ws_status ws_mix_linear_forward(const ws_model *m, ws_lin_off o, float *y, const float *x,
+                                int n, int in, int out);
+ws_status ws_mix_linear_backward(const ws_model *m, ws_lin_off o, float *dx, const float *dy,
+                                 const float *x, int n, int in, int out);
 
 #endif

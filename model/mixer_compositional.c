@@ -32,7 +32,7 @@
 #include "mixer_ops_compositional.h"
 
 typedef struct {
-    int d, S, R, dv, dr, n, n_keys, self;
+    int d, S, R, dv, dr, n, n_keys, n_segs, self;
     size_t in_q, in_kv; /* floats of the query-side and key-side projections */
     size_t n_pairs;     /* Σ_seg q_len·k_len */
 } comp_dims;
@@ -41,7 +41,8 @@ static comp_dims dims_of(const ws_model_config *c, ws_mix_mode mode, const ws_mi
 {
     comp_dims k = {.d = c->d, .S = c->comp_searches, .R = c->comp_retrievals,
                    .dv = c->d / c->comp_searches, .dr = c->comp_dim, .n = s->n,
-                   .n_keys = s->n_keys, .self = mode == WS_MIX_SELF, .n_pairs = s->n_pairs};
+                   .n_keys = s->n_keys, .n_segs = s->n_segs, .self = mode == WS_MIX_SELF,
+                   .n_pairs = s->n_pairs};
     size_t d = (size_t)k.d, rv = (size_t)k.R * k.dv;
     k.in_q = (size_t)k.n * (k.self ? 2 * d + rv : d);
     k.in_kv = k.self ? 0 : (size_t)k.n_keys * (d + rv);
@@ -56,48 +57,42 @@ typedef struct {
 
 static size_t rows_sr(const comp_dims *k) { return (size_t)k->n * k->S * k->R; }
 
-/* Carves act (with ρ and the probabilities) or scratch (without). */
-static comp_bufs carve(float *base, const comp_dims *k, int with_probs)
+/* Carves act (with ρ, the probabilities and the segments) or scratch (without);
+ * base NULL measures: *floats receives the size. */
+static comp_bufs carve(float *base, const comp_dims *k, int with_probs, size_t *floats)
 {
+    ws_carve c = ws_carve_at(base, sizeof(float));
     comp_bufs b = {0};
-    b.q = base;
-    base += k->in_q;
-    b.kv = k->self ? NULL : base;
-    base += k->in_kv;
-    b.rq = base;
-    base += (size_t)k->n * k->S * k->dr;
-    b.o = base;
-    base += rows_sr(k) * k->dv;
-    b.kbar = base;
-    base += rows_sr(k) * k->dr;
-    b.y = base;
-    base += (size_t)k->n * k->d;
+    b.q = ws_carve_f(&c, k->in_q);
+    if (!k->self) b.kv = ws_carve_f(&c, k->in_kv);
+    b.rq = ws_carve_f(&c, (size_t)k->n * k->S * k->dr);
+    b.o = ws_carve_f(&c, rows_sr(k) * k->dv);
+    b.kbar = ws_carve_f(&c, rows_sr(k) * k->dr);
+    b.y = ws_carve_f(&c, (size_t)k->n * k->d);
     if (with_probs) {
-        b.rho = base;
-        b.probs = base + rows_sr(k);
-        b.segs = (ws_attn_seg *)(b.probs + (size_t)k->S * k->n_pairs);
+        b.rho = ws_carve_f(&c, rows_sr(k));
+        b.probs = ws_carve_f(&c, (size_t)k->S * k->n_pairs);
+        /* int32 fields: float alignment suffices */
+        b.segs = ws_carve_take(&c, (size_t)k->n_segs * sizeof(ws_attn_seg));
     }
+    if (floats) *floats = ws_carve_floats(&c);
     return b;
-}
-
-/* Floats that hold n ws_attn_seg (int32 fields: float alignment suffices). */
-static size_t seg_floats(int n)
-{
-    return ((size_t)n * sizeof(ws_attn_seg) + sizeof(float) - 1) / sizeof(float);
 }
 
 static size_t scratch_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     comp_dims k = dims_of(c, mode, s);
-    return k.in_q + k.in_kv + (size_t)k.n * k.S * k.dr + rows_sr(&k) * (k.dv + k.dr) +
-           (size_t)k.n * k.d;
+    size_t n;
+    carve(NULL, &k, 0, &n);
+    return n;
 }
 
 static size_t act_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     comp_dims k = dims_of(c, mode, s);
-    return scratch_floats(c, mode, s) + rows_sr(&k) + (size_t)k.S * s->n_pairs +
-           seg_floats(s->n_segs);
+    size_t n;
+    carve(NULL, &k, 1, &n);
+    return n;
 }
 
 static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *err)
@@ -112,26 +107,20 @@ static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *
 
 static int supported(const ws_backend *be) { return be->ops->compositional != NULL; }
 
+enum { RQ = WS_MIX_OWN, RK, OUT }; /* slots after the shared q/kv (or fused qkv) */
+
 static void layout(ws_param_layout *L, const char *prefix, const ws_model_config *c,
-                   ws_mix_mode mode)
+                   ws_mix_mode mode, ws_mix_params *p)
 {
     char name[48];
     int d = c->d, dv = d / c->comp_searches, rv = c->comp_retrievals * dv;
-    if (mode == WS_MIX_SELF) {
-        snprintf(name, sizeof name, "%s.qkv", prefix);
-        ws_layout_add_linear(L, name, 2 * d + rv, d);
-    } else {
-        snprintf(name, sizeof name, "%s.q", prefix);
-        ws_layout_add_linear(L, name, d, d);
-        snprintf(name, sizeof name, "%s.kv", prefix);
-        ws_layout_add_linear(L, name, d + rv, d);
-    }
+    ws_mix_qkv_layout(L, prefix, d, mode, d, d + rv, p);
     snprintf(name, sizeof name, "%s.rq", prefix);
-    ws_layout_add_linear(L, name, c->comp_searches * c->comp_dim, d);
+    p->at[RQ] = ws_layout_add_linear(L, name, c->comp_searches * c->comp_dim, d);
     snprintf(name, sizeof name, "%s.rk", prefix);
-    ws_layout_add_linear(L, name, c->comp_dim, dv);
+    p->at[RK] = ws_layout_add_linear(L, name, c->comp_dim, dv);
     snprintf(name, sizeof name, "%s.out", prefix);
-    ws_layout_add_linear(L, name, d, d);
+    p->at[OUT] = ws_layout_add_linear(L, name, d, d);
 }
 
 /* Where Q, K and V sit in carved buffers b (activations or their gradients). */
@@ -194,81 +183,52 @@ static ws_status place_segments(const ws_mix_call *call, const comp_dims *k, ws_
     return st;
 }
 
-/* One linear of this use's tensors "<prefix><name>.w/.b". */
-static ws_status lin_forward(const ws_mix_call *call, const char *name, float *out,
-                             const float *in, int n, int in_dim, int out_dim)
-{
-    ws_model *m = call->m;
-    char w[16], b[16];
-    snprintf(w, sizeof w, "%s.w", name);
-    snprintf(b, sizeof b, "%s.b", name);
-    size_t wo = ws_model_param_off(m, call->prefix, w);
-    return m->be->ops->linear_forward(m->be, out, in, WS_P(m, wo),
-                                      WS_P(m, ws_model_param_off(m, call->prefix, b)), n, in_dim,
-                                      out_dim);
-}
-
-static ws_status lin_backward(const ws_mix_call *call, const char *name, float *din,
-                              const float *dout, const float *in, int n, int in_dim, int out_dim)
-{
-    ws_model *m = call->m;
-    char w[16], b[16];
-    snprintf(w, sizeof w, "%s.w", name);
-    snprintf(b, sizeof b, "%s.b", name);
-    size_t wo = ws_model_param_off(m, call->prefix, w);
-    return m->be->ops->linear_backward(m->be, din, WS_G(m, wo),
-                                       WS_G(m, ws_model_param_off(m, call->prefix, b)), dout, in,
-                                       WS_P(m, wo), n, in_dim, out_dim);
-}
-
 static ws_status forward(const ws_mix_call *call)
 {
-    ws_backend *be = call->m->be;
+    const ws_model *m = call->m;
+    const ws_lin_off *P = call->p->at;
+    ws_backend *be = m->be;
     comp_dims k = dims_of(&call->m->cfg, call->mode, &call->s);
-    comp_bufs b = carve(call->act, &k, 1);
+    comp_bufs b = carve(call->act, &k, 1, NULL);
     int d = k.d, rv = k.R * k.dv, n_sr = (int)rows_sr(&k);
-    if (k.self) {
-        WS_TRY(lin_forward(call, ".qkv", b.q, call->x, k.n, d, 2 * d + rv));
-    } else {
-        WS_TRY(lin_forward(call, ".q", b.q, call->x, k.n, d, d));
-        WS_TRY(lin_forward(call, ".kv", b.kv, call->keys, k.n_keys, d, d + rv));
-    }
-    WS_TRY(lin_forward(call, ".rq", b.rq, call->x, k.n, d, k.S * k.dr));
+    WS_TRY(ws_mix_qkv_forward(call, d, d + rv, b.q, b.kv));
+    WS_TRY(ws_mix_linear_forward(m, P[RQ], b.rq, call->x, k.n, d, k.S * k.dr));
     WS_TRY(place_segments(call, &k, b.segs));
     ws_comp_search_args sa = search_args(call, &k, &b);
     WS_TRY(be->ops->compositional->search_forward(be, &sa));
     /* k̄: one shared W̄_k over all S·R·n retrieved rows */
-    WS_TRY(lin_forward(call, ".rk", b.kbar, b.o, n_sr, k.dv, k.dr));
+    WS_TRY(ws_mix_linear_forward(m, P[RK], b.kbar, b.o, n_sr, k.dv, k.dr));
     ws_comp_select_args se = select_args(&k, &b);
     WS_TRY(be->ops->compositional->select_forward(be, &se));
-    return lin_forward(call, ".out", call->out, b.y, k.n, d, d);
+    return ws_mix_linear_forward(m, P[OUT], call->out, b.y, k.n, d, d);
 }
 
 static ws_status backward(const ws_mix_call *call)
 {
-    ws_backend *be = call->m->be;
+    const ws_model *m = call->m;
+    const ws_lin_off *P = call->p->at;
+    ws_backend *be = m->be;
     comp_dims k = dims_of(&call->m->cfg, call->mode, &call->s);
-    comp_bufs b = carve(call->act, &k, 1), g = carve(call->scratch, &k, 0);
+    size_t g_floats;
+    comp_bufs b = carve(call->act, &k, 1, NULL), g = carve(call->scratch, &k, 0, &g_floats);
     int d = k.d, rv = k.R * k.dv, n_sr = (int)rows_sr(&k);
-    WS_TRY(be->ops->fill(be, g.q, 0.0f, scratch_floats(&call->m->cfg, call->mode, &call->s)));
-    WS_TRY(lin_backward(call, ".out", g.y, call->d_out, b.y, k.n, d, d));
+    WS_TRY(be->ops->fill(be, g.q, 0.0f, g_floats));
+    WS_TRY(ws_mix_linear_backward(m, P[OUT], g.y, call->d_out, b.y, k.n, d, d));
     /* O gets two paths: directly through y (select) and through the keys k̄ (rk) */
     ws_comp_select_args se = select_args(&k, &b);
     ws_comp_select_grads sg = {.d_o = g.o, .d_k = g.kbar, .d_q = g.rq, .d_y = g.y};
     WS_TRY(be->ops->compositional->select_backward(be, &se, &sg));
-    WS_TRY(lin_backward(call, ".rk", g.o, g.kbar, b.o, n_sr, k.dv, k.dr));
+    WS_TRY(ws_mix_linear_backward(m, P[RK], g.o, g.kbar, b.o, n_sr, k.dv, k.dr));
     ws_comp_search_args sa = search_args(call, &k, &b);
     qkv_views dw = views(&k, &g);
     ws_attn_grads ag = {.dq = dw.q, .dk = dw.k, .dv = dw.v, .dout = g.o};
     WS_TRY(be->ops->compositional->search_backward(be, &sa, &ag));
-    WS_TRY(lin_backward(call, ".rq", call->d_x, g.rq, call->x, k.n, d, k.S * k.dr));
-    if (k.self) return lin_backward(call, ".qkv", call->d_x, g.q, call->x, k.n, d, 2 * d + rv);
-    WS_TRY(lin_backward(call, ".kv", call->d_keys, g.kv, call->keys, k.n_keys, d, d + rv));
-    return lin_backward(call, ".q", call->d_x, g.q, call->x, k.n, d, d);
+    WS_TRY(ws_mix_linear_backward(m, P[RQ], call->d_x, g.rq, call->x, k.n, d, k.S * k.dr));
+    return ws_mix_qkv_backward(call, d, d + rv, g.q, g.kv);
 }
 
 const ws_mixer ws_mixer_compositional = {
-    .kind = WS_MIXER_COMPOSITIONAL, .name = "compositional", .modes = WS_MIX_SELF | WS_MIX_CROSS,
+    .kind = WS_MIXER_COMPOSITIONAL, .modes = WS_MIX_SELF | WS_MIX_CROSS,
     .validate = validate, .supported = supported, .layout = layout, .act_floats = act_floats,
     .scratch_floats = scratch_floats, .forward = forward, .backward = backward,
 };

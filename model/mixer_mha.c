@@ -14,35 +14,34 @@ typedef struct {
     float *q, *kv, *att, *probs;
 } mha_bufs;
 
-/* Carves the activation (or scratch) region; probs is NULL for scratch. */
+/* Carves the activation region (with probs) or the scratch (without); base
+ * NULL measures: *floats receives the size. */
 static mha_bufs carve(float *base, const ws_model_config *c, ws_mix_mode mode,
-                      const ws_mix_shape *s, int with_probs)
+                      const ws_mix_shape *s, int with_probs, size_t *floats)
 {
     size_t d = (size_t)c->d;
+    ws_carve k = ws_carve_at(base, sizeof(float));
     mha_bufs b = {0};
-    b.q = base;
-    base += (size_t)s->n * (mode == WS_MIX_SELF ? 3 : 1) * d;
-    if (mode == WS_MIX_CROSS) {
-        b.kv = base;
-        base += (size_t)s->n_keys * 2 * d;
-    }
-    b.att = base;
-    base += (size_t)s->n * d;
-    if (with_probs) b.probs = base;
+    b.q = ws_carve_f(&k, (size_t)s->n * (mode == WS_MIX_SELF ? 3 : 1) * d);
+    if (mode == WS_MIX_CROSS) b.kv = ws_carve_f(&k, (size_t)s->n_keys * 2 * d);
+    b.att = ws_carve_f(&k, (size_t)s->n * d);
+    if (with_probs) b.probs = ws_carve_f(&k, (size_t)c->n_heads * s->n_pairs);
+    if (floats) *floats = ws_carve_floats(&k);
     return b;
 }
 
 static size_t act_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
-    size_t d = (size_t)c->d;
-    size_t q = (size_t)s->n * (mode == WS_MIX_SELF ? 3 : 1) * d;
-    size_t kv = mode == WS_MIX_CROSS ? (size_t)s->n_keys * 2 * d : 0;
-    return q + kv + (size_t)s->n * d + (size_t)c->n_heads * s->n_pairs;
+    size_t n;
+    carve(NULL, c, mode, s, 1, &n);
+    return n;
 }
 
 static size_t scratch_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
-    return act_floats(c, mode, s) - (size_t)c->n_heads * s->n_pairs;
+    size_t n;
+    carve(NULL, c, mode, s, 0, &n);
+    return n;
 }
 
 static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *err)
@@ -57,22 +56,15 @@ static int supported(const ws_backend *be)
     return 1;
 }
 
+enum { OUT = WS_MIX_OWN }; /* slots: the shared q/kv (or fused qkv), then out */
+
 static void layout(ws_param_layout *L, const char *prefix, const ws_model_config *c,
-                   ws_mix_mode mode)
+                   ws_mix_mode mode, ws_mix_params *p)
 {
     char name[48];
-    int d = c->d;
-    if (mode == WS_MIX_SELF) {
-        snprintf(name, sizeof name, "%s.qkv", prefix);
-        ws_layout_add_linear(L, name, 3 * d, d);
-    } else {
-        snprintf(name, sizeof name, "%s.q", prefix);
-        ws_layout_add_linear(L, name, d, d);
-        snprintf(name, sizeof name, "%s.kv", prefix);
-        ws_layout_add_linear(L, name, 2 * d, d);
-    }
+    ws_mix_qkv_layout(L, prefix, c->d, mode, c->d, 2 * c->d, p);
     snprintf(name, sizeof name, "%s.out", prefix);
-    ws_layout_add_linear(L, name, d, d);
+    p->at[OUT] = ws_layout_add_linear(L, name, c->d, c->d);
 }
 
 /* Attention arguments over the carved buffers: Q, K, V views and their strides. */
@@ -94,60 +86,34 @@ static ws_status forward(const ws_mix_call *call)
 {
     ws_model *m = call->m;
     ws_backend *be = m->be;
-    int d = m->cfg.d, n = call->s.n;
-    const char *p = call->prefix;
-    mha_bufs b = carve(call->act, &m->cfg, call->mode, &call->s, 1);
-    if (call->mode == WS_MIX_SELF) {
-        WS_TRY(be->ops->linear_forward(be, b.q, call->x, WS_P(m, ws_model_param_off(m, p, ".qkv.w")),
-                                       WS_P(m, ws_model_param_off(m, p, ".qkv.b")), n, d, 3 * d));
-    } else {
-        WS_TRY(be->ops->linear_forward(be, b.q, call->x, WS_P(m, ws_model_param_off(m, p, ".q.w")),
-                                       WS_P(m, ws_model_param_off(m, p, ".q.b")), n, d, d));
-        WS_TRY(be->ops->linear_forward(be, b.kv, call->keys,
-                                       WS_P(m, ws_model_param_off(m, p, ".kv.w")),
-                                       WS_P(m, ws_model_param_off(m, p, ".kv.b")), call->s.n_keys,
-                                       d, 2 * d));
-    }
+    int d = m->cfg.d;
+    mha_bufs b = carve(call->act, &m->cfg, call->mode, &call->s, 1, NULL);
+    WS_TRY(ws_mix_qkv_forward(call, d, 2 * d, b.q, b.kv));
     ws_attn_args args = attn_args(call, &b);
     WS_TRY(be->ops->attention_forward(be, &args));
-    return be->ops->linear_forward(be, call->out, b.att, WS_P(m, ws_model_param_off(m, p, ".out.w")),
-                                   WS_P(m, ws_model_param_off(m, p, ".out.b")), n, d, d);
+    return ws_mix_linear_forward(m, call->p->at[OUT], call->out, b.att, call->s.n, d, d);
 }
 
 static ws_status backward(const ws_mix_call *call)
 {
     ws_model *m = call->m;
     ws_backend *be = m->be;
-    int d = m->cfg.d, n = call->s.n, self = call->mode == WS_MIX_SELF;
-    const char *p = call->prefix;
-    mha_bufs b = carve(call->act, &m->cfg, call->mode, &call->s, 1);
-    mha_bufs g = carve(call->scratch, &m->cfg, call->mode, &call->s, 0);
-    WS_TRY(be->ops->fill(be, g.q, 0.0f, scratch_floats(&m->cfg, call->mode, &call->s)));
-    size_t out_w = ws_model_param_off(m, p, ".out.w");
-    WS_TRY(be->ops->linear_backward(be, g.att, WS_G(m, out_w),
-                                    WS_G(m, ws_model_param_off(m, p, ".out.b")), call->d_out,
-                                    b.att, WS_P(m, out_w), n, d, d));
+    int d = m->cfg.d, self = call->mode == WS_MIX_SELF;
+    mha_bufs b = carve(call->act, &m->cfg, call->mode, &call->s, 1, NULL);
+    size_t g_floats;
+    mha_bufs g = carve(call->scratch, &m->cfg, call->mode, &call->s, 0, &g_floats);
+    WS_TRY(be->ops->fill(be, g.q, 0.0f, g_floats));
+    WS_TRY(ws_mix_linear_backward(m, call->p->at[OUT], g.att, call->d_out, b.att, call->s.n, d,
+                                  d));
     ws_attn_args args = attn_args(call, &b);
     ws_attn_grads ag = {.dq = g.q, .dk = self ? g.q + d : g.kv, .dv = self ? g.q + 2 * d : g.kv + d,
                         .dout = g.att};
     WS_TRY(be->ops->attention_backward(be, &args, &ag));
-    if (self) {
-        size_t w = ws_model_param_off(m, p, ".qkv.w");
-        return be->ops->linear_backward(be, call->d_x, WS_G(m, w),
-                                        WS_G(m, ws_model_param_off(m, p, ".qkv.b")), g.q, call->x,
-                                        WS_P(m, w), n, d, 3 * d);
-    }
-    size_t kv_w = ws_model_param_off(m, p, ".kv.w"), q_w = ws_model_param_off(m, p, ".q.w");
-    WS_TRY(be->ops->linear_backward(be, call->d_keys, WS_G(m, kv_w),
-                                    WS_G(m, ws_model_param_off(m, p, ".kv.b")), g.kv, call->keys,
-                                    WS_P(m, kv_w), call->s.n_keys, d, 2 * d));
-    return be->ops->linear_backward(be, call->d_x, WS_G(m, q_w),
-                                    WS_G(m, ws_model_param_off(m, p, ".q.b")), g.q, call->x,
-                                    WS_P(m, q_w), n, d, d);
+    return ws_mix_qkv_backward(call, d, 2 * d, g.q, g.kv);
 }
 
 const ws_mixer ws_mixer_mha = {
-    .kind = WS_MIXER_MHA, .name = "mha", .modes = WS_MIX_SELF | WS_MIX_CROSS,
+    .kind = WS_MIXER_MHA, .modes = WS_MIX_SELF | WS_MIX_CROSS,
     .validate = validate, .supported = supported, .layout = layout, .act_floats = act_floats,
     .scratch_floats = scratch_floats, .forward = forward, .backward = backward,
 };

@@ -96,60 +96,57 @@ static s2_dims segments(const ws_model_config *c, ws_mix_mode mode, const ws_mix
     return n;
 }
 
-/* Floats that hold k structs of the given size (int32 fields: any float offset
- * is aligned for them). */
-static size_t struct_floats(size_t k, size_t size) { return (k * size + 3) / 4; }
-
-/* Offsets (in floats) of every buffer; act and scratch differ in what they hold. */
+/* Every buffer of a call's act region or, where it has one, of its scratch
+ * (act and scratch differ in what they hold). */
 typedef struct {
-    size_t q, kv, att, probs1, segs1, p, luv, pair, logits, probs2, a2, mean, rstd, a2n, segs2;
-    size_t total;
+    float *q, *kv, *att, *probs1, *p, *luv, *pair, *logits, *probs2, *a2, *mean, *rstd, *a2n;
+    ws_attn_seg *segs1;
+    ws_s2_seg *segs2;
+    size_t total; /* floats */
 } s2_layout;
 
-static size_t take(s2_layout *L, size_t n)
+/* base NULL measures (total only). The segments' int32 fields need no more
+ * than float alignment. */
+static s2_layout layout_of(float *base, const s2_dims *n, const ws_mix_shape *s, int act)
 {
-    size_t at = L->total;
-    L->total += n;
-    return at;
-}
-
-static s2_layout layout_of(const s2_dims *n, const ws_mix_shape *s, int act)
-{
+    ws_carve c = ws_carve_at(base, sizeof(float));
     s2_layout L = {0};
     size_t d = (size_t)n->d, d2 = (size_t)n->d2, rows = (size_t)s->n;
-    L.q = take(&L, rows * (n->self ? 3 : 1) * d);
-    L.kv = take(&L, n->self ? 0 : (size_t)s->n_keys * 2 * d);
-    L.att = take(&L, rows * d);
+    L.q = ws_carve_f(&c, rows * (n->self ? 3 : 1) * d);
+    L.kv = ws_carve_f(&c, n->self ? 0 : (size_t)s->n_keys * 2 * d);
+    L.att = ws_carve_f(&c, rows * d);
     if (act) {
-        L.probs1 = take(&L, n->probs1);
-        L.segs1 = take(&L, n->self ? struct_floats(2 * (size_t)n->n_segs, sizeof(ws_attn_seg)) : 0);
+        L.probs1 = ws_carve_f(&c, n->probs1);
+        L.segs1 = ws_carve_take(&c, n->self ? 2 * (size_t)n->n_segs * sizeof(ws_attn_seg) : 0);
     }
-    if (n->k2 == 0) return L;
-    L.p = take(&L, rows * d2);
-    L.luv = take(&L, (size_t)s->n_keys * 3 * d2);
-    L.pair = take(&L, n->pair_rows * d2);
-    L.a2 = take(&L, rows * d2);
-    L.a2n = take(&L, rows * d2);
-    if (act) {
-        L.logits = take(&L, n->probs2);
-        L.probs2 = take(&L, n->probs2);
-        L.mean = take(&L, rows);
-        L.rstd = take(&L, rows);
-        L.segs2 = take(&L, struct_floats((size_t)n->n_segs, sizeof(ws_s2_seg)));
+    if (n->k2 > 0) {
+        L.p = ws_carve_f(&c, rows * d2);
+        L.luv = ws_carve_f(&c, (size_t)s->n_keys * 3 * d2);
+        L.pair = ws_carve_f(&c, n->pair_rows * d2);
+        L.a2 = ws_carve_f(&c, rows * d2);
+        L.a2n = ws_carve_f(&c, rows * d2);
     }
+    if (n->k2 > 0 && act) {
+        L.logits = ws_carve_f(&c, n->probs2);
+        L.probs2 = ws_carve_f(&c, n->probs2);
+        L.mean = ws_carve_f(&c, rows);
+        L.rstd = ws_carve_f(&c, rows);
+        L.segs2 = ws_carve_take(&c, (size_t)n->n_segs * sizeof(ws_s2_seg));
+    }
+    L.total = ws_carve_floats(&c);
     return L;
 }
 
 static size_t act_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     s2_dims n = segments(c, mode, s, NULL, NULL);
-    return layout_of(&n, s, 1).total;
+    return layout_of(NULL, &n, s, 1).total;
 }
 
 static size_t scratch_floats(const ws_model_config *c, ws_mix_mode mode, const ws_mix_shape *s)
 {
     s2_dims n = segments(c, mode, s, NULL, NULL);
-    return layout_of(&n, s, 0).total;
+    return layout_of(NULL, &n, s, 0).total;
 }
 
 static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *err)
@@ -168,43 +165,49 @@ static ws_status validate(const ws_model_config *c, ws_mix_mode mode, ws_error *
 
 static int supported(const ws_backend *be) { return be->ops->simplicial != NULL; }
 
-/* The 1-simplicial tensors are MHA's (same names, shapes and init), so that
- * with s2_heads = 0 the mixer has exactly the mha mixer's parameters. */
+/* Slots after the shared q/kv (or fused qkv): the 1-simplicial out, then the
+ * 2-simplicial tensors (B, LN and the out-projection's half alone: no bias). */
+enum { OUT = WS_MIX_OWN, S2_P, S2_LUV, S2_B, S2_LN, S2_OUT };
+
+/* The 1-simplicial tensors are MHA's (same names, shapes and init, in MHA's
+ * order), so that with s2_heads = 0 the mixer has exactly the mha mixer's
+ * parameters. */
 static void layout(ws_param_layout *L, const char *prefix, const ws_model_config *c,
-                   ws_mix_mode mode)
+                   ws_mix_mode mode, ws_mix_params *p)
 {
     char name[48];
     int d = c->d, d2 = c->s2_dim;
-    ws_mixer_find(WS_MIXER_MHA)->layout(L, prefix, c, mode);
+    ws_mix_qkv_layout(L, prefix, d, mode, d, 2 * d, p);
+    snprintf(name, sizeof name, "%s.out", prefix);
+    p->at[OUT] = ws_layout_add_linear(L, name, d, d);
     if (c->s2_heads == 0) return;
     int dl = d2 / c->s2_heads;
-    snprintf(name, sizeof name, "%s.s2.p.w", prefix);
-    ws_layout_add(L, name, d2, d, 1);
-    snprintf(name, sizeof name, "%s.s2.luv.w", prefix);
-    ws_layout_add(L, name, 3 * d2, d, 1);
-    /* decay = 1: a linear map H⊗H → H [δ, δ²] per head; the generic init
-     * N(0, 1/δ²) has the variance of the authors' Glorot-uniform B */
+    snprintf(name, sizeof name, "%s.s2.p", prefix);
+    p->at[S2_P] = ws_layout_add_weight(L, name, d2, d);
+    snprintf(name, sizeof name, "%s.s2.luv", prefix);
+    p->at[S2_LUV] = ws_layout_add_weight(L, name, 3 * d2, d);
+    /* a linear map H⊗H → H [δ, δ²] per head (so weight-decayed); the fan-in
+     * init N(0, 1/δ²) has the variance of the authors' Glorot-uniform B */
     snprintf(name, sizeof name, "%s.s2.B", prefix);
-    ws_layout_add(L, name, d2, dl * dl, 1);
+    p->at[S2_B] = (ws_lin_off){ws_layout_add(L, name, d2, dl * dl, WS_INIT_FAN_IN), WS_NO_PARAM};
     snprintf(name, sizeof name, "%s.s2.ln", prefix);
-    ws_layout_add_ln(L, name, d2);
-    snprintf(name, sizeof name, "%s.s2.out.w", prefix);
-    ws_layout_add(L, name, d, d2, 1);
+    ws_ln_off ln = ws_layout_add_ln(L, name, d2);
+    p->at[S2_LN] = (ws_lin_off){ln.g, ln.b};
+    snprintf(name, sizeof name, "%s.s2.out", prefix);
+    p->at[S2_OUT] = ws_layout_add_weight(L, name, d, d2);
 }
 
 /* The buffers of a call over its act (or scratch) region. */
 typedef struct {
     s2_dims n;
-    s2_layout A, S;
-    float *act, *scr;
+    s2_layout A, S; /* act, scratch */
 } s2_call;
 
 static s2_call call_of(const ws_mix_call *call)
 {
     s2_call c = {.n = segments(&call->m->cfg, call->mode, &call->s, NULL, NULL)};
-    c.A = layout_of(&c.n, &call->s, 1);
-    c.S = layout_of(&c.n, &call->s, 0);
-    c.act = call->act, c.scr = call->scratch;
+    c.A = layout_of(call->act, &c.n, &call->s, 1);
+    c.S = layout_of(call->scratch, &c.n, &call->s, 0);
     return c;
 }
 
@@ -212,13 +215,13 @@ static s2_call call_of(const ws_mix_call *call)
 static ws_attn_args attn1(const ws_mix_call *call, const s2_call *c, int which)
 {
     int d = c->n.d, self = c->n.self;
-    float *q = c->act + c->A.q, *kv = self ? q + d : c->act + c->A.kv;
+    float *q = c->A.q, *kv = self ? q + d : c->A.kv;
     ws_attn_args a = {
-        .out = c->act + c->A.att, .ldo = d, .probs = c->act + c->A.probs1,
+        .out = c->A.att, .ldo = d, .probs = c->A.probs1,
         .q = q, .ldq = self ? 3 * d : d,
         .k = kv, .ldk = self ? 3 * d : 2 * d,
         .v = kv + d, .ldv = self ? 3 * d : 2 * d,
-        .segs = self ? (const ws_attn_seg *)(c->act + c->A.segs1) + which * c->n.n_segs
+        .segs = self ? c->A.segs1 + which * c->n.n_segs
                      : call->s.segs,
         .n_segs = c->n.n_segs, .n_heads = c->n.k1, .d = d,
         .max_q_len = c->n.max_q1[which], .max_k_len = c->n.max_k1[which],
@@ -229,15 +232,15 @@ static ws_attn_args attn1(const ws_mix_call *call, const s2_call *c, int which)
 static ws_s2_args attn2(const ws_mix_call *call, const s2_call *c)
 {
     int d2 = c->n.d2;
-    float *luv = c->act + c->A.luv;
+    float *luv = c->A.luv;
     ws_s2_args a = {
-        .out = c->act + c->A.a2, .ldo = d2,
-        .logits = c->act + c->A.logits, .probs = c->act + c->A.probs2,
-        .pair = c->act + c->A.pair,
-        .p = c->act + c->A.p, .l1 = luv, .l2 = luv + d2, .u = luv + 2 * d2,
+        .out = c->A.a2, .ldo = d2,
+        .logits = c->A.logits, .probs = c->A.probs2,
+        .pair = c->A.pair,
+        .p = c->A.p, .l1 = luv, .l2 = luv + d2, .u = luv + 2 * d2,
         .ldp = d2, .ldl1 = 3 * d2, .ldl2 = 3 * d2, .ldu = 3 * d2,
-        .b = WS_P(call->m, ws_model_param_off(call->m, call->prefix, ".s2.B")),
-        .segs = (const ws_s2_seg *)(c->act + c->A.segs2), .n_segs = c->n.n_segs,
+        .b = WS_P(call->m, call->p->at[S2_B].w),
+        .segs = c->A.segs2, .n_segs = c->n.n_segs,
         .n_heads = c->n.k2, .d2 = d2, .tau = call->m->cfg.s2_tau, .values_out = c->n.self,
         .max_q_len = c->n.max_q2, .max_k_len = c->n.max_k2,
     };
@@ -254,58 +257,42 @@ static ws_status upload_segments(const ws_mix_call *call, const s2_call *c)
     ws_status st = att && s2 ? WS_OK : WS_ERR_NOMEM;
     if (st == WS_OK) segments(&call->m->cfg, call->mode, &call->s, att, s2);
     if (st == WS_OK && n_att)
-        st = ws_backend_upload(be, c->act + c->A.segs1, att, n_att * sizeof *att);
+        st = ws_backend_upload(be, c->A.segs1, att, n_att * sizeof *att);
     if (st == WS_OK && c->n.k2 > 0)
-        st = ws_backend_upload(be, c->act + c->A.segs2, s2, n_s2 * sizeof *s2);
+        st = ws_backend_upload(be, c->A.segs2, s2, n_s2 * sizeof *s2);
     free(att);
     free(s2);
     return st;
-}
-
-static size_t off(const ws_mix_call *call, const char *suffix)
-{
-    return ws_model_param_off(call->m, call->prefix, suffix);
 }
 
 static ws_status forward(const ws_mix_call *call)
 {
     ws_model *m = call->m;
     ws_backend *be = m->be;
+    const ws_lin_off *P = call->p->at;
     s2_call c = call_of(call);
     int d = c.n.d, d2 = c.n.d2, n = call->s.n, n_keys = call->s.n_keys;
     WS_TRY(upload_segments(call, &c));
-    if (c.n.self) {
-        WS_TRY(be->ops->linear_forward(be, c.act + c.A.q, call->x, WS_P(m, off(call, ".qkv.w")),
-                                       WS_P(m, off(call, ".qkv.b")), n, d, 3 * d));
-    } else {
-        WS_TRY(be->ops->linear_forward(be, c.act + c.A.q, call->x, WS_P(m, off(call, ".q.w")),
-                                       WS_P(m, off(call, ".q.b")), n, d, d));
-        WS_TRY(be->ops->linear_forward(be, c.act + c.A.kv, call->keys,
-                                       WS_P(m, off(call, ".kv.w")), WS_P(m, off(call, ".kv.b")),
-                                       n_keys, d, 2 * d));
-    }
+    WS_TRY(ws_mix_qkv_forward(call, d, 2 * d, c.A.q, c.A.kv));
     for (int which = 0; which < 1 + c.n.self; which++) {
         ws_attn_args a = attn1(call, &c, which);
         WS_TRY(be->ops->attention_forward(be, &a));
     }
-    WS_TRY(be->ops->linear_forward(be, call->out, c.act + c.A.att, WS_P(m, off(call, ".out.w")),
-                                   WS_P(m, off(call, ".out.b")), n, d, d));
+    WS_TRY(ws_mix_linear_forward(m, P[OUT], call->out, c.A.att, n, d, d));
     if (c.n.k2 == 0) return WS_OK;
 
     const struct ws_simplicial_ops *s2 = be->ops->simplicial;
-    WS_TRY(be->ops->linear_forward(be, c.act + c.A.p, call->x, WS_P(m, off(call, ".s2.p.w")),
-                                   NULL, n, d, d2));
-    WS_TRY(be->ops->linear_forward(be, c.act + c.A.luv, call->keys,
-                                   WS_P(m, off(call, ".s2.luv.w")), NULL, n_keys, d, 3 * d2));
+    WS_TRY(ws_mix_linear_forward(m, P[S2_P], c.A.p, call->x, n, d, d2));
+    WS_TRY(ws_mix_linear_forward(m, P[S2_LUV], c.A.luv, call->keys, n_keys, d, 3 * d2));
     ws_s2_args a = attn2(call, &c);
     WS_TRY(s2->pair_forward(be, &a));
     WS_TRY(s2->attention_forward(be, &a));
-    WS_TRY(be->ops->layernorm_forward(be, c.act + c.A.a2n, c.act + c.A.mean, c.act + c.A.rstd,
-                                      c.act + c.A.a2, WS_P(m, off(call, ".s2.ln.g")),
-                                      WS_P(m, off(call, ".s2.ln.b")), n, d2));
+    WS_TRY(be->ops->layernorm_forward(be, c.A.a2n, c.A.mean, c.A.rstd,
+                                      c.A.a2, WS_P(m, P[S2_LN].w), WS_P(m, P[S2_LN].b),
+                                      n, d2));
     /* out += LN(a2) · s2.out.wᵀ */
     ws_gemm_args g = {.trans_b = 1, .m = n, .n = d, .k = d2, .alpha = 1.0f, .beta = 1.0f,
-                      .a = c.act + c.A.a2n, .lda = d2, .b = WS_P(m, off(call, ".s2.out.w")),
+                      .a = c.A.a2n, .lda = d2, .b = WS_P(m, P[S2_OUT].w),
                       .ldb = d2, .c = call->out, .ldc = d, .batch = 1};
     return be->ops->gemm(be, &g);
 }
@@ -316,25 +303,15 @@ static ws_status backward1(const ws_mix_call *call, const s2_call *c)
     ws_model *m = call->m;
     ws_backend *be = m->be;
     int d = c->n.d, n = call->s.n, self = c->n.self;
-    float *gq = c->scr + c->S.q, *gkv = self ? gq + d : c->scr + c->S.kv;
-    WS_TRY(be->ops->linear_backward(be, c->scr + c->S.att, WS_G(m, off(call, ".out.w")),
-                                    WS_G(m, off(call, ".out.b")), call->d_out, c->act + c->A.att,
-                                    WS_P(m, off(call, ".out.w")), n, d, d));
+    float *gq = c->S.q, *gkv = self ? gq + d : c->S.kv;
+    WS_TRY(ws_mix_linear_backward(m, call->p->at[OUT], c->S.att, call->d_out,
+                                  c->A.att, n, d, d));
     for (int which = 0; which < 1 + self; which++) {
         ws_attn_args a = attn1(call, c, which);
-        ws_attn_grads g = {.dq = gq, .dk = gkv, .dv = gkv + d, .dout = c->scr + c->S.att};
+        ws_attn_grads g = {.dq = gq, .dk = gkv, .dv = gkv + d, .dout = c->S.att};
         WS_TRY(be->ops->attention_backward(be, &a, &g));
     }
-    if (self)
-        return be->ops->linear_backward(be, call->d_x, WS_G(m, off(call, ".qkv.w")),
-                                        WS_G(m, off(call, ".qkv.b")), gq, call->x,
-                                        WS_P(m, off(call, ".qkv.w")), n, d, 3 * d);
-    WS_TRY(be->ops->linear_backward(be, call->d_keys, WS_G(m, off(call, ".kv.w")),
-                                    WS_G(m, off(call, ".kv.b")), gkv, call->keys,
-                                    WS_P(m, off(call, ".kv.w")), call->s.n_keys, d, 2 * d));
-    return be->ops->linear_backward(be, call->d_x, WS_G(m, off(call, ".q.w")),
-                                    WS_G(m, off(call, ".q.b")), gq, call->x,
-                                    WS_P(m, off(call, ".q.w")), n, d, d);
+    return ws_mix_qkv_backward(call, d, 2 * d, gq, gkv);
 }
 
 /* The 2-simplicial part's backward, from ∂L/∂out to x, keys and its tensors. */
@@ -343,39 +320,36 @@ static ws_status backward2(const ws_mix_call *call, const s2_call *c)
     ws_model *m = call->m;
     ws_backend *be = m->be;
     const struct ws_simplicial_ops *s2 = be->ops->simplicial;
+    const ws_lin_off *P = call->p->at;
     int d = c->n.d, d2 = c->n.d2, n = call->s.n;
-    float *dluv = c->scr + c->S.luv;
-    WS_TRY(be->ops->linear_backward(be, c->scr + c->S.a2n, WS_G(m, off(call, ".s2.out.w")), NULL,
-                                    call->d_out, c->act + c->A.a2n,
-                                    WS_P(m, off(call, ".s2.out.w")), n, d2, d));
-    WS_TRY(be->ops->layernorm_backward(be, c->scr + c->S.a2, WS_G(m, off(call, ".s2.ln.g")),
-                                       WS_G(m, off(call, ".s2.ln.b")), c->scr + c->S.a2n,
-                                       c->act + c->A.a2, WS_P(m, off(call, ".s2.ln.g")),
-                                       c->act + c->A.mean, c->act + c->A.rstd, n, d2));
+    float *dluv = c->S.luv;
+    WS_TRY(ws_mix_linear_backward(m, P[S2_OUT], c->S.a2n, call->d_out,
+                                  c->A.a2n, n, d2, d));
+    WS_TRY(be->ops->layernorm_backward(be, c->S.a2, WS_G(m, P[S2_LN].w),
+                                       WS_G(m, P[S2_LN].b), c->S.a2n,
+                                       c->A.a2, WS_P(m, P[S2_LN].w),
+                                       c->A.mean, c->A.rstd, n, d2));
     ws_s2_args a = attn2(call, c);
-    ws_s2_grads g = {.dp = c->scr + c->S.p, .dl1 = dluv, .dl2 = dluv + d2, .du = dluv + 2 * d2,
-                     .db = WS_G(m, off(call, ".s2.B")), .dpair = c->scr + c->S.pair,
-                     .dout = c->scr + c->S.a2};
+    ws_s2_grads g = {.dp = c->S.p, .dl1 = dluv, .dl2 = dluv + d2, .du = dluv + 2 * d2,
+                     .db = WS_G(m, P[S2_B].w), .dpair = c->S.pair,
+                     .dout = c->S.a2};
     WS_TRY(s2->attention_backward(be, &a, &g));
     WS_TRY(s2->pair_backward(be, &a, &g));
-    WS_TRY(be->ops->linear_backward(be, call->d_x, WS_G(m, off(call, ".s2.p.w")), NULL,
-                                    c->scr + c->S.p, call->x, WS_P(m, off(call, ".s2.p.w")), n, d,
-                                    d2));
-    return be->ops->linear_backward(be, call->d_keys, WS_G(m, off(call, ".s2.luv.w")), NULL, dluv,
-                                    call->keys, WS_P(m, off(call, ".s2.luv.w")), call->s.n_keys,
-                                    d, 3 * d2);
+    WS_TRY(ws_mix_linear_backward(m, P[S2_P], call->d_x, c->S.p, call->x, n, d, d2));
+    return ws_mix_linear_backward(m, P[S2_LUV], call->d_keys, dluv, call->keys, call->s.n_keys,
+                                  d, 3 * d2);
 }
 
 static ws_status backward(const ws_mix_call *call)
 {
     s2_call c = call_of(call);
-    WS_TRY(call->m->be->ops->fill(call->m->be, c.scr, 0.0f, c.S.total));
+    WS_TRY(call->m->be->ops->fill(call->m->be, c.S.q, 0.0f, c.S.total));
     WS_TRY(backward1(call, &c));
     return c.n.k2 > 0 ? backward2(call, &c) : WS_OK;
 }
 
 const ws_mixer ws_mixer_simplicial2 = {
-    .kind = WS_MIXER_SIMPLICIAL2, .name = "simplicial2", .modes = WS_MIX_SELF | WS_MIX_CROSS,
+    .kind = WS_MIXER_SIMPLICIAL2, .modes = WS_MIX_SELF | WS_MIX_CROSS,
     .validate = validate, .supported = supported, .layout = layout, .act_floats = act_floats,
     .scratch_floats = scratch_floats, .forward = forward, .backward = backward,
 };

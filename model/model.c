@@ -1,84 +1,12 @@
-/* model.c — the model's lifecycle, parameter table, initialisation and the step
- * that runs a batch through Updater and Extractor (and back, when training). */
+/* model.c — the model's lifecycle, parameter table (laid out and resolved by
+ * params.c) and initialisation: the weights (exec.c runs them). */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../base/ws_rng.h"
 #include "mixer.h"
 #include "params.h"
-
-/* ---- parameter offsets ---------------------------------------------------- */
-
-static size_t off(const ws_model *m, const char *prefix, const char *suffix)
-{
-    return ws_model_param_off(m, prefix, suffix);
-}
-
-static ws_ln_off ln_off(const ws_model *m, const char *prefix)
-{
-    return (ws_ln_off){off(m, prefix, ".g"), off(m, prefix, ".b")};
-}
-
-static ws_lin_off lin_off(const ws_model *m, const char *prefix)
-{
-    return (ws_lin_off){off(m, prefix, ".w"), off(m, prefix, ".b")};
-}
-
-/* "upd.3" + ".ln1" style prefixes for layer tensors. */
-static const char *at(char *buf, size_t n, const char *layer, const char *what)
-{
-    snprintf(buf, n, "%s.%s", layer, what);
-    return buf;
-}
-
-/* A mixer sub-block: its LN "<layer>.<ln>", its mixer's tensors "<layer>.<what>.*". */
-static ws_mix_off mix_off(const ws_model *m, const char *layer, const char *ln, const char *what,
-                          int kind, ws_mix_mode mode)
-{
-    char b[48];
-    ws_mix_off o = {.ln = ln_off(m, at(b, sizeof b, layer, ln)), .mixer = ws_mixer_find(kind),
-                    .mode = mode};
-    snprintf(o.prefix, sizeof o.prefix, "%s.%s", layer, what);
-    return o;
-}
-
-static void resolve_offsets(ws_model *m)
-{
-    ws_param_offsets *o = &m->off;
-    const ws_model_config *c = &m->cfg;
-    char l[16], b[48];
-    o->sym = off(m, "embed.sym", "");
-    o->slot = off(m, "embed.slot", "");
-    o->val = off(m, "embed.val", "");
-    if (c->d_raw > 0) o->raw = off(m, "embed.raw", "");
-    o->fact_ln = ln_off(m, "embed.ln");
-    o->w0 = off(m, "state.w0", "");
-    o->pos = off(m, "state.pos", "");
-    o->null = off(m, "ctx.null", "");
-    for (int i = 0; !m->upd_variant && i < c->n_upd_layers; i++) {
-        ws_upd_layer_off *u = &o->upd[i];
-        snprintf(l, sizeof l, "upd.%d", i);
-        u->self = mix_off(m, l, "ln1", "self", c->upd_mixer, WS_MIX_SELF);
-        u->cross = mix_off(m, l, "ln2", "cross", WS_MIXER_MHA, WS_MIX_CROSS);
-        u->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln3"));
-        u->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
-        u->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
-    }
-    if (!m->upd_variant && c->state_norm) o->state_ln = ln_off(m, "upd.ln");
-    for (int i = 0; i < c->n_ext_layers; i++) {
-        ws_ext_layer_off *e = &o->ext[i];
-        snprintf(l, sizeof l, "ext.%d", i);
-        e->cross = mix_off(m, l, "ln1", "cross", m->readout ? WS_MIXER_MHA : c->ext_mixer,
-                           WS_MIX_CROSS);
-        e->mlp.ln = ln_off(m, at(b, sizeof b, l, "ln2"));
-        e->mlp.fc = lin_off(m, at(b, sizeof b, l, "mlp.fc"));
-        e->mlp.proj = lin_off(m, at(b, sizeof b, l, "mlp.proj"));
-    }
-    o->out_ln = ln_off(m, "ext.ln");
-    if (!m->readout) o->head = lin_off(m, "ext.head");
-}
 
 int ws_model_config_supported(const ws_model_config *c, const ws_backend *be)
 {
@@ -98,18 +26,14 @@ static float normal(uint64_t *s)
     return ws_normal_from_bits(a, b);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* Linear weights N(0, 1/fan_in) so that products keep their input's scale and
+/* Each tensor as its init kind says (the layout, params.c, chose it). Linear
+ * weights N(0, 1/fan_in) so that products keep their input's scale and
  * attention logits are not all ~0 at the start (which stalls learning for
  * small d); embeddings, W_0, positions and c_null N(0, 1), the scale of the
  * LayerNorm'd tokens they sit beside; zero biases, unit LN gains. Under the
  * hashed symbol code E_sym is a correction to the fixed codes and starts at 0:
- * a symbol no one has trained on is its code alone. */
+ * a symbol no one has trained on is its code alone. The random tensors draw
+ * from one stream in table order, so the layout's order is the draws' order. */
 static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
 {
     float *host = malloc(m->n_params * sizeof *host);
@@ -118,14 +42,10 @@ static ws_status init_params(ws_model *m, uint64_t seed, ws_error *err)
     for (int i = 0; i < m->n_tensors; i++) {
         const ws_tensor_info *t = &m->tensors[i];
         float *p = host + t->offset;
-        int is_ln = strstr(t->name, "ln") != NULL;
-        int is_zero = m->cfg.symbol_code == WS_SYMBOLS_HASHED && !strcmp(t->name, "embed.sym");
-        float std = t->decay ? 1.0f / sqrtf((float)t->shape[1]) : 1.0f;
+        float std = t->init == WS_INIT_FAN_IN ? 1.0f / sqrtf((float)t->shape[1]) : 1.0f;
         for (size_t j = 0; j < t->numel; j++) {
-            if (is_ln)
-                p[j] = ends_with(t->name, ".g") ? 1.0f : 0.0f;
-            else if (is_zero || ends_with(t->name, ".b"))
-                p[j] = 0.0f;
+            if (t->init == WS_INIT_ONE || t->init == WS_INIT_ZERO)
+                p[j] = t->init == WS_INIT_ONE ? 1.0f : 0.0f;
             else
                 p[j] = std * normal(&s);
         }
@@ -155,18 +75,15 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
                             be->ops->name, ws_mixer_name(cfg->upd_mixer),
                             ws_mixer_name(cfg->ext_mixer));
     }
-    m->n_tensors = ws_params_layout(cfg, NULL, &m->n_params);
-    m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
+    ws_status st = WS_ERR_NOMEM;
     m->off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->off.upd);
     m->off.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->off.ext);
-    m->plan.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m->plan.upd);
-    m->plan.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m->plan.ext);
-    ws_status st = WS_ERR_NOMEM;
-    if (!m->tensors || !m->off.upd || !m->off.ext || !m->plan.upd || !m->plan.ext ||
-        ws_vocab_new(&m->vocab, cfg->vocab_cap, cfg->n_overflow) != WS_OK)
+    if (!m->off.upd || !m->off.ext) goto fail;
+    m->n_tensors = ws_params_layout(cfg, NULL, &m->n_params, &m->off);
+    m->tensors = calloc((size_t)m->n_tensors, sizeof *m->tensors);
+    if (!m->tensors || ws_vocab_new(&m->vocab, cfg->vocab_cap, cfg->n_overflow) != WS_OK)
         goto fail;
-    ws_params_layout(cfg, m->tensors, NULL);
-    resolve_offsets(m);
+    ws_params_layout(cfg, m->tensors, NULL, &m->off); /* the table; the same offsets */
     size_t bytes = m->n_params * sizeof(float);
     if (ws_backend_alloc(be, bytes, (void **)&m->params) != WS_OK ||
         ws_backend_alloc(be, bytes, (void **)&m->grads) != WS_OK ||
@@ -199,13 +116,9 @@ void ws_model_free(ws_model *m)
     ws_backend_release(m->be, m->adam_m);
     ws_backend_release(m->be, m->adam_v);
     ws_backend_release(m->be, m->scalar_dev);
-    ws_backend_release(m->be, m->arena);
-    free(m->staging);
     free(m->tensors);
     free(m->off.upd);
     free(m->off.ext);
-    free(m->plan.upd);
-    free(m->plan.ext);
     ws_vocab_free(m->vocab);
     free(m);
 }
@@ -282,89 +195,6 @@ ws_status ws_model_state_init(ws_model *m, float *states, int first, int n, ws_e
                              sf * sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: state init failed");
     return WS_OK;
-}
-
-/* ---- the step ------------------------------------------------------------- */
-
-static ws_status check_batch(const ws_model *m, const ws_batch *b, const float *w_prev,
-                             ws_error *err)
-{
-    if (b->S != m->cfg.max_fact_len || b->d_raw != m->cfg.d_raw ||
-        b->n_ids != m->cfg.vocab_cap + m->cfg.n_overflow)
-        return ws_error_set(err, WS_ERR_INVALID, "model: batch was built for another config");
-    if (b->n_traj == 0) return ws_error_set(err, WS_ERR_INVALID, "model: empty batch");
-    if (!w_prev)
-        for (int t = 0; t < b->n_traj; t++)
-            if (!b->from_w0[t])
-                return ws_error_set(err, WS_ERR_INVALID,
-                                    "model: trajectory %d needs a previous state", t);
-    return WS_OK;
-}
-
-/* Downloads σ(logits) and scores them against the labels. */
-static ws_status finish_queries(ws_model *m, const ws_batch *b, float *probs_host,
-                                ws_step_result *res, ws_error *err)
-{
-    ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
-    int n = p->n_query;
-    memset(res, 0, sizeof *res);
-    res->n_labelled = b->n_labelled;
-    if (n == 0) return WS_OK;
-    float *probs = probs_host ? probs_host : malloc((size_t)n * sizeof *probs);
-    if (!probs) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
-    ws_status st = be->ops->sigmoid(be, m->probs_dev, p->logits, (size_t)n);
-    if (st == WS_OK && b->n_labelled > 0)
-        st = be->ops->bce_forward(be, p->loss, p->logits, p->labels, (size_t)n,
-                                  1.0f / (float)b->n_labelled);
-    if (st == WS_OK) st = ws_backend_download(be, probs, m->probs_dev, (size_t)n * sizeof *probs);
-    if (st == WS_OK && b->n_labelled > 0)
-        st = ws_backend_download(be, &res->loss, p->loss, sizeof res->loss);
-    for (int i = 0; st == WS_OK && i < n; i++)
-        if (b->labels[i] >= 0.0f && (probs[i] >= 0.5f) == (b->labels[i] >= 0.5f))
-            res->n_correct++;
-    if (probs != probs_host) free(probs);
-    return st == WS_OK ? WS_OK : ws_error_set(err, st, "model: reading answers failed");
-}
-
-ws_status ws_model_step(ws_model *m, const ws_batch *batch, const float *w_prev, float *w_out,
-                        ws_step_mode mode, float loss_scale, float *probs_host,
-                        ws_step_result *res, ws_error *err)
-{
-    ws_step_result local;
-    if (!res) res = &local;
-    WS_TRY(check_batch(m, batch, w_prev, err));
-    int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
-    WS_TRY(ws_plan_prepare(m, batch, train, err));
-    ws_status st = ws_embed_forward(m);
-    if (st == WS_OK) st = ws_updater_forward(m, w_prev, w_out);
-    if (st == WS_OK) st = ws_extractor_forward(m, w_out);
-    if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
-    WS_TRY(finish_queries(m, batch, probs_host, res, err));
-    if (!train) return WS_OK;
-    ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
-    st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
-                               loss_scale / (float)batch->n_labelled);
-    if (st == WS_OK) st = ws_extractor_backward(m, w_out, p->d_w);
-    if (st == WS_OK) st = ws_updater_backward(m);
-    if (st == WS_OK) st = ws_embed_backward(m);
-    if (st != WS_OK) return ws_error_set(err, st, "model: backward pass failed");
-    return WS_OK;
-}
-
-ws_status ws_model_query(ws_model *m, const ws_batch *batch, const float *w, float *probs_host,
-                         ws_step_result *res, ws_error *err)
-{
-    ws_step_result local;
-    if (!res) res = &local;
-    if (!w) return ws_error_set(err, WS_ERR_INVALID, "model: query needs states");
-    WS_TRY(check_batch(m, batch, w, err));
-    WS_TRY(ws_plan_prepare(m, batch, 0, err));
-    ws_status st = ws_embed_forward(m);
-    if (st == WS_OK) st = ws_extractor_forward(m, w);
-    if (st != WS_OK) return ws_error_set(err, st, "model: extractor pass failed");
-    return finish_queries(m, batch, probs_host, res, err);
 }
 
 ws_status ws_model_zero_grads(ws_model *m, ws_error *err)

@@ -1,11 +1,13 @@
 /* model.h — the Updater-Extractor model (DESIGN §2) on a compute backend.
  *
  * A model owns its parameters, gradients and AdamW state (one contiguous backend
- * allocation each, described by a table of named tensors), an activation arena
- * sized for the largest batch shape seen, and its vocabulary. It knows nothing
- * about HTTP or SQL.
+ * allocation each, described by a table of named tensors) and its vocabulary:
+ * the weights. Running them takes an execution context (ws_exec), which owns an
+ * activation arena sized for the largest batch shape it has seen; a model may
+ * have several (serving, online training, a publication gate), each used by one
+ * thread at a time. It knows nothing about HTTP or SQL.
  *
- * One call, ws_model_step(), runs a ragged batch of trajectories through one
+ * One call, ws_exec_step(), runs a ragged batch of trajectories through one
  * step: W_t = U(W_{t-1}, I_t) and, when the batch has queries, logits E(W_t, Q_t).
  * In training mode it also backpropagates the mean BCE over labelled queries into
  * the parameter gradients, treating W_{t-1} as a constant (DESIGN §3), except
@@ -103,16 +105,27 @@ cJSON *ws_model_config_to_json(const ws_model_config *cfg);
 ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_config *c,
                                     ws_error *err);
 
+/* How a tensor starts (ws_model_new draws the random ones in table order from
+ * one stream seeded by the model's seed). */
+typedef enum {
+    WS_INIT_NORMAL = 0, /* N(0, 1): embeddings, W_0, positions, c_null */
+    WS_INIT_FAN_IN = 1, /* a linear map's weight [out, in]: N(0, 1/in), and AdamW decays it */
+    WS_INIT_ZERO = 2,   /* biases; E_sym under the hashed code (a correction to the codes) */
+    WS_INIT_ONE = 3     /* LayerNorm gains */
+} ws_init_kind;
+
 /* One named parameter tensor: offset (in floats) into the parameter buffer. */
 typedef struct {
     char name[48];
     int ndim;
     int shape[2];
     size_t offset, numel;
-    int decay; /* AdamW weight decay applies (projection matrices only) */
+    int init;  /* ws_init_kind */
+    int decay; /* AdamW weight decay applies (projection matrices only: WS_INIT_FAN_IN) */
 } ws_tensor_info;
 
 typedef struct ws_model ws_model;
+typedef struct ws_exec ws_exec;
 
 /* ---- batches -------------------------------------------------------------
  * A batch is built on the host, trajectory by trajectory: ws_batch_begin_traj()
@@ -190,19 +203,27 @@ typedef struct {
     int n_correct;       /* labelled queries with (p >= 0.5) == label */
 } ws_step_result;
 
+/* ---- execution contexts ---------------------------------------------------
+ * A context runs batches on its model's weights; it must not outlive the model.
+ * Contexts share nothing but the weights and the gradients a TRAIN step
+ * accumulates into. */
+ws_status ws_exec_new(ws_exec **out, ws_model *m, ws_error *err);
+void ws_exec_free(ws_exec *x);
+ws_model *ws_exec_model(const ws_exec *x);
+
 /* Runs one step for every trajectory of the batch.
  * w_prev: device [n_traj, T, d] (may be NULL when every trajectory is from_w0);
  * w_out:  device [n_traj, T, d], receives W_t (may alias w_prev);
  * probs_host: nullable, receives σ(logit) per query (ws_batch_n_query floats).
  * In TRAIN mode gradients are accumulated (call ws_model_zero_grads between
  * optimizer steps) with the loss of this step scaled by loss_scale. */
-ws_status ws_model_step(ws_model *m, const ws_batch *batch, const float *w_prev, float *w_out,
-                        ws_step_mode mode, float loss_scale, float *probs_host,
-                        ws_step_result *res, ws_error *err);
+ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, float *w_out,
+                       ws_step_mode mode, float loss_scale, float *probs_host,
+                       ws_step_result *res, ws_error *err);
 
 /* Extractor only: answers the batch's queries on the given states (no update). */
-ws_status ws_model_query(ws_model *m, const ws_batch *batch, const float *w, float *probs_host,
-                         ws_step_result *res, ws_error *err);
+ws_status ws_exec_query(ws_exec *x, const ws_batch *batch, const float *w, float *probs_host,
+                        ws_step_result *res, ws_error *err);
 
 ws_status ws_model_zero_grads(ws_model *m, ws_error *err);
 

@@ -1,34 +1,46 @@
 /* model_internal.h — the model's private structures, shared by the model sources.
  *
  * Parameters are addressed by offsets (in floats) into the parameter buffer; the
- * same offsets address the gradient buffer. Activations for one step live in a
- * plan (plan.c) carved out of one arena per step shape. */
+ * same offsets address the gradient buffer. A model holds weights only; what a
+ * step needs besides (the arena, the staging copy of the inputs, the plan) is an
+ * execution context's (struct ws_exec), so that several contexts run one set of
+ * weights. Activations for one step live in the context's plan (plan.c), carved
+ * out of one arena per step shape. Forward and backward functions take the
+ * context; it points at its model. */
 #ifndef WS_MODEL_INTERNAL_H
 #define WS_MODEL_INTERNAL_H
 
 #include "batch.h"
+#include "carve.h"
 #include "model.h"
-
-typedef struct { size_t g, b; } ws_ln_off;
-typedef struct { size_t w, b; } ws_lin_off;
+#include "params.h"
 
 struct ws_mixer_s;
 struct ws_updater_variant_s;
 struct ws_readout_variant_s;
 
+/* The parameter offsets of one mixer use (or of a variant), in slots that the
+ * mixer's layout hook fills as it registers its tensors (mixer.h): what each
+ * slot holds is the mixer's own business. A LayerNorm in a slot keeps its gain
+ * in w (ws_slot_ln). */
+#define WS_MIX_SLOTS 12
+typedef struct { ws_lin_off at[WS_MIX_SLOTS]; } ws_mix_params;
+
+static inline ws_ln_off ws_slot_ln(ws_lin_off s) { return (ws_ln_off){s.w, s.b}; }
+
 /* Sub-blocks of a layer: LN then a mixer (self or cross, mixer.h) / an MLP. */
 typedef struct {
     ws_ln_off ln;
     const struct ws_mixer_s *mixer;
-    int mode;        /* ws_mix_mode */
-    char prefix[24]; /* the mixer's tensor prefix, e.g. "upd.0.self" */
+    int mode; /* ws_mix_mode */
+    ws_mix_params p;
 } ws_mix_off;
 typedef struct { ws_ln_off ln; ws_lin_off fc, proj; } ws_mlp_off;
 
 typedef struct { ws_mix_off self, cross; ws_mlp_off mlp; } ws_upd_layer_off;
 typedef struct { ws_mix_off cross; ws_mlp_off mlp; } ws_ext_layer_off;
 
-typedef struct {
+typedef struct ws_param_offsets_s {
     size_t sym, slot, val, raw; /* raw only when d_raw > 0 */
     ws_ln_off fact_ln;
     size_t w0, pos, null;
@@ -37,6 +49,7 @@ typedef struct {
     ws_ext_layer_off *ext;
     ws_ln_off out_ln;
     ws_lin_off head; /* only without a readout variant */
+    ws_mix_params upd_variant, readout; /* the variants' own tensors (mixer.h) */
 } ws_param_offsets;
 
 /* Activations of one LayerNorm. */
@@ -86,6 +99,7 @@ typedef struct {
     ws_ln_act out_ln;
     float *upd_variant_act, *readout_act; /* regions of the variants (mixer.h) */
     float *logits, *loss;
+    float *probs; /* σ(logits) before download */
     /* gradients (train only) */
     float *d_u, *d_tok, *d_ctx, *d_x, *d_w, *d_lno, *d_logits;
     ws_grad_scratch scratch;
@@ -105,31 +119,35 @@ struct ws_model {
     ws_param_offsets off;
     const struct ws_updater_variant_s *upd_variant; /* rmc, or NULL */
     const struct ws_readout_variant_s *readout;     /* rn, or NULL */
+};
+
+/* One running context of a model (exec.c). Nothing in it is shared with another
+ * context: a step writes only its own context and the model's gradients. */
+struct ws_exec {
+    ws_model *m;
     /* the step arena: inputs | activations | gradients */
     void *arena;
     size_t arena_bytes;
     void *staging; /* host mirror of the input region */
     size_t staging_bytes;
     ws_plan plan;
-    int train_planned; /* plan includes the gradient region */
-    float *probs_dev; /* σ(logits) before download */
 };
 
-/* plan.c: lays out the arena for the batch (growing it when needed), fills and
- * uploads the inputs. */
-ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *err);
+/* plan.c: lays out the context's arena for the batch (growing it when needed),
+ * fills and uploads the inputs. */
+ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *err);
 
 /* blocks.c: sub-blocks shared by the Updater and the Extractor. x_in is the
  * residual stream; each forward writes act->x_out = x_in + branch(x_in). Each
  * backward takes d_x = ∂L/∂x_out and turns it into ∂L/∂x_in in place.
  * Mixer sub-blocks: keys NULL in SELF mode; d_keys accumulates (CROSS mode). */
-ws_status ws_mix_forward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+ws_status ws_mix_forward(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
                          const float *keys);
-ws_status ws_mix_backward(ws_model *m, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
+ws_status ws_mix_backward(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, const float *x_in,
                           float *d_x, const float *keys, float *d_keys);
-ws_status ws_mlp_forward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
+ws_status ws_mlp_forward(ws_exec *x, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
                          int n);
-ws_status ws_mlp_backward(ws_model *m, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
+ws_status ws_mlp_backward(ws_exec *x, const ws_mlp_off *o, ws_mlp_act *a, const float *x_in,
                           float *d_x, int n);
 ws_status ws_ln_forward(ws_model *m, const ws_ln_off *o, ws_ln_act *a, float *out,
                         const float *in, int n);
@@ -137,12 +155,12 @@ ws_status ws_ln_backward(ws_model *m, const ws_ln_off *o, const ws_ln_act *a, fl
                          const float *d_out, const float *in, int n);
 
 /* Forward and backward of the three stages (embed.c, updater.c, extractor.c). */
-ws_status ws_embed_forward(ws_model *m);
-ws_status ws_embed_backward(ws_model *m);
-ws_status ws_updater_forward(ws_model *m, const float *w_prev, float *w_out);
-ws_status ws_updater_backward(ws_model *m);
-ws_status ws_extractor_forward(ws_model *m, const float *w);
-ws_status ws_extractor_backward(ws_model *m, const float *w, float *d_w);
+ws_status ws_embed_forward(ws_exec *x);
+ws_status ws_embed_backward(ws_exec *x);
+ws_status ws_updater_forward(ws_exec *x, const float *w_prev, float *w_out);
+ws_status ws_updater_backward(ws_exec *x);
+ws_status ws_extractor_forward(ws_exec *x, const float *w);
+ws_status ws_extractor_backward(ws_exec *x, const float *w, float *d_w);
 
 #define WS_P(m, off) ((m)->params + (off))
 #define WS_G(m, off) ((m)->grads + (off))

@@ -18,7 +18,8 @@
  * tensors in place of ext.head.
  * Linear weights are [out, in] (y = x Wᵀ + b). In qkv/kv the rows are Q, K, V in
  * that order; head h owns columns [h·d_h, (h+1)·d_h) of each. Weight decay applies
- * to the .w of projections (qkv, q, kv, out, fc, proj, raw, head). */
+ * to the .w of projections (qkv, q, kv, out, fc, proj, raw, head): the tensors
+ * registered with WS_INIT_FAN_IN. */
 #include "params.h"
 
 #include <stdio.h>
@@ -26,8 +27,10 @@
 
 #include "mixer.h"
 
-void ws_layout_add(ws_param_layout *L, const char *name, int rows, int cols, int decay)
+size_t ws_layout_add(ws_param_layout *L, const char *name, int rows, int cols,
+                     ws_init_kind init)
 {
+    size_t at = L->total;
     if (L->table) {
         ws_tensor_info *t = &L->table[L->n];
         memset(t, 0, sizeof *t);
@@ -36,111 +39,126 @@ void ws_layout_add(ws_param_layout *L, const char *name, int rows, int cols, int
         t->shape[0] = rows > 0 ? rows : cols;
         t->shape[1] = rows > 0 ? cols : 0;
         t->numel = (size_t)(rows > 0 ? rows : 1) * (size_t)cols;
-        t->offset = L->total;
-        t->decay = decay;
+        t->offset = at;
+        t->init = init;
+        t->decay = init == WS_INIT_FAN_IN;
     }
     L->n++;
     L->total += (size_t)(rows > 0 ? rows : 1) * (size_t)cols;
+    return at;
 }
 
-void ws_layout_add_ln(ws_param_layout *L, const char *prefix, int d)
+/* "<prefix><suffix>" */
+static size_t add_named(ws_param_layout *L, const char *prefix, const char *suffix, int rows,
+                        int cols, ws_init_kind init)
 {
     char name[48];
-    snprintf(name, sizeof name, "%s.g", prefix);
-    ws_layout_add(L, name, 0, d, 0);
-    snprintf(name, sizeof name, "%s.b", prefix);
-    ws_layout_add(L, name, 0, d, 0);
+    snprintf(name, sizeof name, "%s%s", prefix, suffix);
+    return ws_layout_add(L, name, rows, cols, init);
 }
 
-void ws_layout_add_linear(ws_param_layout *L, const char *prefix, int out, int in)
+ws_ln_off ws_layout_add_ln(ws_param_layout *L, const char *prefix, int d)
+{
+    ws_ln_off o;
+    o.g = add_named(L, prefix, ".g", 0, d, WS_INIT_ONE);
+    o.b = add_named(L, prefix, ".b", 0, d, WS_INIT_ZERO);
+    return o;
+}
+
+ws_lin_off ws_layout_add_linear(ws_param_layout *L, const char *prefix, int out, int in)
+{
+    ws_lin_off o;
+    o.w = add_named(L, prefix, ".w", out, in, WS_INIT_FAN_IN);
+    o.b = add_named(L, prefix, ".b", 0, out, WS_INIT_ZERO);
+    return o;
+}
+
+ws_lin_off ws_layout_add_weight(ws_param_layout *L, const char *prefix, int out, int in)
+{
+    return (ws_lin_off){add_named(L, prefix, ".w", out, in, WS_INIT_FAN_IN), WS_NO_PARAM};
+}
+
+/* "<layer>.<what>", e.g. upd.0.ln1 or upd.0.self */
+static const char *sub(char *buf, size_t n, const char *layer, const char *what)
+{
+    snprintf(buf, n, "%s.%s", layer, what);
+    return buf;
+}
+
+static ws_mlp_off add_mlp(ws_param_layout *L, const char *layer, const char *ln, int d)
 {
     char name[48];
-    snprintf(name, sizeof name, "%s.w", prefix);
-    ws_layout_add(L, name, out, in, 1);
-    snprintf(name, sizeof name, "%s.b", prefix);
-    ws_layout_add(L, name, 0, out, 0);
+    ws_mlp_off o;
+    o.ln = ws_layout_add_ln(L, sub(name, sizeof name, layer, ln), d);
+    o.fc = ws_layout_add_linear(L, sub(name, sizeof name, layer, "mlp.fc"), 4 * d, d);
+    o.proj = ws_layout_add_linear(L, sub(name, sizeof name, layer, "mlp.proj"), d, 4 * d);
+    return o;
 }
 
-static void add_mlp(ws_param_layout *L, const char *prefix, int d)
+/* A mixer sub-block: its LN "<layer>.<ln>", its mixer's tensors "<layer>.<what>.*". */
+static ws_mix_off add_mix(ws_param_layout *L, const char *layer, const char *ln,
+                          const char *what, int kind, const ws_model_config *c,
+                          ws_mix_mode mode)
 {
     char name[48];
-    snprintf(name, sizeof name, "%s.mlp.fc", prefix);
-    ws_layout_add_linear(L, name, 4 * d, d);
-    snprintf(name, sizeof name, "%s.mlp.proj", prefix);
-    ws_layout_add_linear(L, name, d, 4 * d);
+    ws_mix_off o = {.mixer = ws_mixer_find(kind), .mode = mode};
+    o.ln = ws_layout_add_ln(L, sub(name, sizeof name, layer, ln), c->d);
+    o.mixer->layout(L, sub(name, sizeof name, layer, what), c, mode, &o.p);
+    return o;
 }
 
-/* "<layer>.<what>" LayerNorm, e.g. upd.0.ln1 */
-static void add_sub_ln(ws_param_layout *L, const char *layer, const char *what, int d)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s.%s", layer, what);
-    ws_layout_add_ln(L, name, d);
-}
-
-/* The mixer of one sub-block, under "<layer>.<what>". */
-static void add_mixer(ws_param_layout *L, const ws_mixer *mx, const char *layer,
-                      const char *what, const ws_model_config *c, ws_mix_mode mode)
-{
-    char name[48];
-    snprintf(name, sizeof name, "%s.%s", layer, what);
-    mx->layout(L, name, c, mode);
-}
-
-static void add_updater(ws_param_layout *L, const ws_model_config *c)
+static void add_updater(ws_param_layout *L, const ws_model_config *c, ws_param_offsets *o)
 {
     const ws_updater_variant *v = ws_updater_variant_find(c->upd_mixer);
     if (v) {
-        v->layout(L, c);
+        v->layout(L, c, o);
         return;
     }
-    const ws_mixer *self = ws_mixer_find(c->upd_mixer), *mha = ws_mixer_find(WS_MIXER_MHA);
     char p[32];
     for (int l = 0; l < c->n_upd_layers; l++) {
+        ws_upd_layer_off *u = &o->upd[l];
         snprintf(p, sizeof p, "upd.%d", l);
-        add_sub_ln(L, p, "ln1", c->d);
-        add_mixer(L, self, p, "self", c, WS_MIX_SELF);
-        add_sub_ln(L, p, "ln2", c->d);
-        add_mixer(L, mha, p, "cross", c, WS_MIX_CROSS);
-        add_sub_ln(L, p, "ln3", c->d);
-        add_mlp(L, p, c->d);
+        u->self = add_mix(L, p, "ln1", "self", c->upd_mixer, c, WS_MIX_SELF);
+        u->cross = add_mix(L, p, "ln2", "cross", WS_MIXER_MHA, c, WS_MIX_CROSS);
+        u->mlp = add_mlp(L, p, "ln3", c->d);
     }
-    if (c->state_norm) ws_layout_add_ln(L, "upd.ln", c->d);
+    if (c->state_norm) o->state_ln = ws_layout_add_ln(L, "upd.ln", c->d);
 }
 
-static void add_extractor(ws_param_layout *L, const ws_model_config *c)
+static void add_extractor(ws_param_layout *L, const ws_model_config *c, ws_param_offsets *o)
 {
     const ws_readout_variant *readout = ws_readout_variant_find(c->ext_mixer);
-    const ws_mixer *cross = readout ? ws_mixer_find(WS_MIXER_MHA) : ws_mixer_find(c->ext_mixer);
+    int cross = readout ? WS_MIXER_MHA : c->ext_mixer;
     char p[32];
     for (int l = 0; l < c->n_ext_layers; l++) {
+        ws_ext_layer_off *e = &o->ext[l];
         snprintf(p, sizeof p, "ext.%d", l);
-        add_sub_ln(L, p, "ln1", c->d);
-        add_mixer(L, cross, p, "cross", c, WS_MIX_CROSS);
-        add_sub_ln(L, p, "ln2", c->d);
-        add_mlp(L, p, c->d);
+        e->cross = add_mix(L, p, "ln1", "cross", cross, c, WS_MIX_CROSS);
+        e->mlp = add_mlp(L, p, "ln2", c->d);
     }
-    ws_layout_add_ln(L, "ext.ln", c->d);
+    o->out_ln = ws_layout_add_ln(L, "ext.ln", c->d);
     if (readout)
-        readout->layout(L, c);
+        readout->layout(L, c, &o->readout);
     else
-        ws_layout_add_linear(L, "ext.head", 1, c->d);
+        o->head = ws_layout_add_linear(L, "ext.head", 1, c->d);
 }
 
-int ws_params_layout(const ws_model_config *c, ws_tensor_info *table, size_t *total)
+int ws_params_layout(const ws_model_config *c, ws_tensor_info *table, size_t *total,
+                     ws_param_offsets *o)
 {
     ws_param_layout L = {.table = table};
     int d = c->d;
-    ws_layout_add(&L, "embed.sym", c->vocab_cap + c->n_overflow, d, 0);
-    ws_layout_add(&L, "embed.slot", c->max_fact_len, d, 0);
-    ws_layout_add(&L, "embed.val", 2, d, 0);
-    if (c->d_raw > 0) ws_layout_add(&L, "embed.raw", d, c->d_raw, 1);
-    ws_layout_add_ln(&L, "embed.ln", d);
-    ws_layout_add(&L, "state.w0", c->n_state, d, 0);
-    ws_layout_add(&L, "state.pos", c->n_state, d, 0);
-    ws_layout_add(&L, "ctx.null", 1, d, 0);
-    add_updater(&L, c);
-    add_extractor(&L, c);
+    o->sym = ws_layout_add(&L, "embed.sym", c->vocab_cap + c->n_overflow, d,
+                           c->symbol_code == WS_SYMBOLS_HASHED ? WS_INIT_ZERO : WS_INIT_NORMAL);
+    o->slot = ws_layout_add(&L, "embed.slot", c->max_fact_len, d, WS_INIT_NORMAL);
+    o->val = ws_layout_add(&L, "embed.val", 2, d, WS_INIT_NORMAL);
+    if (c->d_raw > 0) o->raw = ws_layout_add(&L, "embed.raw", d, c->d_raw, WS_INIT_FAN_IN);
+    o->fact_ln = ws_layout_add_ln(&L, "embed.ln", d);
+    o->w0 = ws_layout_add(&L, "state.w0", c->n_state, d, WS_INIT_NORMAL);
+    o->pos = ws_layout_add(&L, "state.pos", c->n_state, d, WS_INIT_NORMAL);
+    o->null = ws_layout_add(&L, "ctx.null", 1, d, WS_INIT_NORMAL);
+    add_updater(&L, c, o);
+    add_extractor(&L, c, o);
     if (total) *total = L.total;
     return L.n;
 }

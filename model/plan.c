@@ -7,83 +7,72 @@
 
 #include "mixer.h"
 
-typedef struct {
-    char *base; /* NULL: only measure */
-    size_t off;
-} carve;
+#define ARENA_ALIGN 64 /* bytes: every piece of the arena starts at a multiple */
 
-static void *take(carve *c, size_t bytes)
-{
-    size_t at = (c->off + 63) & ~(size_t)63;
-    c->off = at + bytes;
-    return c->base ? c->base + at : NULL;
-}
-
-static float *take_f(carve *c, size_t n) { return take(c, n * sizeof(float)); }
-static int32_t *take_i(carve *c, size_t n) { return take(c, n * sizeof(int32_t)); }
-
-static void layout_inputs(ws_plan *p, const ws_model_config *cfg, carve *c)
+static void layout_inputs(ws_plan *p, const ws_model_config *cfg, ws_carve *c)
 {
     size_t S = (size_t)cfg->max_fact_len;
-    p->sym_ids = take_i(c, p->n_facts * S);
+    p->sym_ids = ws_carve_i(c, p->n_facts * S);
     p->sym_hash = cfg->symbol_code == WS_SYMBOLS_HASHED
-                      ? take(c, p->n_facts * S * sizeof(uint64_t))
+                      ? ws_carve_take(c, p->n_facts * S * sizeof(uint64_t))
                       : NULL;
-    p->slot_ids = take_i(c, p->n_facts * S);
-    p->val_ids = take_i(c, p->n_facts);
-    p->ctx_tok = take_i(c, p->n_ctx);
-    p->ctx_null = take_i(c, p->n_ctx);
-    p->ids_prev = take_i(c, p->n_state_rows);
-    p->ids_w0 = take_i(c, p->n_state_rows);
-    p->ids_pos = take_i(c, p->n_state_rows);
-    p->seg_self = take(c, p->B * sizeof(ws_attn_seg));
-    p->seg_cross = take(c, p->B * sizeof(ws_attn_seg));
-    p->seg_ext = take(c, p->B * sizeof(ws_attn_seg));
-    p->labels = take_f(c, p->n_query);
-    p->raw = p->has_raw ? take_f(c, (size_t)p->n_facts * cfg->d_raw) : NULL;
+    p->slot_ids = ws_carve_i(c, p->n_facts * S);
+    p->val_ids = ws_carve_i(c, p->n_facts);
+    p->ctx_tok = ws_carve_i(c, p->n_ctx);
+    p->ctx_null = ws_carve_i(c, p->n_ctx);
+    p->ids_prev = ws_carve_i(c, p->n_state_rows);
+    p->ids_w0 = ws_carve_i(c, p->n_state_rows);
+    p->ids_pos = ws_carve_i(c, p->n_state_rows);
+    p->seg_self = ws_carve_take(c, p->B * sizeof(ws_attn_seg));
+    p->seg_cross = ws_carve_take(c, p->B * sizeof(ws_attn_seg));
+    p->seg_ext = ws_carve_take(c, p->B * sizeof(ws_attn_seg));
+    p->labels = ws_carve_f(c, p->n_query);
+    p->raw = p->has_raw ? ws_carve_f(c, (size_t)p->n_facts * cfg->d_raw) : NULL;
 }
 
-static void layout_ln(ws_ln_act *a, carve *c, size_t n, size_t d, int with_out)
+static void layout_ln(ws_ln_act *a, ws_carve *c, size_t n, size_t d, int with_out)
 {
-    a->out = with_out ? take_f(c, n * d) : NULL;
-    a->mean = take_f(c, n);
-    a->rstd = take_f(c, n);
+    a->out = with_out ? ws_carve_f(c, n * d) : NULL;
+    a->mean = ws_carve_f(c, n);
+    a->rstd = ws_carve_f(c, n);
 }
 
 /* A mixer sub-block: LN, the mixer's activations, the output; records the
  * largest backward scratch any mixer use needs. */
-static void layout_mix(ws_plan *p, ws_mix_act *a, carve *c, const ws_model_config *cfg,
+static void layout_mix(ws_plan *p, ws_mix_act *a, ws_carve *c, const ws_model_config *cfg,
                        const ws_mix_off *o)
 {
     size_t d = (size_t)cfg->d, n = (size_t)a->shape.n;
     layout_ln(&a->ln, c, n, d, 1);
-    a->mix = take_f(c, o->mixer->act_floats(cfg, (ws_mix_mode)o->mode, &a->shape));
-    a->x_out = take_f(c, n * d);
+    a->mix = ws_carve_f(c, o->mixer->act_floats(cfg, (ws_mix_mode)o->mode, &a->shape));
+    a->x_out = ws_carve_f(c, n * d);
     size_t scratch = o->mixer->scratch_floats(cfg, (ws_mix_mode)o->mode, &a->shape);
     if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
 }
 
-static void layout_mlp(ws_mlp_act *a, carve *c, size_t n, size_t d)
+static void layout_mlp(ws_mlp_act *a, ws_carve *c, size_t n, size_t d)
 {
     layout_ln(&a->ln, c, n, d, 1);
-    a->fc = take_f(c, n * 4 * d);
-    a->act = take_f(c, n * 4 * d);
-    a->x_out = take_f(c, n * d);
+    a->fc = ws_carve_f(c, n * 4 * d);
+    a->act = ws_carve_f(c, n * 4 * d);
+    a->x_out = ws_carve_f(c, n * d);
 }
 
-static void layout_acts(ws_model *m, ws_plan *p, carve *c)
+static void layout_acts(ws_exec *x, ws_carve *c)
 {
+    const ws_model *m = x->m;
+    ws_plan *p = &x->plan;
     size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
     const ws_param_offsets *o = &m->off;
     p->mix_scratch_floats = 0;
-    p->u = take_f(c, p->n_facts * d);
-    p->tok = take_f(c, p->n_facts * d);
+    p->u = ws_carve_f(c, p->n_facts * d);
+    p->tok = ws_carve_f(c, p->n_facts * d);
     layout_ln(&p->fact_ln, c, p->n_facts, d, 0);
-    p->ctx = take_f(c, p->n_ctx * d);
-    p->x0 = take_f(c, ns * d);
+    p->ctx = ws_carve_f(c, p->n_ctx * d);
+    p->x0 = ws_carve_f(c, ns * d);
     if (m->upd_variant) {
-        p->upd_variant_act = take_f(c, m->upd_variant->act_floats(m, p));
-        size_t scratch = m->upd_variant->scratch_floats(m, p);
+        p->upd_variant_act = ws_carve_f(c, m->upd_variant->act_floats(x));
+        size_t scratch = m->upd_variant->scratch_floats(x);
         if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
     }
     for (int l = 0; !m->upd_variant && l < m->cfg.n_upd_layers; l++) {
@@ -98,30 +87,30 @@ static void layout_acts(ws_model *m, ws_plan *p, carve *c)
     }
     layout_ln(&p->out_ln, c, nq, d, 1);
     if (m->readout) {
-        p->readout_act = take_f(c, m->readout->act_floats(m, p));
-        size_t scratch = m->readout->scratch_floats(m, p);
+        p->readout_act = ws_carve_f(c, m->readout->act_floats(x));
+        size_t scratch = m->readout->scratch_floats(x);
         if (scratch > p->mix_scratch_floats) p->mix_scratch_floats = scratch;
     }
-    p->logits = take_f(c, nq);
-    p->loss = take_f(c, 1);
-    m->probs_dev = take_f(c, nq);
+    p->logits = ws_carve_f(c, nq);
+    p->loss = ws_carve_f(c, 1);
+    p->probs = ws_carve_f(c, nq);
 }
 
-static void layout_grads(ws_model *m, ws_plan *p, carve *c)
+static void layout_grads(const ws_model *m, ws_plan *p, ws_carve *c)
 {
     size_t d = m->cfg.d, ns = p->n_state_rows, nq = p->n_query;
     size_t rows = ns > nq ? ns : nq;
-    p->d_u = take_f(c, p->n_facts * d);
-    p->d_tok = take_f(c, p->n_facts * d);
-    p->d_ctx = take_f(c, p->n_ctx * d);
-    p->d_x = take_f(c, ns * d);
-    p->d_w = take_f(c, ns * d);
-    p->d_lno = take_f(c, nq * d);
-    p->d_logits = take_f(c, nq);
-    p->scratch.d_ln = take_f(c, rows * d);
-    p->scratch.d_act = take_f(c, rows * 4 * d);
-    p->scratch.d_fc = take_f(c, rows * 4 * d);
-    p->scratch.mix = take_f(c, p->mix_scratch_floats);
+    p->d_u = ws_carve_f(c, p->n_facts * d);
+    p->d_tok = ws_carve_f(c, p->n_facts * d);
+    p->d_ctx = ws_carve_f(c, p->n_ctx * d);
+    p->d_x = ws_carve_f(c, ns * d);
+    p->d_w = ws_carve_f(c, ns * d);
+    p->d_lno = ws_carve_f(c, nq * d);
+    p->d_logits = ws_carve_f(c, nq);
+    p->scratch.d_ln = ws_carve_f(c, rows * d);
+    p->scratch.d_act = ws_carve_f(c, rows * 4 * d);
+    p->scratch.d_fc = ws_carve_f(c, rows * 4 * d);
+    p->scratch.mix = ws_carve_f(c, p->mix_scratch_floats);
 }
 
 /* memcpy that accepts an empty, never-allocated source (NULL is UB even for 0). */
@@ -202,7 +191,7 @@ static size_t pairs(const ws_attn_seg *segs, int n)
 
 /* The row shapes of every mixer sub-block: segments (device and host copies),
  * launch bounds and pair counts. Needs the host inputs filled. */
-static void set_shapes(ws_model *m, ws_plan *p)
+static void set_shapes(const ws_model *m, ws_plan *p)
 {
     int T = m->cfg.n_state;
     ws_mix_shape self = {p->n_state_rows, p->n_state_rows, p->seg_self, p->seg_self_host, p->B,
@@ -218,23 +207,25 @@ static void set_shapes(ws_model *m, ws_plan *p)
     for (int l = 0; l < m->cfg.n_ext_layers; l++) p->ext[l].cross.shape = ext;
 }
 
-static ws_status grow_arena(ws_model *m, size_t total, ws_error *err)
+static ws_status grow_arena(ws_exec *x, size_t total, ws_error *err)
 {
-    if (total <= m->arena_bytes) return WS_OK;
-    ws_backend_release(m->be, m->arena);
-    m->arena = NULL;
-    m->arena_bytes = 0;
+    ws_backend *be = x->m->be;
+    if (total <= x->arena_bytes) return WS_OK;
+    ws_backend_release(be, x->arena);
+    x->arena = NULL;
+    x->arena_bytes = 0;
     size_t want = total + total / 4; /* headroom: shapes vary step to step */
-    if (ws_backend_alloc(m->be, want, &m->arena) != WS_OK)
+    if (ws_backend_alloc(be, want, &x->arena) != WS_OK)
         return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
                             want);
-    m->arena_bytes = want;
+    x->arena_bytes = want;
     return WS_OK;
 }
 
-ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *err)
+ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *err)
 {
-    ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    ws_plan *p = &x->plan;
     p->B = b->n_traj;
     p->n_instr = b->instr.n;
     p->n_query = b->query.n;
@@ -250,17 +241,17 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
 
     /* Fill the host copy of the inputs first: the mixers size their memory
      * from the segments. */
-    carve c = {0};
+    ws_carve c = ws_carve_at(NULL, ARENA_ALIGN);
     layout_inputs(p, &m->cfg, &c);
-    size_t in_bytes = (c.off + 63) & ~(size_t)63;
-    if (in_bytes > m->staging_bytes) {
-        void *s = realloc(m->staging, in_bytes);
+    size_t in_bytes = ws_carve_end(&c);
+    if (in_bytes > x->staging_bytes) {
+        void *s = realloc(x->staging, in_bytes);
         if (!s) return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate input staging");
-        m->staging = s;
-        m->staging_bytes = in_bytes;
+        x->staging = s;
+        x->staging_bytes = in_bytes;
     }
     ws_plan host = *p;
-    carve hc = {.base = m->staging};
+    ws_carve hc = ws_carve_at(x->staging, ARENA_ALIGN);
     layout_inputs(&host, &m->cfg, &hc);
     fill_inputs(m, &host, b);
     p->n_ext_segs = host.n_ext_segs;
@@ -270,22 +261,22 @@ ws_status ws_plan_prepare(ws_model *m, const ws_batch *b, int train, ws_error *e
     set_shapes(m, p);
 
     /* Measure activations and gradients, grow the arena, lay out for real. */
-    layout_acts(m, p, &c);
-    size_t act_end = (c.off + 63) & ~(size_t)63;
+    layout_acts(x, &c);
+    size_t act_end = ws_carve_end(&c);
     if (train) layout_grads(m, p, &c);
     size_t total = c.off;
-    WS_TRY(grow_arena(m, total, err));
-    carve dc = {.base = m->arena};
+    WS_TRY(grow_arena(x, total, err));
+    ws_carve dc = ws_carve_at(x->arena, ARENA_ALIGN);
     layout_inputs(p, &m->cfg, &dc);
     set_shapes(m, p); /* the device segment pointers are final now */
-    layout_acts(m, p, &dc);
+    layout_acts(x, &dc);
     if (train) {
         layout_grads(m, p, &dc);
-        if (m->be->ops->fill(m->be, (float *)((char *)m->arena + act_end), 0.0f,
+        if (m->be->ops->fill(m->be, (float *)((char *)x->arena + act_end), 0.0f,
                              (total - act_end) / sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: cannot clear gradients");
     }
-    if (ws_backend_upload(m->be, m->arena, m->staging, in_bytes) != WS_OK)
+    if (ws_backend_upload(m->be, x->arena, x->staging, in_bytes) != WS_OK)
         return ws_error_set(err, WS_ERR_BACKEND, "model: input upload failed");
     return WS_OK;
 }

@@ -180,7 +180,7 @@ static ws_status add_step(ws_batch *b, const probe_set *ps, int g, ws_vocab *v)
     return WS_OK;
 }
 
-static ws_status ask(ws_model *m, ws_batch *b, const probe_set *ps, const float *w, ws_vocab *v,
+static ws_status ask(ws_exec *x, ws_batch *b, const probe_set *ps, const float *w, ws_vocab *v,
                      int di, ws_probe_result *res, ws_error *err)
 {
     ws_batch_clear(b);
@@ -197,7 +197,7 @@ static ws_status ask(ws_model *m, ws_batch *b, const probe_set *ps, const float 
     float *p = malloc((size_t)ws_batch_n_query(b) * sizeof *p);
     if (!p) return ws_error_set(err, WS_ERR_NOMEM, "probe: out of memory");
     ws_step_result sr;
-    ws_status st = ws_model_query(m, b, w, p, &sr, err);
+    ws_status st = ws_exec_query(x, b, w, p, &sr, err);
     for (int i = 0, row = 0; st == WS_OK && i < ps->n; i++)
         for (int q = 0; q < 2 * ps->ep[i].k; q++, row++) {
             int kind, label;
@@ -209,31 +209,32 @@ static ws_status ask(ws_model *m, ws_batch *b, const probe_set *ps, const float 
     return st;
 }
 
-static ws_status run(ws_model *m, const ws_probe_config *pc, probe_set *ps, ws_batch *b,
+static ws_status run(ws_exec *x, const ws_probe_config *pc, probe_set *ps, ws_batch *b,
                      float *w, ws_probe_result *res, ws_error *err)
 {
-    ws_vocab *v = pc->grow_vocab ? ws_model_vocab(m) : NULL;
+    ws_vocab *v = pc->grow_vocab ? ws_model_vocab(ws_exec_model(x)) : NULL;
     ws_step_result sr;
     for (int g = 1; g <= ps->last; g++) {
         ws_batch_clear(b);
         WS_TRY(add_step(b, ps, g, v));
-        WS_TRY(ws_model_step(m, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
+        WS_TRY(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
     }
     int done = 0; /* silent steps since the last instruction */
     for (int di = 0; di < pc->n_delays; di++) {
         for (; done < pc->delays[di]; done++) {
             ws_batch_clear(b);
             WS_TRY(add_step(b, ps, ps->last + 1, v)); /* past every episode: no instructions */
-            WS_TRY(ws_model_step(m, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
+            WS_TRY(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
         }
-        WS_TRY(ask(m, b, ps, w, v, di, res, err));
+        WS_TRY(ask(x, b, ps, w, v, di, res, err));
     }
     return WS_OK;
 }
 
-ws_status ws_probe_run(ws_model *m, const ws_probe_config *pc, ws_probe_result *res,
+ws_status ws_probe_run(ws_exec *x, const ws_probe_config *pc, ws_probe_result *res,
                        ws_error *err)
 {
+    ws_model *m = ws_exec_model(x);
     memset(res, 0, sizeof *res);
     if (pc->n_ks < 1 || pc->n_ks > WS_PROBE_MAX_KS || pc->n_delays < 1 ||
         pc->n_delays > WS_PROBE_MAX_DELAYS)
@@ -260,7 +261,7 @@ ws_status ws_probe_run(ws_model *m, const ws_probe_config *pc, ws_probe_result *
             if (st == WS_OK && ps.ep[i].n_steps > ps.last) ps.last = ps.ep[i].n_steps;
         }
     if (st == WS_OK && ps.n > 0) st = ws_model_state_alloc(m, ps.n, &w, err);
-    if (st == WS_OK && ps.n > 0) st = run(m, pc, &ps, b, w, res, err);
+    if (st == WS_OK && ps.n > 0) st = run(x, pc, &ps, b, w, res, err);
     ws_backend_release(ws_model_backend(m), w);
     for (int i = 0; i < ps.n && ps.ep; i++) ws_probe_episode_free(&ps.ep[i]);
     free(ps.ep);

@@ -83,7 +83,7 @@ typedef struct {
     long right[WS_PROBE_MAX_KS][WS_PROBE_MAX_DELAYS][WS_PROBE_KINDS];
 } ws_probe_result;
 
-ws_status ws_probe_run(ws_model *m, const ws_probe_config *pc, ws_probe_result *res,
+ws_status ws_probe_run(ws_exec *x, const ws_probe_config *pc, ws_probe_result *res,
                        ws_error *err);
 /* The seed of episode t of K value ki (the same in every runner). */
 uint64_t ws_probe_seed(const ws_probe_config *pc, int ki, int t);

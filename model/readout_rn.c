@@ -36,14 +36,17 @@
 #include "mixer.h"
 
 #define WS_RN_MAX_STATE 64 /* T² pair rows per query: 4096 at most */
+#define WS_RN_MAX_LAYERS 8 /* of g: config.c's bound, and the slots they take */
 
 typedef struct {
     size_t ns, nq, w, pair_floats; /* pair_floats: nq·T²·w, one layer */
     int layers;
 } rn_dims;
 
-static rn_dims dims(const ws_model *m, const ws_plan *p)
+static rn_dims dims(const ws_exec *x)
 {
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t T = (size_t)m->cfg.n_state;
     rn_dims s = {(size_t)p->n_state_rows, (size_t)p->n_query, (size_t)m->cfg.rn_width, 0,
                  m->cfg.rn_layers};
@@ -56,45 +59,43 @@ static rn_dims dims(const ws_model *m, const ws_plan *p)
  *   act:     obj [ns, 2w] | qry [nq, w] | sum [nq, w] | f0 [nq, w] | L_g × [nq·T², w] pairs
  *   scratch: ∂obj | ∂qry | ∂sum | ∂f0 | ∂z0 [nq, w] | x, y [nq·T², w] (y only if L_g > 1) */
 typedef struct {
-    float *obj, *qry, *sum, *f0, *rest;
+    float *obj, *qry, *sum, *f0;
+    float *pairs;        /* act */
+    float *d_z0, *x, *y; /* scratch */
 } rn_bufs;
 
-static rn_bufs carve(float *base, rn_dims s)
+/* Carves act or scratch; base NULL measures: *floats receives the size. */
+static rn_bufs carve(float *base, rn_dims s, int act, size_t *floats)
 {
-    rn_bufs b;
-    b.obj = base;
-    b.qry = b.obj + s.ns * 2 * s.w;
-    b.sum = b.qry + s.nq * s.w;
-    b.f0 = b.sum + s.nq * s.w;
-    b.rest = b.f0 + s.nq * s.w;
+    ws_carve c = ws_carve_at(base, sizeof(float));
+    rn_bufs b = {0};
+    b.obj = ws_carve_f(&c, s.ns * 2 * s.w);
+    b.qry = ws_carve_f(&c, s.nq * s.w);
+    b.sum = ws_carve_f(&c, s.nq * s.w);
+    b.f0 = ws_carve_f(&c, s.nq * s.w);
+    if (act) {
+        b.pairs = ws_carve_f(&c, (size_t)s.layers * s.pair_floats);
+    } else {
+        b.d_z0 = ws_carve_f(&c, s.nq * s.w);
+        b.x = ws_carve_f(&c, s.pair_floats);
+        if (s.layers > 1) b.y = ws_carve_f(&c, s.pair_floats);
+    }
+    if (floats) *floats = ws_carve_floats(&c);
     return b;
 }
 
-/* The scratch beyond the per-row gradients. */
-typedef struct {
-    float *d_z0, *x, *y;
-} rn_pair_grads;
-
-static rn_pair_grads carve_pair_grads(const rn_bufs *g, rn_dims s)
+static size_t act_floats(const ws_exec *x)
 {
-    rn_pair_grads p = {g->rest, g->rest + s.nq * s.w, NULL};
-    if (s.layers > 1) p.y = p.x + s.pair_floats;
-    return p;
+    size_t n;
+    carve(NULL, dims(x), 1, &n);
+    return n;
 }
 
-static size_t act_floats(const ws_model *m, const ws_plan *p)
+static size_t scratch_floats(const ws_exec *x)
 {
-    rn_dims s = dims(m, p);
-    return s.ns * 2 * s.w + 3 * s.nq * s.w + (size_t)s.layers * s.pair_floats;
-}
-
-/* The part of scratch before the pair buffers (zeroed in full each backward). */
-static size_t small_scratch(rn_dims s) { return s.ns * 2 * s.w + 4 * s.nq * s.w; }
-
-static size_t scratch_floats(const ws_model *m, const ws_plan *p)
-{
-    rn_dims s = dims(m, p);
-    return small_scratch(s) + (s.layers > 1 ? 2 : 1) * s.pair_floats;
+    size_t n;
+    carve(NULL, dims(x), 0, &n);
+    return n;
 }
 
 static ws_status validate(const ws_model_config *c, ws_error *err)
@@ -109,64 +110,58 @@ static ws_status validate(const ws_model_config *c, ws_error *err)
 
 static int supported(const ws_backend *be) { return be->ops->rn != NULL; }
 
-static void layout(ws_param_layout *L, const ws_model_config *c)
+/* Its slots: g's split first layer (A and B in one weight, C with b₁), g's
+ * layers 1 .. rn_layers−1, then f's two. */
+enum { G0_OBJ, G0_QUERY, G1, F0 = G1 + WS_RN_MAX_LAYERS - 1, F1 };
+_Static_assert(F1 < WS_MIX_SLOTS, "rn: more slots than ws_mix_params holds");
+
+static void layout(ws_param_layout *L, const ws_model_config *c, ws_mix_params *p)
 {
     char name[48];
     int d = c->d, w = c->rn_width;
-    ws_layout_add(L, "ext.rn.g.0.obj.w", 2 * w, d, 1);
-    ws_layout_add_linear(L, "ext.rn.g.0.query", w, d);
+    p->at[G0_OBJ] = ws_layout_add_weight(L, "ext.rn.g.0.obj", 2 * w, d);
+    p->at[G0_QUERY] = ws_layout_add_linear(L, "ext.rn.g.0.query", w, d);
     for (int l = 1; l < c->rn_layers; l++) {
         snprintf(name, sizeof name, "ext.rn.g.%d", l);
-        ws_layout_add_linear(L, name, w, w);
+        p->at[G1 + l - 1] = ws_layout_add_linear(L, name, w, w);
     }
-    ws_layout_add_linear(L, "ext.rn.f.0", w, w);
-    ws_layout_add_linear(L, "ext.rn.f.1", 1, w);
+    p->at[F0] = ws_layout_add_linear(L, "ext.rn.f.0", w, w);
+    p->at[F1] = ws_layout_add_linear(L, "ext.rn.f.1", 1, w);
 }
 
-/* Offset of "ext.rn.<mlp>.<l><suffix>", mlp "g" or "f". */
-static size_t off(const ws_model *m, const char *mlp, int l, const char *suffix)
+static ws_rn_args rn_args(const ws_exec *x)
 {
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "ext.rn.%s.%d", mlp, l);
-    return ws_model_param_off(m, prefix, suffix);
+    const ws_plan *p = &x->plan;
+    return (ws_rn_args){.segs = p->seg_ext, .n_segs = p->n_ext_segs, .n_obj = x->m->cfg.n_state,
+                        .width = x->m->cfg.rn_width, .max_q_len = p->max_query};
 }
 
-static ws_rn_args rn_args(const ws_model *m)
-{
-    const ws_plan *p = &m->plan;
-    return (ws_rn_args){.segs = p->seg_ext, .n_segs = p->n_ext_segs, .n_obj = m->cfg.n_state,
-                        .width = m->cfg.rn_width, .max_q_len = p->max_query};
-}
-
-static ws_status forward(ws_model *m, float *act, const float *q, const float *w,
+static ws_status forward(ws_exec *x, float *act, const float *q, const float *w,
                          float *logits)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
-    rn_dims s = dims(m, &m->plan);
-    rn_bufs a = carve(act, s);
-    float *pairs = a.rest;
+    rn_dims s = dims(x);
+    rn_bufs a = carve(act, s, 1, NULL);
+    float *pairs = a.pairs;
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
     int n_pairs = nq * K * K;
-    WS_TRY(be->ops->linear_forward(be, a.obj, w, WS_P(m, off(m, "g", 0, ".obj.w")), NULL,
-                                   (int)s.ns, d, 2 * W));
-    WS_TRY(be->ops->linear_forward(be, a.qry, q, WS_P(m, off(m, "g", 0, ".query.w")),
-                                   WS_P(m, off(m, "g", 0, ".query.b")), nq, d, W));
-    ws_rn_args args = rn_args(m);
+    const ws_lin_off *P = m->off.readout.at;
+    WS_TRY(ws_mix_linear_forward(m, P[G0_OBJ], a.obj, w, (int)s.ns, d, 2 * W));
+    WS_TRY(ws_mix_linear_forward(m, P[G0_QUERY], a.qry, q, nq, d, W));
+    ws_rn_args args = rn_args(x);
     WS_TRY(rn->pair_forward(be, pairs, a.obj, a.qry, &args));
     for (int l = 1; l < s.layers; l++) {
         float *h = pairs + (size_t)l * s.pair_floats;
-        WS_TRY(be->ops->linear_forward(be, h, h - s.pair_floats, WS_P(m, off(m, "g", l, ".w")),
-                                       WS_P(m, off(m, "g", l, ".b")), n_pairs, W, W));
+        WS_TRY(ws_mix_linear_forward(m, P[G1 + l - 1], h, h - s.pair_floats, n_pairs, W, W));
         WS_TRY(rn->relu_forward(be, h, h, s.pair_floats));
     }
     const float *top = pairs + (size_t)(s.layers - 1) * s.pair_floats;
     WS_TRY(rn->pair_sum_forward(be, a.sum, top, nq, K * K, W, 1.0f / (float)(K * K)));
-    WS_TRY(be->ops->linear_forward(be, a.f0, a.sum, WS_P(m, off(m, "f", 0, ".w")),
-                                   WS_P(m, off(m, "f", 0, ".b")), nq, W, W));
+    WS_TRY(ws_mix_linear_forward(m, P[F0], a.f0, a.sum, nq, W, W));
     WS_TRY(rn->relu_forward(be, a.f0, a.f0, s.nq * s.w));
-    return be->ops->linear_forward(be, logits, a.f0, WS_P(m, off(m, "f", 1, ".w")),
-                                   WS_P(m, off(m, "f", 1, ".b")), nq, W, 1);
+    return ws_mix_linear_forward(m, P[F1], logits, a.f0, nq, W, 1);
 }
 
 /* f backward: d_logits → d_sum. */
@@ -174,17 +169,15 @@ static ws_status backward_f(ws_model *m, const rn_bufs *a, const rn_bufs *g, flo
                             const float *d_logits, int nq, int W)
 {
     ws_backend *be = m->be;
-    size_t f0w = off(m, "f", 0, ".w"), f1w = off(m, "f", 1, ".w");
-    WS_TRY(be->ops->linear_backward(be, g->f0, WS_G(m, f1w), WS_G(m, off(m, "f", 1, ".b")),
-                                    d_logits, a->f0, WS_P(m, f1w), nq, W, 1));
+    const ws_lin_off *P = m->off.readout.at;
+    WS_TRY(ws_mix_linear_backward(m, P[F1], g->f0, d_logits, a->f0, nq, W, 1));
     WS_TRY(be->ops->rn->relu_backward(be, d_z0, a->f0, g->f0, (size_t)nq * W));
-    return be->ops->linear_backward(be, g->sum, WS_G(m, f0w), WS_G(m, off(m, "f", 0, ".b")),
-                                    d_z0, a->sum, WS_P(m, f0w), nq, W, W);
+    return ws_mix_linear_backward(m, P[F0], g->sum, d_z0, a->sum, nq, W, W);
 }
 
 /* g's layers L_g−1 .. 1, from x = ∂L/∂ of layer L_g−1's pre-activations down to
  * ∂L/∂h_0, the split layer's output; *dh0 receives the buffer that holds it. */
-static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads *g,
+static ws_status backward_g(ws_model *m, const float *pairs, const rn_bufs *g,
                             rn_dims s, const float **dh0)
 {
     ws_backend *be = m->be;
@@ -192,14 +185,13 @@ static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads
     float *dz = g->x, *dh = g->y;
     for (int l = s.layers - 1; l >= 1; l--) {
         const float *h_in = pairs + (size_t)(l - 1) * s.pair_floats;
-        size_t lw = off(m, "g", l, ".w");
+        ws_lin_off lw = m->off.readout.at[G1 + l - 1];
         /* dW_l, db_l from dz; then ∂L/∂h_{l−1} = dz·W_l, written (beta 0) rather
          * than accumulated, so the buffer needs no clearing. */
         ws_gemm_args back = {.m = n_pairs, .n = W, .k = W, .alpha = 1.0f, .beta = 0.0f,
-                             .a = dz, .lda = W, .b = WS_P(m, lw), .ldb = W, .c = dh, .ldc = W,
+                             .a = dz, .lda = W, .b = WS_P(m, lw.w), .ldb = W, .c = dh, .ldc = W,
                              .batch = 1};
-        WS_TRY(be->ops->linear_backward(be, NULL, WS_G(m, lw), WS_G(m, off(m, "g", l, ".b")), dz,
-                                        h_in, WS_P(m, lw), n_pairs, W, W));
+        WS_TRY(ws_mix_linear_backward(m, lw, NULL, dz, h_in, n_pairs, W, W));
         WS_TRY(be->ops->gemm(be, &back));
         if (l == 1) break; /* h_0's ReLU is folded into pair_backward */
         /* ∂L/∂z_{l−1} into dz, which is free again. */
@@ -210,37 +202,35 @@ static ws_status backward_g(ws_model *m, const float *pairs, const rn_pair_grads
     return WS_OK;
 }
 
-static ws_status backward(ws_model *m, float *act, float *scratch, const float *q,
+static ws_status backward(ws_exec *x, float *act, float *scratch, const float *q,
                           const float *w, const float *d_logits, float *d_q, float *d_w)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const struct ws_rn_ops *rn = be->ops->rn;
-    rn_dims s = dims(m, &m->plan);
-    rn_bufs a = carve(act, s), g = carve(scratch, s);
-    rn_pair_grads pg = carve_pair_grads(&g, s);
+    rn_dims s = dims(x);
+    rn_bufs a = carve(act, s, 1, NULL), g = carve(scratch, s, 0, NULL);
     int d = m->cfg.d, W = (int)s.w, K = m->cfg.n_state, nq = (int)s.nq;
     /* The small buffers and x start from zero (the ops accumulate). */
-    WS_TRY(be->ops->fill(be, scratch, 0.0f, small_scratch(s) + s.pair_floats));
-    WS_TRY(backward_f(m, &a, &g, pg.d_z0, d_logits, nq, W));
+    WS_TRY(be->ops->fill(be, scratch, 0.0f, (size_t)(g.x - scratch) + s.pair_floats));
+    WS_TRY(backward_f(m, &a, &g, g.d_z0, d_logits, nq, W));
     /* The sum's backward broadcasts ∂L/∂sum to every pair row; with L_g > 1 it
      * also applies the top layer's ReLU (its split layer's ReLU, when L_g = 1,
      * is pair_backward's). */
-    const float *top = a.rest + (size_t)(s.layers - 1) * s.pair_floats;
-    WS_TRY(rn->pair_sum_backward(be, pg.x, g.sum, s.layers > 1 ? top : NULL, nq, K * K, W,
+    const float *top = a.pairs + (size_t)(s.layers - 1) * s.pair_floats;
+    WS_TRY(rn->pair_sum_backward(be, g.x, g.sum, s.layers > 1 ? top : NULL, nq, K * K, W,
                                  1.0f / (float)(K * K)));
     const float *dh0;
-    WS_TRY(backward_g(m, a.rest, &pg, s, &dh0));
-    ws_rn_args args = rn_args(m);
-    WS_TRY(rn->pair_backward(be, g.obj, g.qry, dh0, a.rest, &args));
-    size_t ow = off(m, "g", 0, ".obj.w"), qw = off(m, "g", 0, ".query.w");
-    WS_TRY(be->ops->linear_backward(be, d_w, WS_G(m, ow), NULL, g.obj, w, WS_P(m, ow),
-                                    (int)s.ns, d, 2 * W));
-    return be->ops->linear_backward(be, d_q, WS_G(m, qw), WS_G(m, off(m, "g", 0, ".query.b")),
-                                    g.qry, q, WS_P(m, qw), nq, d, W);
+    WS_TRY(backward_g(m, a.pairs, &g, s, &dh0));
+    ws_rn_args args = rn_args(x);
+    WS_TRY(rn->pair_backward(be, g.obj, g.qry, dh0, a.pairs, &args));
+    const ws_lin_off *P = m->off.readout.at;
+    WS_TRY(ws_mix_linear_backward(m, P[G0_OBJ], d_w, g.obj, w, (int)s.ns, d, 2 * W));
+    return ws_mix_linear_backward(m, P[G0_QUERY], d_q, g.qry, q, nq, d, W);
 }
 
 const ws_readout_variant ws_readout_rn = {
-    .kind = WS_MIXER_RN, .name = "rn", .validate = validate, .supported = supported,
+    .kind = WS_MIXER_RN, .validate = validate, .supported = supported,
     .layout = layout, .act_floats = act_floats, .scratch_floats = scratch_floats,
     .forward = forward, .backward = backward,
 };

@@ -9,7 +9,8 @@
 #include "../base/ws_rng.h"
 
 struct ws_trainer {
-    ws_model *m;
+    ws_exec *x;
+    ws_model *m; /* x's */
     ws_task *task;
     ws_train_config tc;
     ws_batch *batch;
@@ -60,7 +61,7 @@ static int draw_lifetime(ws_trainer *t)
     return life < 1 ? 1 : life;
 }
 
-ws_status ws_trainer_new(ws_trainer **out, ws_model *m, const ws_task_params *task,
+ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *task,
                          const ws_train_config *tc, ws_error *err)
 {
     *out = NULL;
@@ -72,7 +73,9 @@ ws_status ws_trainer_new(ws_trainer **out, ws_model *m, const ws_task_params *ta
                             "and max_age >= rollout for the pool");
     ws_trainer *t = calloc(1, sizeof *t);
     if (!t) return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
-    t->m = m;
+    t->x = x;
+    t->m = ws_exec_model(x);
+    ws_model *m = t->m;
     t->tc = *tc;
     t->rng = mix(tc->seed ^ 0x5EEDULL);
     t->t0 = ws_clock_mono_s();
@@ -141,8 +144,8 @@ ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err
         WS_TRY(ws_task_step(t->task, i, t->batch, NULL, err));
     }
     ws_step_result res;
-    WS_TRY(ws_model_step(t->m, t->batch, t->states, t->states, WS_STEP_TRAIN,
-                         1.0f / (float)t->tc.update_every, NULL, &res, err));
+    WS_TRY(ws_exec_step(t->x, t->batch, t->states, t->states, WS_STEP_TRAIN,
+                        1.0f / (float)t->tc.update_every, NULL, &res, err));
     for (int i = 0; i < t->tc.batch; i++) {
         if (++t->age[i] >= t->lifetime[i]) {
             t->age[i] = 0;

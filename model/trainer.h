@@ -61,7 +61,8 @@ typedef struct {
 
 typedef struct ws_trainer ws_trainer;
 
-ws_status ws_trainer_new(ws_trainer **out, ws_model *m, const ws_task_params *task,
+/* Trains x's model, running its steps in x (which must outlive the trainer). */
+ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *task,
                          const ws_train_config *tc, ws_error *err);
 void ws_trainer_free(ws_trainer *t);
 /* One iteration; *stats is updated. Returns WS_OK until the budget is spent,
@@ -95,7 +96,7 @@ typedef struct {
     int horizons[WS_EVAL_MAX_HORIZONS]; /* ascending */
 } ws_eval_config;
 
-ws_status ws_evaluate(ws_model *m, const ws_task_params *task, const ws_eval_config *ec,
+ws_status ws_evaluate(ws_exec *x, const ws_task_params *task, const ws_eval_config *ec,
                       ws_eval_point *out, ws_error *err);
 /* Prints a table (with the task's baselines) and one JSON line. */
 void ws_eval_print(FILE *f, const ws_task_params *task, const ws_eval_point *pts, int n,

@@ -64,26 +64,13 @@
 #define RMC_INPUT_BIAS 0.0f
 #define RMC_FORGET_BIAS 1.0f /* Sonnet's default: start by mostly keeping the memory */
 
-typedef struct {
-    char *base; /* NULL: only measure */
-    size_t off;
-} carver;
+#define RMC_ALIGN 64 /* bytes: its pieces start as the plan's do (vector loads) */
 
-/* 64-byte aligned pieces, as the plan carves (vector loads on any backend). */
-static void *take(carver *c, size_t bytes)
+static ws_ln_act take_ln(ws_carve *c, size_t n, size_t d)
 {
-    void *p = c->base ? c->base + c->off : NULL;
-    c->off += (bytes + 63) & ~(size_t)63;
-    return p;
-}
-
-static float *take_f(carver *c, size_t n) { return take(c, n * sizeof(float)); }
-
-static ws_ln_act take_ln(carver *c, size_t n, size_t d)
-{
-    ws_ln_act a = {take_f(c, n * d), NULL, NULL};
-    a.mean = take_f(c, n);
-    a.rstd = take_f(c, n);
+    ws_ln_act a = {ws_carve_f(c, n * d), NULL, NULL};
+    a.mean = ws_carve_f(c, n);
+    a.rstd = ws_carve_f(c, n);
     return a;
 }
 
@@ -104,7 +91,7 @@ typedef struct {
     ws_ln_act state_ln;           /* LN_w's statistics (state_norm only; out is W_t) */
     float *m_new;                 /* [n, d] M_t before LN_w (state_norm only) */
     float *xbar, *gx, *gm, *gates, *a; /* [B,d] [B,2d] [n,2d] [n,2d] [n,d] */
-    carver blocks;                /* where block 0 starts; blocks follow each other */
+    ws_carve blocks;              /* where block 0 starts; blocks follow each other */
 } rmc_act;
 
 typedef struct {
@@ -122,9 +109,10 @@ static size_t index_bytes(const ws_plan *p)
 }
 
 /* The attention's rows: state rows query their trajectory's memory rows. */
-static ws_mix_shape mem_shape(const ws_model *m, const ws_attn_seg *segs)
+static ws_mix_shape mem_shape(const ws_exec *x, const ws_attn_seg *segs)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     int T = m->cfg.n_state;
     ws_mix_shape s = {.n = p->n_state_rows, .n_keys = n_mem_rows(p), .segs = segs,
                       .segs_host = NULL, /* the MHA mixer reads the device segments only */
@@ -135,154 +123,143 @@ static ws_mix_shape mem_shape(const ws_model *m, const ws_attn_seg *segs)
 
 static const ws_mixer *mha(void) { return ws_mixer_find(WS_MIXER_MHA); }
 
-static rmc_block take_block(carver *c, const ws_model *m)
+static rmc_block take_block(ws_carve *c, const ws_exec *x)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d;
     rmc_block b;
     b.ln = take_ln(c, n, d);
-    b.mem = take_f(c, (size_t)n_mem_rows(p) * d);
-    ws_mix_shape s = mem_shape(m, NULL);
-    b.mha = take_f(c, mha()->act_floats(&m->cfg, WS_MIX_CROSS, &s));
-    b.x_mid = take_f(c, n * d);
+    b.mem = ws_carve_f(c, (size_t)n_mem_rows(p) * d);
+    ws_mix_shape s = mem_shape(x, NULL);
+    b.mha = ws_carve_f(c, mha()->act_floats(&m->cfg, WS_MIX_CROSS, &s));
+    b.x_mid = ws_carve_f(c, n * d);
     b.mlp.ln = take_ln(c, n, d);
-    b.mlp.fc = take_f(c, n * 4 * d);
-    b.mlp.act = take_f(c, n * 4 * d);
-    b.mlp.x_out = take_f(c, n * d);
+    b.mlp.fc = ws_carve_f(c, n * 4 * d);
+    b.mlp.act = ws_carve_f(c, n * 4 * d);
+    b.mlp.x_out = ws_carve_f(c, n * d);
     return b;
 }
 
-static rmc_act carve_act(const ws_model *m, float *base, size_t *floats)
+static rmc_act carve_act(const ws_exec *x, float *base, size_t *floats)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d, B = (size_t)p->B;
     size_t n_mem = (size_t)n_mem_rows(p);
-    carver c = {(char *)base, 0};
+    ws_carve c = ws_carve_at(base, RMC_ALIGN);
     rmc_act a;
-    a.m_prev = take_f(&c, n * d);
-    a.tanh_prev = take_f(&c, n * d);
+    a.m_prev = ws_carve_f(&c, n * d);
+    a.tanh_prev = ws_carve_f(&c, n * d);
     /* the three index arrays back to back, as upload_index lays them out */
-    a.ids_state = take(&c, index_bytes(p));
+    a.ids_state = ws_carve_take(&c, index_bytes(p));
     a.ids_ctx = a.ids_state ? a.ids_state + n_mem : NULL;
     a.segs = a.ids_ctx ? (ws_attn_seg *)(a.ids_ctx + n_mem) : NULL;
     a.cand_ln = take_ln(&c, n, d);
     size_t sn = m->cfg.state_norm ? n : 0;
     a.state_ln = take_ln(&c, sn, 0);
-    a.m_new = take_f(&c, sn * d);
-    a.xbar = take_f(&c, B * d);
-    a.gx = take_f(&c, B * 2 * d);
-    a.gm = take_f(&c, n * 2 * d);
-    a.gates = take_f(&c, n * 2 * d);
-    a.a = take_f(&c, n * d);
+    a.m_new = ws_carve_f(&c, sn * d);
+    a.xbar = ws_carve_f(&c, B * d);
+    a.gx = ws_carve_f(&c, B * 2 * d);
+    a.gm = ws_carve_f(&c, n * 2 * d);
+    a.gates = ws_carve_f(&c, n * 2 * d);
+    a.a = ws_carve_f(&c, n * d);
     a.blocks = c;
-    for (int l = 0; l < m->cfg.n_upd_layers; l++) take_block(&c, m);
-    if (floats) *floats = c.off / sizeof(float);
+    for (int l = 0; l < m->cfg.n_upd_layers; l++) take_block(&c, x);
+    if (floats) *floats = ws_carve_floats(&c);
     return a;
 }
 
-static rmc_block block_at(const ws_model *m, const rmc_act *a, int l)
+static rmc_block block_at(const ws_exec *x, const rmc_act *a, int l)
 {
-    carver c = a->blocks;
-    rmc_block b = take_block(&c, m);
-    for (int i = 0; i < l; i++) b = take_block(&c, m);
+    ws_carve c = a->blocks;
+    rmc_block b = take_block(&c, x);
+    for (int i = 0; i < l; i++) b = take_block(&c, x);
     return b;
 }
 
 /* The two phases of the backward share the scratch: the gate phase is done
  * (its result in p->d_x) before the block phase starts. */
-static rmc_scratch carve_scratch(const ws_model *m, float *base, size_t *floats)
+static rmc_scratch carve_scratch(const ws_exec *x, float *base, size_t *floats)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     size_t n = (size_t)p->n_state_rows, d = (size_t)m->cfg.d, B = (size_t)p->B;
     rmc_scratch s;
-    carver c = {(char *)base, 0};
-    s.d_m_new = take_f(&c, n * d);
-    s.d_cand = take_f(&c, n * d);
-    s.d_gm = take_f(&c, n * 2 * d);
-    s.d_gx = take_f(&c, B * 2 * d);
-    s.d_m_prev = take_f(&c, n * d);
-    s.d_xbar = take_f(&c, B * d);
-    s.d_tanh = take_f(&c, n * d);
+    ws_carve c = ws_carve_at(base, RMC_ALIGN);
+    s.d_m_new = ws_carve_f(&c, n * d);
+    s.d_cand = ws_carve_f(&c, n * d);
+    s.d_gm = ws_carve_f(&c, n * 2 * d);
+    s.d_gx = ws_carve_f(&c, B * 2 * d);
+    s.d_m_prev = ws_carve_f(&c, n * d);
+    s.d_xbar = ws_carve_f(&c, B * d);
+    s.d_tanh = ws_carve_f(&c, n * d);
     size_t gate_end = c.off;
     s.gate_floats = gate_end / sizeof(float);
     c.off = 0;
-    s.d_ln = take_f(&c, n * d);
-    s.d_mem = take_f(&c, (size_t)n_mem_rows(p) * d);
-    ws_mix_shape sh = mem_shape(m, NULL);
-    s.mha = take_f(&c, mha()->scratch_floats(&m->cfg, WS_MIX_CROSS, &sh));
+    s.d_ln = ws_carve_f(&c, n * d);
+    s.d_mem = ws_carve_f(&c, (size_t)n_mem_rows(p) * d);
+    ws_mix_shape sh = mem_shape(x, NULL);
+    s.mha = ws_carve_f(&c, mha()->scratch_floats(&m->cfg, WS_MIX_CROSS, &sh));
     if (floats) *floats = (c.off > gate_end ? c.off : gate_end) / sizeof(float);
     return s;
 }
 
-static size_t act_floats(const ws_model *m, const ws_plan *p)
+static size_t act_floats(const ws_exec *x)
 {
-    (void)p; /* m->plan is p */
     size_t n;
-    carve_act(m, NULL, &n);
+    carve_act(x, NULL, &n);
     return n;
 }
 
-static size_t scratch_floats(const ws_model *m, const ws_plan *p)
+static size_t scratch_floats(const ws_exec *x)
 {
-    (void)p;
     size_t n;
-    carve_scratch(m, NULL, &n);
+    carve_scratch(x, NULL, &n);
     return n;
 }
 
 /* ---- parameters -------------------------------------------------------------- */
 
-static void layout(ws_param_layout *L, const ws_model_config *c)
+enum { CAND_LN, GATE_M, GATE_X }; /* its slots in o->upd_variant */
+
+/* Block l: LN1 and the attention in o->upd[l].cross, LN2 and the MLP in
+ * o->upd[l].mlp, as the plain Updater's layers keep theirs. */
+static void layout(ws_param_layout *L, const ws_model_config *c, ws_param_offsets *o)
 {
     char name[48];
     int d = c->d;
     for (int l = 0; l < c->n_upd_layers; l++) {
+        ws_mix_off *x = &o->upd[l].cross;
+        ws_mlp_off *f = &o->upd[l].mlp;
         snprintf(name, sizeof name, "upd.%d.ln1", l);
-        ws_layout_add_ln(L, name, d);
+        x->ln = ws_layout_add_ln(L, name, d);
+        x->mixer = mha();
+        x->mode = WS_MIX_CROSS;
         snprintf(name, sizeof name, "upd.%d.cross", l);
-        mha()->layout(L, name, c, WS_MIX_CROSS);
+        mha()->layout(L, name, c, WS_MIX_CROSS, &x->p);
         snprintf(name, sizeof name, "upd.%d.ln2", l);
-        ws_layout_add_ln(L, name, d);
+        f->ln = ws_layout_add_ln(L, name, d);
         snprintf(name, sizeof name, "upd.%d.mlp.fc", l);
-        ws_layout_add_linear(L, name, 4 * d, d);
+        f->fc = ws_layout_add_linear(L, name, 4 * d, d);
         snprintf(name, sizeof name, "upd.%d.mlp.proj", l);
-        ws_layout_add_linear(L, name, d, 4 * d);
+        f->proj = ws_layout_add_linear(L, name, d, 4 * d);
     }
-    ws_layout_add_ln(L, "upd.ln_cand", d);
-    ws_layout_add_linear(L, "upd.gate.m", 2 * d, d); /* rows: input gate, then forget gate */
-    ws_layout_add_linear(L, "upd.gate.x", 2 * d, d);
-    if (c->state_norm) ws_layout_add_ln(L, "upd.ln", d);
-}
-
-static ws_ln_off ln_named(const ws_model *m, const char *prefix)
-{
-    return (ws_ln_off){ws_model_param_off(m, prefix, ".g"), ws_model_param_off(m, prefix, ".b")};
-}
-
-/* Block l's tensor prefix ("upd.3") + what. */
-static const char *named(char *buf, size_t n, int l, const char *what)
-{
-    snprintf(buf, n, "upd.%d.%s", l, what);
-    return buf;
-}
-
-static ws_mlp_off mlp_named(const ws_model *m, int l)
-{
-    char b[32];
-    ws_mlp_off o = {.ln = ln_named(m, named(b, sizeof b, l, "ln2"))};
-    o.fc = (ws_lin_off){ws_model_param_off(m, named(b, sizeof b, l, "mlp.fc"), ".w"),
-                        ws_model_param_off(m, b, ".b")};
-    o.proj = (ws_lin_off){ws_model_param_off(m, named(b, sizeof b, l, "mlp.proj"), ".w"),
-                          ws_model_param_off(m, b, ".b")};
-    return o;
+    ws_ln_off cand = ws_layout_add_ln(L, "upd.ln_cand", d);
+    o->upd_variant.at[CAND_LN] = (ws_lin_off){cand.g, cand.b};
+    /* rows: input gate, then forget gate */
+    o->upd_variant.at[GATE_M] = ws_layout_add_linear(L, "upd.gate.m", 2 * d, d);
+    o->upd_variant.at[GATE_X] = ws_layout_add_linear(L, "upd.gate.x", 2 * d, d);
+    if (c->state_norm) o->state_ln = ws_layout_add_ln(L, "upd.ln", d);
 }
 
 /* ---- forward ----------------------------------------------------------------- */
 
 /* Builds the memory-row index arrays and segments on the host and uploads them. */
-static ws_status upload_index(ws_model *m, const rmc_act *a)
+static ws_status upload_index(const ws_exec *x, const rmc_act *a)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     int n_mem = n_mem_rows(p), H = m->cfg.n_heads;
     size_t bytes = index_bytes(p);
     int32_t *ids_state = malloc(bytes);
@@ -305,42 +282,42 @@ static ws_status upload_index(ws_model *m, const rmc_act *a)
     return st;
 }
 
-static ws_mix_call mem_call(ws_model *m, const rmc_act *a, const rmc_block *b, const char *prefix)
+static ws_mix_call mem_call(ws_exec *x, const rmc_act *a, const rmc_block *b, int l)
 {
-    ws_mix_call call = {.m = m, .prefix = prefix, .mode = WS_MIX_CROSS,
-                        .s = mem_shape(m, a->segs), .act = b->mha, .x = b->ln.out,
+    ws_mix_call call = {.m = x->m, .p = &x->m->off.upd[l].cross.p, .mode = WS_MIX_CROSS,
+                        .s = mem_shape(x, a->segs), .act = b->mha, .x = b->ln.out,
                         .keys = b->mem, .out = b->x_mid};
     return call;
 }
 
-static ws_status block_forward(ws_model *m, const rmc_act *a, int l, const float *x_in)
+static ws_status block_forward(ws_exec *x, const rmc_act *a, int l, const float *x_in)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    const ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows, n_mem = n_mem_rows(p);
-    rmc_block b = block_at(m, a, l);
-    char pre[32];
-    ws_ln_off ln1 = ln_named(m, named(pre, sizeof pre, l, "ln1"));
-    WS_TRY(ws_ln_forward(m, &ln1, &b.ln, b.ln.out, x_in, n));
+    const ws_upd_layer_off *o = &m->off.upd[l];
+    rmc_block b = block_at(x, a, l);
+    WS_TRY(ws_ln_forward(m, &o->cross.ln, &b.ln, b.ln.out, x_in, n));
     WS_TRY(be->ops->embedding_forward(be, b.mem, b.ln.out, a->ids_state, n_mem, 1, d, 0));
     WS_TRY(be->ops->embedding_forward(be, b.mem, p->ctx, a->ids_ctx, n_mem, 1, d, 1));
-    ws_mix_call call = mem_call(m, a, &b, named(pre, sizeof pre, l, "cross"));
+    ws_mix_call call = mem_call(x, a, &b, l);
     WS_TRY(mha()->forward(&call));
     WS_TRY(be->ops->add_forward(be, b.x_mid, b.x_mid, x_in, (size_t)n * d));
-    ws_mlp_off mlp = mlp_named(m, l);
-    return ws_mlp_forward(m, &mlp, &b.mlp, b.x_mid, n);
+    return ws_mlp_forward(x, &o->mlp, &b.mlp, b.x_mid, n);
 }
 
 /* The residual stream after the last block. */
-static const float *stream_out(const ws_model *m, const rmc_act *a)
+static const float *stream_out(const ws_exec *x, const rmc_act *a)
 {
-    int L = m->cfg.n_upd_layers;
-    return L > 0 ? block_at(m, a, L - 1).mlp.x_out : m->plan.x0;
+    int L = x->m->cfg.n_upd_layers;
+    return L > 0 ? block_at(x, a, L - 1).mlp.x_out : x->plan.x0;
 }
 
-static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, float *out)
+static ws_rmc_gate_args gate_args(const ws_exec *x, const rmc_act *a, float *out)
 {
-    const ws_plan *p = &m->plan;
+    const ws_model *m = x->m;
+    const ws_plan *p = &x->plan;
     ws_rmc_gate_args g = {.n_rows = p->n_state_rows, .d = m->cfg.d, .segs = p->seg_cross,
                           .n_segs = p->B, .input_bias = RMC_INPUT_BIAS,
                           .forget_bias = RMC_FORGET_BIAS, .gm = a->gm, .gx = a->gx,
@@ -349,59 +326,55 @@ static ws_rmc_gate_args gate_args(const ws_model *m, const rmc_act *a, float *ou
     return g;
 }
 
-static ws_status forward(ws_model *m, float *act, const float *w_prev, float *w_out)
+static ws_status forward(ws_exec *x, float *act, const float *w_prev, float *w_out)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const ws_rmc_ops *ops = be->ops->rmc;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows;
-    rmc_act a = carve_act(m, act, NULL);
+    rmc_act a = carve_act(x, act, NULL);
     /* M_{t-1} first: w_out may be w_prev. */
     if (w_prev)
         WS_TRY(be->ops->embedding_forward(be, a.m_prev, w_prev, p->ids_prev, n, 1, d, 0));
     else
         WS_TRY(be->ops->fill(be, a.m_prev, 0.0f, (size_t)n * d));
     WS_TRY(be->ops->embedding_forward(be, a.m_prev, WS_P(m, m->off.w0), p->ids_w0, n, 1, d, 1));
-    WS_TRY(upload_index(m, &a));
-    const float *x = p->x0;
+    WS_TRY(upload_index(x, &a));
+    const float *h = p->x0;
     for (int l = 0; l < m->cfg.n_upd_layers; l++) {
-        WS_TRY(block_forward(m, &a, l, x));
-        x = block_at(m, &a, l).mlp.x_out;
+        WS_TRY(block_forward(x, &a, l, h));
+        h = block_at(x, &a, l).mlp.x_out;
     }
-    ws_ln_off lnc = ln_named(m, "upd.ln_cand");
-    WS_TRY(ws_ln_forward(m, &lnc, &a.cand_ln, a.cand_ln.out, x, n));
-    size_t gm_w = ws_model_param_off(m, "upd.gate.m", ".w");
-    size_t gx_w = ws_model_param_off(m, "upd.gate.x", ".w");
+    const ws_lin_off *P = m->off.upd_variant.at;
+    ws_ln_off lnc = ws_slot_ln(P[CAND_LN]);
+    WS_TRY(ws_ln_forward(m, &lnc, &a.cand_ln, a.cand_ln.out, h, n));
     WS_TRY(ops->tanh_forward(be, a.tanh_prev, a.m_prev, (size_t)n * d));
-    WS_TRY(be->ops->linear_forward(be, a.gm, a.tanh_prev, WS_P(m, gm_w),
-                                   WS_P(m, ws_model_param_off(m, "upd.gate.m", ".b")), n, d, 2 * d));
+    WS_TRY(ws_mix_linear_forward(m, P[GATE_M], a.gm, a.tanh_prev, n, d, 2 * d));
     WS_TRY(ops->seg_mean_forward(be, a.xbar, p->ctx, p->seg_cross, p->B, d));
-    WS_TRY(be->ops->linear_forward(be, a.gx, a.xbar, WS_P(m, gx_w),
-                                   WS_P(m, ws_model_param_off(m, "upd.gate.x", ".b")), p->B, d,
-                                   2 * d));
-    ws_rmc_gate_args g = gate_args(m, &a, m->cfg.state_norm ? a.m_new : w_out);
+    WS_TRY(ws_mix_linear_forward(m, P[GATE_X], a.gx, a.xbar, p->B, d, 2 * d));
+    ws_rmc_gate_args g = gate_args(x, &a, m->cfg.state_norm ? a.m_new : w_out);
     WS_TRY(ops->gate_forward(be, &g));
     if (!m->cfg.state_norm) return WS_OK;
-    ws_ln_off lnw = ln_named(m, "upd.ln");
-    return ws_ln_forward(m, &lnw, &a.state_ln, w_out, a.m_new, n);
+    return ws_ln_forward(m, &m->off.state_ln, &a.state_ln, w_out, a.m_new, n);
 }
 
 /* ---- backward ---------------------------------------------------------------- */
 
 /* p->d_x holds ∂L/∂(block output); leaves ∂L/∂(block input) there. */
-static ws_status block_backward(ws_model *m, const rmc_act *a, const rmc_scratch *s, int l)
+static ws_status block_backward(ws_exec *x, const rmc_act *a, const rmc_scratch *s, int l)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows, n_mem = n_mem_rows(p);
-    rmc_block b = block_at(m, a, l);
-    const float *x_in = l > 0 ? block_at(m, a, l - 1).mlp.x_out : p->x0;
-    ws_mlp_off mlp = mlp_named(m, l);
-    WS_TRY(ws_mlp_backward(m, &mlp, &b.mlp, b.x_mid, p->d_x, n));
+    rmc_block b = block_at(x, a, l);
+    const float *x_in = l > 0 ? block_at(x, a, l - 1).mlp.x_out : p->x0;
+    const ws_upd_layer_off *o = &m->off.upd[l];
+    WS_TRY(ws_mlp_backward(x, &o->mlp, &b.mlp, b.x_mid, p->d_x, n));
     WS_TRY(be->ops->fill(be, s->d_ln, 0.0f, (size_t)n * d));
     WS_TRY(be->ops->fill(be, s->d_mem, 0.0f, (size_t)n_mem * d));
-    char pre[32];
-    ws_mix_call call = mem_call(m, a, &b, named(pre, sizeof pre, l, "cross"));
+    ws_mix_call call = mem_call(x, a, &b, l);
     call.scratch = s->mha;
     call.d_out = p->d_x;
     call.d_x = s->d_ln;
@@ -410,51 +383,46 @@ static ws_status block_backward(ws_model *m, const rmc_act *a, const rmc_scratch
     /* The memory rows' gradients back to the LN'd state rows and the context. */
     WS_TRY(be->ops->embedding_backward(be, s->d_ln, s->d_mem, a->ids_state, n_mem, 1, d));
     WS_TRY(be->ops->embedding_backward(be, p->d_ctx, s->d_mem, a->ids_ctx, n_mem, 1, d));
-    ws_ln_off ln1 = ln_named(m, named(pre, sizeof pre, l, "ln1"));
-    return ws_ln_backward(m, &ln1, &b.ln, p->d_x, s->d_ln, x_in, n);
+    return ws_ln_backward(m, &o->cross.ln, &b.ln, p->d_x, s->d_ln, x_in, n);
 }
 
 /* ∂L/∂W_t (p->d_w) through LN_w and the gates: into the candidate (then p->d_x),
  * the gate weights, the context (through x̄) and, for W_0 trajectories, W_0. */
-static ws_status gates_backward(ws_model *m, const rmc_act *a, const rmc_scratch *s)
+static ws_status gates_backward(ws_exec *x, const rmc_act *a, const rmc_scratch *s)
 {
+    ws_model *m = x->m;
     ws_backend *be = m->be;
     const ws_rmc_ops *ops = be->ops->rmc;
-    ws_plan *p = &m->plan;
+    const ws_plan *p = &x->plan;
     int d = m->cfg.d, n = p->n_state_rows;
     WS_TRY(be->ops->fill(be, s->d_m_new, 0.0f, s->gate_floats));
     const float *d_m_new = p->d_w;
     if (m->cfg.state_norm) {
-        ws_ln_off lnw = ln_named(m, "upd.ln");
-        WS_TRY(ws_ln_backward(m, &lnw, &a->state_ln, s->d_m_new, p->d_w, a->m_new, n));
+        WS_TRY(ws_ln_backward(m, &m->off.state_ln, &a->state_ln, s->d_m_new, p->d_w, a->m_new,
+                              n));
         d_m_new = s->d_m_new;
     }
-    ws_rmc_gate_args g = gate_args(m, a, NULL);
+    ws_rmc_gate_args g = gate_args(x, a, NULL);
     ws_rmc_gate_grads gg = {.dout = d_m_new, .d_cand = s->d_cand, .d_gm = s->d_gm,
                             .d_gx = s->d_gx, .d_m_prev = s->d_m_prev};
     WS_TRY(ops->gate_backward(be, &g, &gg));
-    size_t gx_w = ws_model_param_off(m, "upd.gate.x", ".w");
-    WS_TRY(be->ops->linear_backward(be, s->d_xbar, WS_G(m, gx_w),
-                                    WS_G(m, ws_model_param_off(m, "upd.gate.x", ".b")), s->d_gx,
-                                    a->xbar, WS_P(m, gx_w), p->B, d, 2 * d));
+    const ws_lin_off *P = m->off.upd_variant.at;
+    WS_TRY(ws_mix_linear_backward(m, P[GATE_X], s->d_xbar, s->d_gx, a->xbar, p->B, d, 2 * d));
     WS_TRY(ops->seg_mean_backward(be, p->d_ctx, s->d_xbar, p->seg_cross, p->B, d));
-    size_t gm_w = ws_model_param_off(m, "upd.gate.m", ".w");
-    WS_TRY(be->ops->linear_backward(be, s->d_tanh, WS_G(m, gm_w),
-                                    WS_G(m, ws_model_param_off(m, "upd.gate.m", ".b")), s->d_gm,
-                                    a->tanh_prev, WS_P(m, gm_w), n, d, 2 * d));
+    WS_TRY(ws_mix_linear_backward(m, P[GATE_M], s->d_tanh, s->d_gm, a->tanh_prev, n, d, 2 * d));
     WS_TRY(ops->tanh_backward(be, s->d_m_prev, a->tanh_prev, s->d_tanh, (size_t)n * d));
     /* Only W_0 rows keep theirs: W_{t-1} is a constant. */
     WS_TRY(be->ops->embedding_backward(be, WS_G(m, m->off.w0), s->d_m_prev, p->ids_w0, n, 1, d));
-    ws_ln_off lnc = ln_named(m, "upd.ln_cand");
-    return ws_ln_backward(m, &lnc, &a->cand_ln, p->d_x, s->d_cand, stream_out(m, a), n);
+    ws_ln_off lnc = ws_slot_ln(P[CAND_LN]);
+    return ws_ln_backward(m, &lnc, &a->cand_ln, p->d_x, s->d_cand, stream_out(x, a), n);
 }
 
-static ws_status backward(ws_model *m, float *act, float *scratch)
+static ws_status backward(ws_exec *x, float *act, float *scratch)
 {
-    rmc_act a = carve_act(m, act, NULL);
-    rmc_scratch s = carve_scratch(m, scratch, NULL);
-    WS_TRY(gates_backward(m, &a, &s));
-    for (int l = m->cfg.n_upd_layers - 1; l >= 0; l--) WS_TRY(block_backward(m, &a, &s, l));
+    rmc_act a = carve_act(x, act, NULL);
+    rmc_scratch s = carve_scratch(x, scratch, NULL);
+    WS_TRY(gates_backward(x, &a, &s));
+    for (int l = x->m->cfg.n_upd_layers - 1; l >= 0; l--) WS_TRY(block_backward(x, &a, &s, l));
     return WS_OK;
 }
 
@@ -469,7 +437,7 @@ static ws_status validate(const ws_model_config *c, ws_error *err)
 static int supported(const ws_backend *be) { return be->ops->rmc != NULL; }
 
 const ws_updater_variant ws_updater_rmc = {
-    .kind = WS_MIXER_RMC, .name = "rmc", .validate = validate, .supported = supported,
+    .kind = WS_MIXER_RMC, .validate = validate, .supported = supported,
     .layout = layout, .act_floats = act_floats, .scratch_floats = scratch_floats,
     .forward = forward, .backward = backward,
 };

@@ -18,6 +18,7 @@
 typedef struct {
     ws_backend *be, *fd_be;
     ws_model *m, *fd_m;
+    ws_exec *x, *fd_x; /* a context on each */
     ws_batch *b;
     float *w_prev, *w_out;       /* on be, MODEL_CHECK_N_TRAJ states */
     float *fd_w_prev, *fd_w_out; /* the same states on fd_be */

@@ -743,6 +743,7 @@ static void build_batch(ws_batch *b, int round)
 
 typedef struct {
     ws_model *m[2];
+    ws_exec *x[2];
     float *w_prev[2], *w_out[2];
     size_t state_floats;
 } model_pair;
@@ -803,8 +804,8 @@ static void step_both(model_pair *mp, ws_batch *b, const char *when)
     ws_step_result res[2];
     for (int s = 0; s < 2; s++) {
         ws_error err = {0};
-        if (ws_model_step(mp->m[s], b, mp->w_prev[s], mp->w_out[s], WS_STEP_TRAIN, 1.0f,
-                          probs[s], &res[s], &err) != WS_OK)
+        if (ws_exec_step(mp->x[s], b, mp->w_prev[s], mp->w_out[s], WS_STEP_TRAIN, 1.0f,
+                         probs[s], &res[s], &err) != WS_OK)
             fail_msg("model step on %s: %s", g_side[s]->ops->name, err.msg);
     }
     char what[96];
@@ -831,6 +832,7 @@ static void test_model_step(void **state)
     for (int s = 0; s < 2; s++) {
         if (ws_model_new(&mp.m[s], &c, g_side[s], 7, &err) != WS_OK)
             fail_msg("ws_model_new on %s: %s", g_side[s]->ops->name, err.msg);
+        assert_int_equal(ws_exec_new(&mp.x[s], mp.m[s], &err), WS_OK);
         assert_int_equal(ws_model_state_alloc(mp.m[s], 5, &mp.w_prev[s], &err), WS_OK);
         assert_int_equal(ws_model_state_alloc(mp.m[s], 5, &mp.w_out[s], &err), WS_OK);
     }
@@ -879,6 +881,7 @@ static void test_model_step(void **state)
     for (int s = 0; s < 2; s++) {
         ws_backend_release(g_side[s], mp.w_prev[s]);
         ws_backend_release(g_side[s], mp.w_out[s]);
+        ws_exec_free(mp.x[s]);
         ws_model_free(mp.m[s]);
     }
 }

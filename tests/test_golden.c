@@ -398,6 +398,8 @@ static void run_golden(const char *fname, ws_backend *be, const char *be_name)
         }
         fail_msg("model: %s", err.msg);
     }
+    ws_exec *x;
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     set_params(m, f);
     ws_batch *b;
     assert_int_equal(ws_batch_new(&b, &c), WS_OK);
@@ -418,7 +420,7 @@ static void run_golden(const char *fname, ws_backend *be, const char *be_name)
     assert_true(probs && ref_probs && w);
     ws_step_result res;
     assert_int_equal(ws_model_zero_grads(m, &err), WS_OK);
-    if (ws_model_step(m, b, w_prev, w_out, WS_STEP_TRAIN, 1.0f, probs, &res, &err) != WS_OK)
+    if (ws_exec_step(x, b, w_prev, w_out, WS_STEP_TRAIN, 1.0f, probs, &res, &err) != WS_OK)
         fail_msg("step: %s", err.msg);
     assert_int_equal(ws_backend_download(be, w, w_out, (size_t)B * sf * sizeof *w), WS_OK);
     const float *ref_w = floats(f, "out.w_t", (size_t)B * sf);
@@ -438,7 +440,7 @@ static void run_golden(const char *fname, ws_backend *be, const char *be_name)
     for (int s = 0; s < steps; s++) {
         float norm = 0.0f;
         assert_int_equal(ws_model_zero_grads(m, &err), WS_OK);
-        if (ws_model_step(m, b, w_prev, w_out, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err) != WS_OK)
+        if (ws_exec_step(x, b, w_prev, w_out, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err) != WS_OK)
             fail_msg("step %d: %s", s, err.msg);
         if (ws_model_adamw_step(m, &oc, &norm, &err) != WS_OK)
             fail_msg("adamw step %d: %s", s, err.msg);
@@ -461,6 +463,7 @@ static void run_golden(const char *fname, ws_backend *be, const char *be_name)
     ws_backend_release(be, w_prev);
     ws_backend_release(be, w_out);
     ws_batch_free(b);
+    ws_exec_free(x);
     ws_model_free(m);
     ws_st_close(f);
     assert_int_equal(t.failures, 0);

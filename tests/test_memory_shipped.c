@@ -24,7 +24,9 @@ static void test_shipped_default_remembers(void **state)
     ws_backend *be;
     ws_model *m;
     assert_int_equal(ws_backend_cpu_new(&be, 2, &err), WS_OK);
+    ws_exec *x;
     if (ws_checkpoint_load(&m, path, be, &err) != WS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     const ws_model_config *c = ws_model_config_of(m);
     assert_int_equal(c->symbol_code, WS_SYMBOLS_HASHED); /* open vocabulary */
     ws_probe_config pc = {.n_ks = 2, .ks = {4, 8}, .n_traj = {64, 32}, .n_delays = 1,
@@ -34,7 +36,7 @@ static void test_shipped_default_remembers(void **state)
      * 91.4%, kinds 85.9 / 82.8 / 97.7%; K 8 all 81.3%, kinds 83.9 / 65.6 / 83.2%) */
     static const double floor_all[2] = {0.85, 0.75}, floor_kind[2] = {0.70, 0.55};
     ws_probe_result r;
-    if (ws_probe_run(m, &pc, &r, &err) != WS_OK) fail_msg("%s", err.msg);
+    if (ws_probe_run(x, &pc, &r, &err) != WS_OK) fail_msg("%s", err.msg);
     for (int ki = 0; ki < pc.n_ks; ki++) {
         for (int kind = 0; kind < WS_PROBE_KINDS; kind++) {
             double acc = ws_probe_acc(&r, ki, 0, 1u << kind);
@@ -50,6 +52,7 @@ static void test_shipped_default_remembers(void **state)
         if (!(all >= floor_all[ki]))
             fail_msg("K %d: %.2f%% < %.0f%%", pc.ks[ki], 100.0 * all, 100.0 * floor_all[ki]);
     }
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
 }

@@ -135,7 +135,7 @@ static void test_reduction_r1(void **state)
     float *probs[2] = {pc, pm}, *ws[2] = {wc, wm};
     for (int k = 0; k < 2; k++) {
         assert_int_equal(ws_model_zero_grads(f[k]->m, &err), WS_OK);
-        assert_int_equal(ws_model_step(f[k]->m, f[k]->b, f[k]->w_prev, f[k]->w_out,
+        assert_int_equal(ws_exec_step(f[k]->x, f[k]->b, f[k]->w_prev, f[k]->w_out,
                                        WS_STEP_TRAIN, 1.0f, probs[k], res[k], &err),
                          WS_OK);
         assert_int_equal(ws_backend_download(f[k]->be, ws[k], f[k]->w_out, sf * sizeof *wc),

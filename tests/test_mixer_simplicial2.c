@@ -73,7 +73,7 @@ static void test_isolation(void **s)
         w[v] = malloc(4 * sf * sizeof *w[v]), p[v] = malloc(nq * sizeof *p[v]);
         assert_true(w[v] && p[v]);
         model_check_batch(f.b, 3 * v);
-        assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p[v], NULL,
+        assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p[v], NULL,
                                        &err),
                          WS_OK);
         assert_int_equal(ws_backend_download(f.be, w[v], f.w_out, 4 * sf * sizeof(float)), WS_OK);
@@ -144,7 +144,7 @@ static void test_cross_k2_zero_is_mha(void **s)
         p[k] = malloc(nq * sizeof *p[k]), w[k] = malloc(sf * sizeof *w[k]);
         assert_true(p[k] && w[k]);
         assert_int_equal(ws_model_zero_grads(fx[k]->m, &err), WS_OK);
-        assert_int_equal(ws_model_step(fx[k]->m, fx[k]->b, fx[k]->w_prev, fx[k]->w_out,
+        assert_int_equal(ws_exec_step(fx[k]->x, fx[k]->b, fx[k]->w_prev, fx[k]->w_out,
                                        WS_STEP_TRAIN, 1, p[k], &res, &err),
                          WS_OK);
         assert_int_equal(ws_backend_download(fx[k]->be, w[k], fx[k]->w_out, sf * sizeof(float)),
@@ -186,9 +186,9 @@ static void run_self(ws_model *m, const ws_mix_shape *s, const float *x, float *
     size_t ns = mx->scratch_floats(&m->cfg, WS_MIX_SELF, s);
     float *act = calloc(na ? na : 1, sizeof *act), *scr = malloc((ns ? ns : 1) * sizeof *scr);
     assert_true(act && scr);
-    ws_mix_call call = {.m = m, .prefix = "upd.0.self", .mode = WS_MIX_SELF, .s = *s, .act = act,
-                        .scratch = scr, .x = x, .keys = x, .out = out, .d_out = dy, .d_x = dx,
-                        .d_keys = dx};
+    ws_mix_call call = {.m = m, .p = &m->off.upd[0].self.p, .mode = WS_MIX_SELF, .s = *s,
+                        .act = act, .scratch = scr, .x = x, .keys = x, .out = out, .d_out = dy,
+                        .d_x = dx, .d_keys = dx};
     assert_int_equal(mx->forward(&call), WS_OK);
     if (dy) assert_int_equal(mx->backward(&call), WS_OK);
     free(act), free(scr);

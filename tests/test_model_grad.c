@@ -35,7 +35,7 @@ static void test_trajectories_isolated(void **s)
     model_check_isolation(&c);
 }
 
-/* ws_model_query on W_t answers exactly what the step answered. */
+/* ws_exec_query on W_t answers exactly what the step answered. */
 static void test_query_matches_step(void **s)
 {
     (void)s;
@@ -46,16 +46,16 @@ static void test_query_matches_step(void **s)
     int nq = ws_batch_n_query(f.b);
     float *p1 = malloc(nq * sizeof *p1), *p2 = malloc(nq * sizeof *p2);
     assert_true(p1 && p2);
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p1, NULL, &err),
+    assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_out, WS_STEP_INFER, 1, p1, NULL, &err),
                      WS_OK);
-    assert_int_equal(ws_model_query(f.m, f.b, f.w_out, p2, NULL, &err), WS_OK);
+    assert_int_equal(ws_exec_query(f.x, f.b, f.w_out, p2, NULL, &err), WS_OK);
     assert_memory_equal(p1, p2, nq * sizeof *p1);
     /* In place (w_out aliasing w_prev) gives the same new state as out of place. */
     size_t n = 4 * ws_model_state_floats(f.m);
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     assert_true(a && b);
     assert_int_equal(ws_backend_download(f.be, a, f.w_out, n * sizeof *a), WS_OK);
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_prev, WS_STEP_INFER, 1, NULL, NULL,
+    assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_prev, WS_STEP_INFER, 1, NULL, NULL,
                                    &err),
                      WS_OK);
     assert_int_equal(ws_backend_download(f.be, b, f.w_prev, n * sizeof *b), WS_OK);
@@ -92,7 +92,7 @@ static void test_rejects_bad_input(void **s)
     assert_int_equal(ws_batch_n_instr(f.b), 0);
     assert_int_equal(ws_batch_n_query(f.b), 0);
     /* A trajectory that needs a previous state gets an error without one. */
-    assert_int_equal(ws_model_step(f.m, f.b, NULL, f.w_out, WS_STEP_INFER, 1, NULL, NULL, &err),
+    assert_int_equal(ws_exec_step(f.x, f.b, NULL, f.w_out, WS_STEP_INFER, 1, NULL, NULL, &err),
                      WS_ERR_INVALID);
     model_fixture_teardown(&f);
 }

@@ -74,12 +74,12 @@ static void test_in_place_step(void **s)
     assert_true(prev && a && b);
     assert_int_equal(ws_backend_download(f.be, prev, f.w_prev, n * sizeof *prev), WS_OK);
     assert_int_equal(ws_model_zero_grads(f.m, &err), WS_OK);
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_out, WS_STEP_TRAIN, 1, NULL, NULL, &err),
+    assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_out, WS_STEP_TRAIN, 1, NULL, NULL, &err),
                      WS_OK);
     assert_int_equal(ws_backend_download(f.be, a, f.w_out, n * sizeof *a), WS_OK);
     float *g1 = download_all(f.m, 1);
     assert_int_equal(ws_model_zero_grads(f.m, &err), WS_OK);
-    assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_prev, WS_STEP_TRAIN, 1, NULL, NULL,
+    assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_prev, WS_STEP_TRAIN, 1, NULL, NULL,
                                    &err),
                      WS_OK);
     assert_int_equal(ws_backend_download(f.be, b, f.w_prev, n * sizeof *b), WS_OK);
@@ -114,7 +114,7 @@ static float *step_states(model_fixture *f)
     size_t n = 4 * ws_model_state_floats(f->m);
     float *w = malloc(n * sizeof *w);
     assert_non_null(w);
-    assert_int_equal(ws_model_step(f->m, f->b, f->w_prev, f->w_out, WS_STEP_INFER, 1, NULL, NULL,
+    assert_int_equal(ws_exec_step(f->x, f->b, f->w_prev, f->w_out, WS_STEP_INFER, 1, NULL, NULL,
                                    &err),
                      WS_OK);
     assert_int_equal(ws_backend_download(f->be, w, f->w_out, n * sizeof *w), WS_OK);
@@ -211,7 +211,7 @@ static void test_hold_10000_steps(void **s)
                 assert_int_equal(ws_batch_add_instr(f.b, ids, 2, ws_test_int(&r, 0, 1)), WS_OK);
             }
         }
-        assert_int_equal(ws_model_step(f.m, f.b, f.w_prev, f.w_prev, WS_STEP_INFER, 1, NULL, NULL,
+        assert_int_equal(ws_exec_step(f.x, f.b, f.w_prev, f.w_prev, WS_STEP_INFER, 1, NULL, NULL,
                                        &err),
                          WS_OK);
     }

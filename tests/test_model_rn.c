@@ -87,7 +87,7 @@ static void test_rn_gradients(void **s)
 static void answers(model_fixture *f, float *probs)
 {
     ws_error err;
-    assert_int_equal(ws_model_query(f->m, f->b, f->w_prev, probs, NULL, &err), WS_OK);
+    assert_int_equal(ws_exec_query(f->x, f->b, f->w_prev, probs, NULL, &err), WS_OK);
 }
 
 static void check_permutation(int ext_layers)
@@ -290,7 +290,9 @@ static void test_rn_checkpoint_round_trip(void **s)
     ws_error err;
     assert_int_equal(ws_checkpoint_save(f.m, path, 0, &err), WS_OK);
     ws_model *back;
+    ws_exec *back_x;
     assert_int_equal(ws_checkpoint_load(&back, path, f.be, &err), WS_OK);
+    assert_int_equal(ws_exec_new(&back_x, back, &err), WS_OK);
     unlink(path);
     assert_int_equal(ws_model_config_of(back)->ext_mixer, WS_MIXER_RN);
     assert_int_equal(ws_model_config_of(back)->rn_width, 4);
@@ -298,9 +300,10 @@ static void test_rn_checkpoint_round_trip(void **s)
     float *p0 = malloc(nq * sizeof *p0), *p1 = malloc(nq * sizeof *p1);
     assert_true(p0 && p1);
     answers(&f, p0);
-    assert_int_equal(ws_model_query(back, f.b, f.w_prev, p1, NULL, &err), WS_OK);
+    assert_int_equal(ws_exec_query(back_x, f.b, f.w_prev, p1, NULL, &err), WS_OK);
     assert_memory_equal(p0, p1, nq * sizeof *p0);
     free(p0), free(p1);
+    ws_exec_free(back_x);
     ws_model_free(back);
     model_fixture_teardown(&f);
 }

@@ -214,6 +214,8 @@ static void test_matches_model(void **state)
     assert_int_equal(ws_model_state_alloc(m, 1, &w, &err), WS_OK);
     ws_batch *b;
     assert_int_equal(ws_batch_new(&b, ws_model_config_of(m)), WS_OK);
+    ws_exec *x;
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     ws_step_result res;
     /* step 1 from W_0 */
     ws_batch_begin_traj(b, 1);
@@ -221,7 +223,7 @@ static void test_matches_model(void **state)
     ws_batch_add_instr(b, ids[1], 2, 1);
     ws_batch_add_query(b, ids[0], 2, -1);
     ws_batch_add_query(b, ids[2], 2, -1);
-    assert_int_equal(ws_model_step(m, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
+    assert_int_equal(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
     const cJSON *a1 = cJSON_GetObjectItem(r1.json, "answers");
     for (int i = 0; i < 2; i++)
         assert_true(fabs(cJSON_GetObjectItem(cJSON_GetArrayItem(a1, i), "p")->valuedouble - probs[i]) < 1e-5);
@@ -235,7 +237,7 @@ static void test_matches_model(void **state)
     ws_batch_add_query(b, ids[2], 2, -1);
     ws_batch_add_query(b, ids[1], 2, -1);
     assert_int_equal(ws_backend_upload(be, w, w1, sizeof(float) * T), WS_OK);
-    assert_int_equal(ws_model_step(m, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
+    assert_int_equal(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
     const cJSON *a2 = cJSON_GetObjectItem(r2.json, "answers");
     for (int i = 0; i < 2; i++)
         assert_true(fabs(cJSON_GetObjectItem(cJSON_GetArrayItem(a2, i), "p")->valuedouble - probs[i]) < 1e-5);
@@ -243,6 +245,7 @@ static void test_matches_model(void **state)
     free(w1);
     ws_batch_free(b);
     ws_backend_release(be, w);
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
     ws_ts_resp_free(&r1);

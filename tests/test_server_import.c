@@ -230,7 +230,9 @@ static float *direct_step(ws_model *m, const float *w_prev, const int (*instr)[2
     size_t T = ws_model_state_floats(m);
     float *w, probs[8];
     ws_batch *b;
+    ws_exec *x;
     ws_step_result res;
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     assert_int_equal(ws_model_state_alloc(m, 1, &w, &err), WS_OK);
     assert_int_equal(ws_batch_new(&b, ws_model_config_of(m)), WS_OK);
     assert_int_equal(ws_batch_begin_traj(b, w_prev == NULL), WS_OK);
@@ -243,7 +245,7 @@ static float *direct_step(ws_model *m, const float *w_prev, const int (*instr)[2
         else assert_int_equal(ws_batch_add_query(b, ids, 2, -1), WS_OK);
     }
     if (w_prev) assert_int_equal(ws_backend_upload(be, w, w_prev, sizeof(float) * T), WS_OK);
-    assert_int_equal(ws_model_step(m, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
+    assert_int_equal(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1, probs, &res, &err), WS_OK);
     const cJSON *answers = cJSON_GetObjectItem(r->json, "answers");
     assert_int_equal(cJSON_GetArraySize(answers), nq);
     for (int i = 0; i < nq; i++)
@@ -251,6 +253,7 @@ static float *direct_step(ws_model *m, const float *w_prev, const int (*instr)[2
     float *out = malloc(sizeof(float) * T);
     assert_int_equal(ws_backend_download(be, out, w, sizeof(float) * T), WS_OK);
     ws_batch_free(b);
+    ws_exec_free(x);
     ws_backend_release(be, w);
     return out;
 }

@@ -43,9 +43,12 @@ static void test_fresh_daemon_answers_as_the_library(void **state)
     ws_backend *be;
     ws_model *m;
     assert_int_equal(ws_backend_cpu_new(&be, 1, &err), WS_OK);
+    ws_exec *x;
     if (ws_checkpoint_load(&m, shipped, be, &err) != WS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     ws_probe_result lib;
-    if (ws_probe_run(m, &pc, &lib, &err) != WS_OK) fail_msg("%s", err.msg);
+    if (ws_probe_run(x, &pc, &lib, &err) != WS_OK) fail_msg("%s", err.msg);
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
     /* the daemon, fresh */

@@ -10,6 +10,7 @@
 typedef struct {
     ws_backend *be;
     ws_model *m;
+    ws_exec *x;
 } rig;
 
 static void rig_up(rig *r, int d, int n_state, uint64_t seed)
@@ -20,10 +21,12 @@ static void rig_up(rig *r, int d, int n_state, uint64_t seed)
     c.max_fact_len = 3, c.vocab_cap = 64, c.n_overflow = 4;
     assert_int_equal(ws_backend_cpu_new(&r->be, 0, &err), WS_OK);
     assert_int_equal(ws_model_new(&r->m, &c, r->be, seed, &err), WS_OK);
+    assert_int_equal(ws_exec_new(&r->x, r->m, &err), WS_OK);
 }
 
 static void rig_down(rig *r)
 {
+    ws_exec_free(r->x);
     ws_model_free(r->m);
     ws_backend_free(r->be);
 }
@@ -32,7 +35,7 @@ static void train(rig *r, const ws_task_params *tp, ws_train_config tc)
 {
     ws_error err = {0};
     ws_trainer *t;
-    assert_int_equal(ws_trainer_new(&t, r->m, tp, &tc, &err), WS_OK);
+    assert_int_equal(ws_trainer_new(&t, r->x, tp, &tc, &err), WS_OK);
     ws_train_stats s;
     ws_status st;
     while ((st = ws_trainer_iterate(t, &s, &err)) == WS_OK) {
@@ -49,7 +52,7 @@ static void evaluate(rig *r, const ws_task_params *tp, int n_traj, const int *ho
     ws_error err = {0};
     ws_eval_config ec = {.n_traj = n_traj, .window = 4, .seed = 424242, .n_horizons = n};
     for (int i = 0; i < n; i++) ec.horizons[i] = horizons[i];
-    assert_int_equal(ws_evaluate(r->m, tp, &ec, pts, &err), WS_OK);
+    assert_int_equal(ws_evaluate(r->x, tp, &ec, pts, &err), WS_OK);
     ws_eval_print(stdout, tp, pts, n, label);
 }
 

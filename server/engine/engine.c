@@ -146,7 +146,7 @@ static void train_some(ws_engine *e)
         if (!ws_online_ready(em->trainer)) continue;
         ws_error err = {0};
         int updated = 0;
-        ws_status s = ws_online_run(em->trainer, em->m, &em->tr, &updated, &err);
+        ws_status s = ws_online_run(em->trainer, em->x, &em->tr, &updated, &err);
         if (s == WS_OK && updated) {
             if (e->cfg.on_training_update) e->cfg.on_training_update();
             s = ws_eng_model_new_version(e, em, &err);

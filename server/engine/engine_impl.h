@@ -16,6 +16,7 @@ typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
     ws_model *m;
+    ws_exec *x;           /* the engine thread's context on m: serving and training */
     ws_model_config cfg;
     int64_t version;
     int64_t unloadable;   /* a recorded version that failed to load: not tried again */
@@ -53,9 +54,11 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
 ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
                                const ws_srv_training *tr, const char *path, const char *note,
                                ws_eng_model **out, ws_error *err);
-/* Serves m (owned; em's configuration) as version `version` of em from the next
- * batch on; the gradients summed for the replaced parameters are dropped. */
-void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version);
+/* Serves m (owned, freed on failure; em's configuration) as version `version`
+ * of em from the next batch on; the gradients summed for the replaced
+ * parameters are dropped. */
+ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version,
+                             ws_error *err);
 ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
 ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
 /* Publishes the model's current parameters as version+1 (versions.h);

@@ -130,8 +130,7 @@ static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file
         ws_model_free(m);
         return s;
     }
-    ws_eng_model_adopt(e, em, m, v); /* served from the next batch on */
-    return WS_OK;
+    return ws_eng_model_adopt(e, em, m, v, err); /* served from the next batch on */
 }
 
 ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,

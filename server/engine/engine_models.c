@@ -31,6 +31,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
     em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
     if (!em->w_host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    WS_TRY(ws_exec_new(&em->x, em->m, err));
     return ws_online_new(&em->trainer, em->m, err);
 }
 
@@ -41,6 +42,7 @@ static void model_release(ws_eng_model *em)
     ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
     free(em->w_host);
+    ws_exec_free(em->x);
     ws_model_free(em->m);
     memset(em, 0, sizeof *em);
 }
@@ -213,10 +215,19 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
     return WS_OK;
 }
 
-void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version)
+ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version,
+                             ws_error *err)
 {
+    ws_exec *x = NULL;
+    ws_status s = ws_exec_new(&x, m, err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        return s;
+    }
+    ws_exec_free(em->x);
     ws_model_free(em->m);
     em->m = m;
+    em->x = x;
     /* Symbols that never reached SQLite (a failed group commit) are dropped with
      * the old model: no committed step refers to them. */
     em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
@@ -224,6 +235,7 @@ void ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t ver
     pthread_mutex_lock(&e->mu);
     em->version = version;
     pthread_mutex_unlock(&e->mu);
+    return WS_OK;
 }
 
 /* Serves version `version` of em from now on: the checkpoint replaces the
@@ -237,8 +249,7 @@ static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, 
         return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration",
                             (long long)version);
     }
-    ws_eng_model_adopt(e, em, m, version);
-    return WS_OK;
+    return ws_eng_model_adopt(e, em, m, version, err);
 }
 
 void ws_eng_models_sync(ws_engine *e)

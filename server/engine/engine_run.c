@@ -1,6 +1,6 @@
 /* engine_run.c — one batch of session jobs: load each session's W_{t-1}, check
- * the job against its model, map symbols to ids, then per model one ws_model_step
- * (updater + extractor for every step job) and one ws_model_query (query-only
+ * the job against its model, map symbols to ids, then per model one ws_exec_step
+ * (updater + extractor for every step job) and one ws_exec_query (query-only
  * jobs), and ONE SQLite transaction for all the steps (group commit: new
  * vocabulary, each session's W_t and log entry). Step jobs complete only after
  * the commit, so an acknowledged step is durable per the store's durability. */
@@ -136,8 +136,8 @@ static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, w
     *probs = malloc(sizeof(float) * (size_t)(nq ? nq : 1));
     if (!*probs) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     ws_step_result res;
-    if (kind == WS_JOB_QUERY) return nq ? ws_model_query(em->m, b, em->w_dev, *probs, &res, err) : WS_OK;
-    WS_TRY(ws_model_step(em->m, b, em->w_dev, em->w_dev, WS_STEP_INFER, 1.0f, *probs, &res, err));
+    if (kind == WS_JOB_QUERY) return nq ? ws_exec_query(em->x, b, em->w_dev, *probs, &res, err) : WS_OK;
+    WS_TRY(ws_exec_step(em->x, b, em->w_dev, em->w_dev, WS_STEP_INFER, 1.0f, *probs, &res, err));
     return ws_backend_download(e->be, em->w_host, em->w_dev, sizeof(float) * T * (size_t)*n_traj);
 }
 

@@ -205,8 +205,9 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t)
     return s;
 }
 
-ws_status ws_online_run(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr, int *updated, ws_error *err)
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated, ws_error *err)
 {
+    ws_model *m = ws_exec_model(x);
     *updated = 0;
     int n = t->n_ready < TRAIN_CHUNK ? t->n_ready : TRAIN_CHUNK;
     if (n == 0 || !tr->enabled) return WS_OK;
@@ -228,7 +229,7 @@ ws_status ws_online_run(ws_online_trainer *t, ws_model *m, const ws_srv_training
     }
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(b) > 0)
-        s = ws_model_step(m, b, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
+        s = ws_exec_step(x, b, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
     for (int i = 0; i < n; i++) example_free(t->ready[i]);
     memmove(&t->ready[0], &t->ready[n], sizeof(example *) * (size_t)(t->n_ready - n));
     t->n_ready -= n;

@@ -37,8 +37,9 @@ int ws_online_ready(const ws_online_trainer *t);
  * the model they were summed into); examples and recall facts are kept. */
 void ws_online_discard_gradients(ws_online_trainer *t);
 ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
-/* One training pass over up to 8 ready examples; *updated = 1 after an AdamW
- * step (the caller checkpoints the new version). */
-ws_status ws_online_run(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr, int *updated, ws_error *err);
+/* One training pass over up to 8 ready examples in context x (on the model the
+ * trainer was made for); *updated = 1 after an AdamW step (the caller
+ * checkpoints the new version). */
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated, ws_error *err);
 
 #endif

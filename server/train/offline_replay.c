@@ -1,5 +1,5 @@
 /* offline_replay.c — sessions replayed in parallel: every row of the batch is
- * one session's trajectory, advanced one logged step per ws_model_step, from
+ * one session's trajectory, advanced one logged step per ws_exec_step, from
  * the learned W_0 at its first step. A row whose session ended takes the next
  * one of the pass; when none is left the last busy row moves into its place,
  * so the busy rows always form the batch's first rows. */
@@ -12,6 +12,7 @@ struct ws_off_replay {
     ws_off_corpus *c;
     ws_backend *be;
     ws_batch *batch;
+    ws_exec *x;            /* the replay's own context on the corpus's model */
     float *w;              /* device: one state per row */
     size_t state_floats;
     ws_off_row *rows;
@@ -33,6 +34,7 @@ ws_status ws_off_replay_new(ws_off_replay **out, ws_off_corpus *c, int rows, ws_
     ws_status s = r->rows ? ws_batch_new(&r->batch, ws_model_config_of(c->m))
                           : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK) s = ws_model_state_alloc(c->m, rows, &r->w, err);
+    if (s == WS_OK) s = ws_exec_new(&r->x, c->m, err);
     if (s != WS_OK) {
         ws_off_replay_free(r);
         return s == WS_ERR_NOMEM ? ws_error_set(err, s, "out of memory") : s;
@@ -47,6 +49,7 @@ void ws_off_replay_free(ws_off_replay *r)
     for (int i = 0; r->rows && i < r->cap; i++) ws_off_cursor_free(&r->rows[i].cursor);
     free(r->rows);
     ws_batch_free(r->batch);
+    ws_exec_free(r->x);
     ws_backend_release(r->be, r->w);
     free(r);
 }
@@ -122,7 +125,7 @@ ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_sca
     if (r->n_busy == 0) return WS_OK;
     ws_batch_clear(r->batch);
     for (int i = 0; i < r->n_busy; i++) WS_TRY(add_row(r, &r->rows[i], queries, ctx, err));
-    WS_TRY(ws_model_step(r->c->m, r->batch, r->w, r->w, mode, loss_scale, NULL, res, err));
+    WS_TRY(ws_exec_step(r->x, r->batch, r->w, r->w, mode, loss_scale, NULL, res, err));
     /* Downwards: a row moved into place i comes from above, already seen. */
     for (int i = r->n_busy - 1; i >= 0; i--) {
         if (!r->rows[i].last) continue;

@@ -241,11 +241,12 @@ static void log_line(FILE *log, const ws_train_stats *s)
     fflush(log);
 }
 
-static int train(options *o, ws_model *m, FILE *log)
+static int train(options *o, ws_exec *x, FILE *log)
 {
+    ws_model *m = ws_exec_model(x);
     ws_error err = {0};
     ws_trainer *t;
-    if (ws_trainer_new(&t, m, &o->tp, &o->tc, &err) != WS_OK) {
+    if (ws_trainer_new(&t, x, &o->tp, &o->tc, &err) != WS_OK) {
         fprintf(stderr, "worldstate-train: %s\n", err.msg);
         return 1;
     }
@@ -268,7 +269,7 @@ static int train(options *o, ws_model *m, FILE *log)
             ws_eval_config quick = o->ec;
             quick.n_horizons = 2, quick.horizons[0] = o->tc.rollout, quick.horizons[1] = 100;
             ws_eval_point pts[2];
-            if (ws_evaluate(m, &o->tp, &quick, pts, &err) == WS_OK) {
+            if (ws_evaluate(x, &o->tp, &quick, pts, &err) == WS_OK) {
                 if (tty) fprintf(stderr, "\n");
                 ws_eval_print(stdout, &o->tp, pts, 2, "periodic");
             }
@@ -322,22 +323,26 @@ int main(int argc, char **argv)
     const char *load = o.resume ? o.resume : (o.eval_only ? o.checkpoint : NULL);
     ws_status st = load ? ws_checkpoint_load(&m, load, be, &err)
                         : ws_model_new(&m, &o.mc, be, o.tc.seed, &err);
+    ws_exec *x = NULL;
+    if (st == WS_OK) st = ws_exec_new(&x, m, &err);
     if (st != WS_OK) {
         fprintf(stderr, "worldstate-train: %s\n", err.msg);
+        ws_model_free(m);
         ws_backend_free(be);
         return 1;
     }
     FILE *log = o.log_path ? fopen(o.log_path, "a") : NULL;
     if (o.log_path && !log) {
         fprintf(stderr, "worldstate-train: cannot open %s: %s\n", o.log_path, strerror(errno));
+        ws_exec_free(x);
         ws_model_free(m);
         ws_backend_free(be);
         return 1;
     }
-    int rc = o.eval_only ? 0 : train(&o, m, log);
+    int rc = o.eval_only ? 0 : train(&o, x, log);
     if (rc == 0 && (o.eval_only || o.eval_at_end)) {
         ws_eval_point pts[WS_EVAL_MAX_HORIZONS];
-        if (ws_evaluate(m, &o.tp, &o.ec, pts, &err) != WS_OK) {
+        if (ws_evaluate(x, &o.tp, &o.ec, pts, &err) != WS_OK) {
             fprintf(stderr, "worldstate-train: evaluation: %s\n", err.msg);
             rc = 1;
         } else {
@@ -345,6 +350,7 @@ int main(int argc, char **argv)
         }
     }
     if (log) fclose(log);
+    ws_exec_free(x);
     ws_model_free(m);
     ws_backend_free(be);
     return rc;

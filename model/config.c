@@ -57,7 +57,9 @@ const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
 double ws_model_config_get(const ws_model_config *c, int i)
 {
     const void *p = (const char *)c + ws_model_config_fields[i].off;
-    return ws_model_config_fields[i].type == WS_CFG_FLOAT ? *(const float *)p : *(const int *)p;
+    /* Not `?:`, which would make every int a float (2^24 + 1 reads as 2^24). */
+    if (ws_model_config_fields[i].type == WS_CFG_FLOAT) return *(const float *)p;
+    return *(const int *)p;
 }
 
 void ws_model_config_set(ws_model_config *c, int i, double v)

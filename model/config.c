@@ -124,13 +124,6 @@ const char *ws_mixer_name(int kind)
     return kind >= 0 && kind < WS_MIXER_COUNT ? mixer_names[kind] : NULL;
 }
 
-int ws_mixer_kind_of(const char *name)
-{
-    for (int k = 0; name && k < WS_MIXER_COUNT; k++)
-        if (strcmp(name, mixer_names[k]) == 0) return k;
-    return -1;
-}
-
 ws_model_config ws_model_config_default(void)
 {
     return (ws_model_config){

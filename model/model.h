@@ -32,9 +32,9 @@ typedef enum {
     WS_MIXER_COUNT
 } ws_mixer_kind;
 
-/* "mha", "simplicial2", ... ; NULL / -1 when unknown. */
+/* "mha", "simplicial2", ... ; NULL when unknown (the config's field table
+ * reads the names: ws_model_config_parse). */
 const char *ws_mixer_name(int kind);
-int ws_mixer_kind_of(const char *name);
 
 /* How a symbol becomes a vector (DESIGN §2, Facts). */
 typedef enum {

@@ -26,7 +26,8 @@ static void field_flags_of(int i, field_flags *ff)
     if (f->alias) snprintf(ff->name[1], sizeof ff->name[1], "%s", f->alias);
     if (f->type != WS_CFG_INT || f->lo != 0 || f->hi != 1) return;
     for (int k = 0; k < 2; k++)
-        if (ff->name[k][0]) snprintf(ff->name[2 + k], sizeof ff->name[2 + k], "no-%.36s", ff->name[k]);
+        if (ff->name[k][0])
+            snprintf(ff->name[2 + k], sizeof ff->name[2 + k], "no-%.36s", ff->name[k]);
 }
 
 static int takes(const ws_cli_opt *o, unsigned cmd)

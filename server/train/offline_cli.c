@@ -61,20 +61,27 @@ static const ws_cli_opt flags[] = {
     NUM("epochs", WS_OPT_INT, epochs, 1, 1e6, "N", RETRAIN, "retrain: passes over the sessions"),
     {"jsonl", WS_OPT_FN, O(jsonl), 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl,
      RETRAIN},
-    NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN, "retrain: recall queries a step (default: the model's)"),
-    NUM("rollout", WS_OPT_I64, rollout, 1, 1e15, "N", RETRAIN, "retrain: only each session's first N steps"),
+    NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN,
+        "retrain: recall queries a step (default: the model's)"),
+    NUM("rollout", WS_OPT_I64, rollout, 1, 1e15, "N", RETRAIN,
+        "retrain: only each session's first N steps"),
     NUM("lr", WS_OPT_FLOAT, tc.lr, 1e-8, 10, "X", RETRAIN, "retrain: peak learning rate"),
-    NUM("batch", WS_OPT_INT, tc.batch, 1, 4096, "N", RETRAIN | REDERIVE, "retrain, rederive: sessions at once"),
+    NUM("batch", WS_OPT_INT, tc.batch, 1, 4096, "N", RETRAIN | REDERIVE,
+        "retrain, rederive: sessions at once"),
     NUM("update-every", WS_OPT_INT, tc.update_every, 1, 1e6, "N", RETRAIN,
         "retrain: steps an AdamW step"),
     NUM("warmup", WS_OPT_INT, tc.warmup, 0, 1e9, "N", RETRAIN, "retrain: warmup steps"),
     NUM("min-lr-ratio", WS_OPT_FLOAT, tc.min_lr_ratio, 0, 1, "X", RETRAIN,
         "retrain: cosine decays to lr times X"),
-    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", RETRAIN, "retrain: global-norm clipping"),
+    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", RETRAIN,
+        "retrain: global-norm clipping"),
     NUM("wd", WS_OPT_FLOAT, tc.weight_decay, 0, 10, "X", RETRAIN, "retrain: AdamW weight decay"),
-    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN, "retrain: recall sampling and order"),
-    NUM("threads", WS_OPT_INT, threads, 0, 256, "N", RETRAIN | REDERIVE, "retrain, rederive: CPU threads"),
-    NUM("version", WS_OPT_I64, version, 1, 1e15, "V", REDERIVE, "rederive: under version V (default: the current one)"),
+    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN,
+        "retrain: recall sampling and order"),
+    NUM("threads", WS_OPT_INT, threads, 0, 256, "N", RETRAIN | REDERIVE,
+        "retrain, rederive: CPU threads"),
+    NUM("version", WS_OPT_I64, version, 1, 1e15, "V", REDERIVE,
+        "rederive: under version V (default: the current one)"),
     NUM("dry-run", WS_OPT_SET, dry_run, 1, 1, NULL, REDERIVE, "rederive: replay, store nothing"),
 };
 #undef NUM
@@ -84,7 +91,7 @@ void ws_off_usage(FILE *f)
 {
     fprintf(f,
             "on a daemon's data directory:\n"
-            "       worldstate-train export   --data-dir D [--model NAME] [--session ID] > out.jsonl\n"
+            "       worldstate-train export   --data-dir D [--model NAME] [--session ID] >F\n"
             "       worldstate-train retrain  --data-dir D --model NAME [flags]\n"
             "       worldstate-train rederive --data-dir D --model NAME [flags]\n"
             "export writes each session's step log as JSON Lines (the API's step-log items\n"

@@ -12,47 +12,49 @@
 
 #include "mixer.h"
 
-/* A field added to ws_model_config without a key here would be silently dropped
- * from checkpoints. */
-_Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int) &&
-                   sizeof(float) == sizeof(int),
-               "ws_model_config_fields must list every ws_model_config field");
+_Static_assert(sizeof(float) == sizeof(int) && sizeof(ws_model_config) % sizeof(int) == 0,
+               "every ws_model_config field is an int or a float (N_FIELDS counts them so)");
 
 static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
                                                         "rmc", "rn"};
 static const char *const symbol_code_names[WS_SYMBOLS_COUNT] = {"table", "hashed"};
 
 /* Bounds keep every buffer size far inside size_t and int row counts. */
-#define INT_FIELD(f, alias, lo, hi, req) \
-    {#f, alias, offsetof(ws_model_config, f), WS_CFG_INT, lo, hi, req, 0, NULL, 0}
-#define NAME_FIELD(f, req, zero, names, n) \
-    {#f, NULL, offsetof(ws_model_config, f), WS_CFG_NAME, 0, (n) - 1, req, zero, names, n}
-const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
-    INT_FIELD(d, NULL, 2, 4096, 1),
-    INT_FIELD(n_heads, "heads", 1, 4096, 1),
-    INT_FIELD(n_state, "state-tokens", 1, 1024, 1),
-    INT_FIELD(n_upd_layers, "upd-layers", 0, 64, 1),
-    INT_FIELD(n_ext_layers, "ext-layers", 0, 64, 1),
-    INT_FIELD(max_fact_len, "fact-len", 1, WS_MAX_FACT_LEN, 1),
-    INT_FIELD(vocab_cap, "vocab", 0, 1 << 24, 1),
-    INT_FIELD(n_overflow, "overflow", 1, 1 << 20, 1),
-    INT_FIELD(d_raw, NULL, 0, 65536, 1),
-    INT_FIELD(state_norm, NULL, 0, 1, 1),
-    NAME_FIELD(upd_mixer, 0, 0, mixer_names, WS_MIXER_COUNT),
-    NAME_FIELD(ext_mixer, 0, 0, mixer_names, WS_MIXER_COUNT),
-    INT_FIELD(s2_virtual, NULL, 1, 64, 0),
-    INT_FIELD(s2_heads, NULL, 0, 16, 0),
-    INT_FIELD(s2_dim, NULL, 1, 1024, 0),
-    {"s2_tau", NULL, offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 0, 1e4, 0, 0, NULL, 0},
-    INT_FIELD(comp_searches, NULL, 1, 64, 0),
-    INT_FIELD(comp_retrievals, NULL, 1, 64, 0),
-    INT_FIELD(comp_dim, NULL, 1, 1024, 0),
-    INT_FIELD(rn_width, NULL, 1, 4096, 0),
-    INT_FIELD(rn_layers, NULL, 1, 8, 0),
-    NAME_FIELD(symbol_code, 0, 1, symbol_code_names, WS_SYMBOLS_COUNT),
+#define INT_FIELD(f, alias, def, lo, hi, req) \
+    {#f, alias, offsetof(ws_model_config, f), WS_CFG_INT, def, lo, hi, req, 0, NULL, 0}
+#define NAME_FIELD(f, def, req, zero, names, n) \
+    {#f, NULL, offsetof(ws_model_config, f), WS_CFG_NAME, def, 0, (n) - 1, req, zero, names, n}
+const ws_model_config_field ws_model_config_fields[] = {
+    INT_FIELD(d, NULL, 128, 2, 4096, 1),
+    INT_FIELD(n_heads, "heads", 4, 1, 4096, 1),
+    INT_FIELD(n_state, "state-tokens", 32, 1, 1024, 1),
+    INT_FIELD(n_upd_layers, "upd-layers", 2, 0, 64, 1),
+    INT_FIELD(n_ext_layers, "ext-layers", 2, 0, 64, 1),
+    INT_FIELD(max_fact_len, "fact-len", 4, 1, WS_MAX_FACT_LEN, 1),
+    INT_FIELD(vocab_cap, "vocab", 4096, 0, 1 << 24, 1),
+    INT_FIELD(n_overflow, "overflow", 256, 1, 1 << 20, 1),
+    INT_FIELD(d_raw, NULL, 0, 0, 65536, 1),
+    INT_FIELD(state_norm, NULL, 1, 0, 1, 1),
+    NAME_FIELD(upd_mixer, WS_MIXER_MHA, 0, 0, mixer_names, WS_MIXER_COUNT),
+    NAME_FIELD(ext_mixer, WS_MIXER_MHA, 0, 0, mixer_names, WS_MIXER_COUNT),
+    INT_FIELD(s2_virtual, NULL, 2, 1, 64, 0),
+    INT_FIELD(s2_heads, NULL, 1, 0, 16, 0),
+    INT_FIELD(s2_dim, NULL, 32, 1, 1024, 0),
+    {"s2_tau", NULL, offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 1, 0, 1e4, 0, 0, NULL, 0},
+    INT_FIELD(comp_searches, NULL, 4, 1, 64, 0),
+    INT_FIELD(comp_retrievals, NULL, 2, 1, 64, 0),
+    INT_FIELD(comp_dim, NULL, 16, 1, 1024, 0),
+    INT_FIELD(rn_width, NULL, 64, 1, 4096, 0),
+    INT_FIELD(rn_layers, NULL, 2, 1, 8, 0),
+    NAME_FIELD(symbol_code, WS_SYMBOLS_HASHED, 0, 1, symbol_code_names, WS_SYMBOLS_COUNT),
 };
 #undef INT_FIELD
 #undef NAME_FIELD
+/* A field added to ws_model_config without a row would be dropped from
+ * checkpoints, the API and the flags. */
+_Static_assert(sizeof ws_model_config_fields / sizeof *ws_model_config_fields ==
+                   WS_MODEL_CONFIG_N_FIELDS,
+               "ws_model_config_fields must list every ws_model_config field");
 
 double ws_model_config_get(const ws_model_config *c, int i)
 {
@@ -126,13 +128,10 @@ const char *ws_mixer_name(int kind)
 
 ws_model_config ws_model_config_default(void)
 {
-    return (ws_model_config){
-        .d = 128, .n_heads = 4, .n_state = 32, .n_upd_layers = 2, .n_ext_layers = 2,
-        .max_fact_len = 4, .vocab_cap = 4096, .n_overflow = 256, .d_raw = 0, .state_norm = 1,
-        .upd_mixer = WS_MIXER_MHA, .ext_mixer = WS_MIXER_MHA, .s2_virtual = 2, .s2_heads = 1,
-        .s2_dim = 32, .s2_tau = 1.0f, .comp_searches = 4, .comp_retrievals = 2, .comp_dim = 16,
-        .rn_width = 64, .rn_layers = 2, .symbol_code = WS_SYMBOLS_HASHED,
-    };
+    ws_model_config c;
+    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++)
+        ws_model_config_set(&c, i, ws_model_config_fields[i].def);
+    return c;
 }
 
 /* What the chosen mixers themselves require. */

@@ -84,13 +84,14 @@ ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
  * row of ws_model_config_fields (config.c): JSON, range checks and the flag follow.
  * Mixer kinds and the symbol code are JSON strings ("mha", "simplicial2", ...;
  * "table", "hashed"), s2_tau a number, the rest integers. */
-#define WS_MODEL_CONFIG_N_FIELDS 22
+#define WS_MODEL_CONFIG_N_FIELDS ((int)(sizeof(ws_model_config) / sizeof(int)))
 typedef enum { WS_CFG_INT, WS_CFG_FLOAT, WS_CFG_NAME } ws_config_type;
 typedef struct {
     const char *key;
     const char *alias; /* worldstate-train's older, shorter flag (--heads), or NULL */
     size_t off;        /* offsetof(ws_model_config, field) */
     ws_config_type type;
+    double def;        /* ws_model_config_default's value (WS_CFG_NAME: an index) */
     double lo, hi;     /* the range: lo <= v <= hi (WS_CFG_FLOAT: lo < v, so that 0
                           can be refused for a scale); WS_CFG_NAME: an index of names */
     int required; /* 0: may be absent from a checkpoint (added after format 1 began) */
@@ -99,7 +100,7 @@ typedef struct {
     const char *const *names; /* WS_CFG_NAME: the spelling of each value */
     int n_names;
 } ws_model_config_field;
-extern const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS];
+extern const ws_model_config_field ws_model_config_fields[]; /* N_FIELDS rows */
 
 /* Field i's value in c as a double (a WS_CFG_NAME: its index); set stores v
  * (an integral v for a WS_CFG_INT or WS_CFG_NAME field) without checking it. */

@@ -10,8 +10,10 @@
 
 /* getopt_long's `val` of a row, of a model field's flag, of its --no- form. */
 enum { VAL_OPT = 0x100, VAL_FIELD = 0x200, VAL_NO_FIELD = 0x300 };
-/* Each model field: its key with dashes, its alias, and the --no- form of both. */
-#define MAX_LONGOPTS (64 + 4 * WS_MODEL_CONFIG_N_FIELDS)
+/* A program's rows, then each model field: its key with dashes, its alias, and
+ * the --no- form of both. */
+#define MAX_OPTS 0x100
+#define MAX_LONGOPTS (MAX_OPTS + 4 * WS_MODEL_CONFIG_N_FIELDS)
 
 typedef struct {
     char name[4][40]; /* key with dashes, alias, no-key, no-alias ("": none) */
@@ -80,30 +82,33 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
 }
 
 /* The getopt_long table of cmd's rows and, with model, the model fields' flags
- * (names kept in ff). Returns the count of entries before the zero one. */
-static int long_options(const ws_cli_opt *opts, int n_opts, unsigned cmd, int model,
+ * (names kept in ff), ended by a zero entry. */
+static void long_options(const ws_cli_opt *opts, int n_opts, unsigned cmd, int model,
                         field_flags *ff, struct option *lo)
 {
     int n = 0;
-    for (int k = 0; k < n_opts && n < MAX_LONGOPTS; k++)
+    for (int k = 0; k < n_opts; k++)
         if (takes(&opts[k], cmd))
             lo[n++] = (struct option){opts[k].name,
                                       opts[k].kind == WS_OPT_SET ? no_argument : required_argument,
                                       NULL, VAL_OPT + k};
     for (int i = 0; model && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
         field_flags_of(i, &ff[i]);
-        for (int k = 0; k < 4 && n < MAX_LONGOPTS; k++)
+        for (int k = 0; k < 4; k++)
             if (ff[i].name[k][0])
                 lo[n++] = (struct option){ff[i].name[k], k < 2 ? required_argument : no_argument,
                                           NULL, (k < 2 ? VAL_FIELD : VAL_NO_FIELD) + i};
     }
     lo[n] = (struct option){0};
-    return n;
 }
 
 int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
                  unsigned cmd, void *base, ws_model_config *mc)
 {
+    if (n_opts > MAX_OPTS) {
+        fprintf(stderr, "%s: a table of more than %d flags\n", prog, MAX_OPTS);
+        return -1;
+    }
     field_flags ff[WS_MODEL_CONFIG_N_FIELDS];
     struct option lo[MAX_LONGOPTS + 1];
     long_options(opts, n_opts, cmd, mc != NULL, ff, lo);

@@ -39,9 +39,10 @@ void ws_off_work_close(ws_off_work *w)
     memset(w, 0, sizeof *w);
 }
 
+/* --jsonl's value is the whole ws_off_options (offset 0): it appends. */
 static ws_status add_jsonl(void *value, const char *path, ws_error *err)
 {
-    ws_off_options *o = (ws_off_options *)((char *)value - offsetof(ws_off_options, jsonl));
+    ws_off_options *o = value;
     if (o->n_jsonl == (int)(sizeof o->jsonl / sizeof *o->jsonl))
         return ws_error_set(err, WS_ERR_INVALID, "at most %d files", o->n_jsonl);
     o->jsonl[o->n_jsonl++] = path;
@@ -59,7 +60,7 @@ static const ws_cli_opt flags[] = {
     NUM("model", WS_OPT_STR, model, 0, 0, "NAME", 0, "the model (export: every model when absent)"),
     NUM("session", WS_OPT_STR, session, 0, 0, "ID", 0, "only this session"),
     NUM("epochs", WS_OPT_INT, epochs, 1, 1e6, "N", RETRAIN, "retrain: passes over the sessions"),
-    {"jsonl", WS_OPT_FN, O(jsonl), 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl,
+    {"jsonl", WS_OPT_FN, 0, 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl,
      RETRAIN},
     NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN,
         "retrain: recall queries a step (default: the model's)"),

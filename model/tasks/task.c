@@ -8,9 +8,17 @@
 
 #include "../batch.h"
 
+/* The built-in tasks: a task is its file (a ws_task_kind) and a line in each list. */
+extern const ws_task_kind ws_task_kind_recall, ws_task_kind_facts, ws_task_kind_life,
+    ws_task_kind_numbers, ws_task_kind_conj, ws_task_kind_memory;
 static const ws_task_kind *const kinds[] = {&ws_task_kind_recall, &ws_task_kind_facts,
                                             &ws_task_kind_life, &ws_task_kind_numbers,
                                             &ws_task_kind_conj, &ws_task_kind_memory};
+
+const char *ws_task_name(int i)
+{
+    return i >= 0 && i < (int)(sizeof kinds / sizeof *kinds) ? kinds[i]->name : NULL;
+}
 
 static const ws_task_kind *find_kind(const char *name)
 {
@@ -35,9 +43,14 @@ ws_status ws_task_new(ws_task **out, const ws_task_params *p, int n_slots, ws_vo
 {
     *out = NULL;
     const ws_task_kind *k = find_kind(p->name);
-    if (!k)
-        return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (recall, facts, conj, "
-                                                 "life, numbers, memory)", p->name ? p->name : "(null)");
+    if (!k) {
+        char names[128] = "";
+        for (int i = 0; ws_task_name(i); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     ws_task_name(i));
+        return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (%s)",
+                            p->name ? p->name : "(null)", names);
+    }
     if (n_slots < 1) return ws_error_set(err, WS_ERR_INVALID, "task: need at least one slot");
     ws_task *t = calloc(1, sizeof *t);
     if (!t) return ws_error_set(err, WS_ERR_NOMEM, "task: out of memory");

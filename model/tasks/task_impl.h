@@ -43,9 +43,6 @@ struct ws_task_kind {
     ws_status (*step)(ws_task *t, int slot, ws_batch *b, ws_query_info *info);
 };
 
-extern const ws_task_kind ws_task_kind_recall, ws_task_kind_facts, ws_task_kind_life,
-    ws_task_kind_numbers, ws_task_kind_conj, ws_task_kind_memory;
-
 /* Registers (or finds) sym for t and stores its id; WS_ERR_INVALID when the
  * vocabulary is full, since an overflow id would silently merge task symbols. */
 ws_status ws_task_symbol(ws_task *t, ws_vocab *v, const char *sym, int32_t *id, ws_error *err);

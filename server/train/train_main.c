@@ -9,7 +9,6 @@
  *   worldstate-train retrain --data-dir worldstate-data --model default --epochs 5
  * A live progress line goes to stderr on a terminal; --log appends JSON lines. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +60,7 @@ static ws_status parse_lifetime(void *value, const char *s, ws_error *err)
 #define O(f) offsetof(options, f)
 #define NUM(name, kind, f, lo, hi, arg, help) {name, kind, O(f), lo, hi, arg, help, NULL, 0}
 static const ws_cli_opt flags[] = {
-    NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "recall|facts|conj|life|numbers|memory"),
+    NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "a built-in task (facts; the list is below)"),
     NUM("entities", WS_OPT_INT, tp.entities, 1, 1024, "N", "facts, conj: entities"),
     NUM("places", WS_OPT_INT, tp.places, 1, 1024, "N", "facts, conj: places"),
     NUM("move-rate", WS_OPT_FLOAT, tp.move_rate, 0, 1024, "X", "facts, conj: moves per step"),
@@ -70,7 +69,7 @@ static const ws_cli_opt flags[] = {
         "life: interventions per step"),
     NUM("images", WS_OPT_INT, tp.images, 1, 16, "N", "numbers: images per episode"),
     NUM("horizon", WS_OPT_INT, tp.horizon, 1, 1e6, "N", "recall: the step that asks for the bit"),
-    NUM("non-thorough", WS_OPT_SET, tp.thorough, -1, -1, NULL,
+    NUM("non-thorough", WS_OPT_SET, tp.thorough, 0, 0, NULL,
         "recall: query only at --horizon, not every step"),
     NUM("data-dir", WS_OPT_STR, tp.data_dir, 0, 0, "DIR", "numbers: the Fashion-MNIST files"),
     NUM("live-facts", WS_OPT_INT, tp.live_facts, 1, 4096, "N", "memory: most facts an episode"),
@@ -120,6 +119,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: worldstate-train train|eval [flags]\n"
                "task, training and evaluation (train evaluates at the end too):\n");
     ws_cli_usage(f, flags, N_FLAGS, ~0u);
+    fprintf(f, "tasks (model/tasks/task.h says what each tells and asks):");
+    for (int i = 0; ws_task_name(i); i++) fprintf(f, " %s", ws_task_name(i));
+    fprintf(f, "\n");
     fprintf(f, "model: a flag per config field (model/model.h says what each is; without\n"
                "flags: d 64, 4 heads, 16 state tokens, vocab 512, overflow 16, the rest as\n"
                "POST /v1/models defaults them):\n");
@@ -140,31 +142,20 @@ static int parse_args(int argc, char **argv, options *o)
     o->threads = 0;
     o->eval_at_end = 1;
     o->task = "facts";
-    o->tp.move_rate = o->tp.density = o->tp.intervention_rate = NAN;
-    o->tp.override_rate = o->tp.active_rate = NAN;
+    /* The first pass finds --task (and checks every flag); the second sets the
+     * flags given over that task's defaults. */
+    if (ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc) < 0)
+        return -1;
+    if (!ws_task_params_default(o->task, &o->tp)) {
+        fprintf(stderr, "worldstate-train: unknown task '%s'\n", o->task);
+        return -1;
+    }
     int first = ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc);
     if (first < 0) return -1;
     if (first < argc - 1) {
         fprintf(stderr, "worldstate-train: unexpected argument '%s'\n", argv[1 + first]);
         return -1;
     }
-    /* Task defaults first, then the flags given override them. */
-    ws_task_params given = o->tp;
-    if (!ws_task_params_default(o->task, &o->tp)) {
-        fprintf(stderr, "worldstate-train: unknown task '%s'\n", o->task);
-        return -1;
-    }
-#define OVERRIDE(f) if (given.f) o->tp.f = given.f
-    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
-    OVERRIDE(live_facts); OVERRIDE(live_facts_min); OVERRIDE(max_arity);
-    OVERRIDE(instr_per_step); OVERRIDE(n_queries);
-#undef OVERRIDE
-    /* The rates may be 0 (a static world): NaN marks "not given". */
-#define OVERRIDE_RATE(f) if (!isnan(given.f)) o->tp.f = given.f
-    OVERRIDE_RATE(move_rate); OVERRIDE_RATE(density); OVERRIDE_RATE(intervention_rate);
-    OVERRIDE_RATE(override_rate); OVERRIDE_RATE(active_rate);
-#undef OVERRIDE_RATE
-    if (given.thorough < 0) o->tp.thorough = 0;
     return 0;
 }
 

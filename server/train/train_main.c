@@ -9,6 +9,7 @@
  *   worldstate-train retrain --data-dir worldstate-data --model default --epochs 5
  * A live progress line goes to stderr on a terminal; --log appends JSON lines. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,8 @@ static const ws_cli_opt flags[] = {
     {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons", parse_horizons, 0},
     NUM("trajectories", WS_OPT_INT, ec.n_traj, 1, 65536, "N", "eval: trajectories"),
     NUM("window", WS_OPT_INT, ec.window, 1, 1e6, "N", "eval: steps averaged at a horizon"),
-    NUM("eval-seed", WS_OPT_U64, ec.seed, 0, 1.8e19, "N", "eval: seed of fresh worlds"),
+    NUM("eval-seed", WS_OPT_U64, ec.seed, 0, (double)UINT64_MAX, "N",
+        "eval: seed of fresh worlds"),
     NUM("no-eval", WS_OPT_SET, eval_at_end, 0, 0, NULL, "train: no evaluation at the end"),
 };
 #undef NUM

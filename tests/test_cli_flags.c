@@ -1,9 +1,10 @@
-/* test_train_cli.c — worldstate-train's model flags come from the config's one
- * field table (ws_model_config_fields): every field is a flag (its key with
- * dashes, and the older alias where it has one) that sets that field, refuses
- * a value out of the field's range with a message naming the flag, and uses the
- * very bounds JSON uses. Runs the real binary ($WS_TRAIN) and the parser
- * (server/common/cli.h) in process. */
+/* test_cli_flags.c — the command lines of worldstate-train ($WS_TRAIN) and
+ * worldstated ($WS_DAEMON), run for real, and their parser (server/common/cli.h)
+ * in process. worldstate-train's model flags come from the config's one field
+ * table (ws_model_config_fields): every field is a flag (its key with dashes,
+ * and the older alias where it has one) that sets that field, refuses a value
+ * out of the field's range with a message naming the flag, and uses the very
+ * bounds JSON uses. worldstated's --help lists every flag api.md documents. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -38,11 +39,11 @@ static void past_range(int i, char *out, size_t cap)
     else snprintf(out, cap, "%.0f", f->hi + 1);
 }
 
-/* Runs a worldstate-train command line (args: already quoted); its stdout and
+/* Runs the program named by env_var with args (already quoted); its stdout and
  * stderr together into out. Returns the exit status. */
-static int run_train(const char *args, char *out, size_t cap)
+static int run(const char *env_var, const char *args, char *out, size_t cap)
 {
-    const char *prog = getenv("WS_TRAIN");
+    const char *prog = getenv(env_var);
     assert_non_null(prog);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' %s 2>&1", prog, args);
@@ -121,7 +122,7 @@ static void test_binary_refuses_out_of_range(void **state)
         flag_of(i, flag, sizeof flag);
         past_range(i, value, sizeof value);
         snprintf(args, sizeof args, "train %s %s --iters 1", flag, value);
-        assert_int_equal(run_train(args, out, sizeof out), 2);
+        assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 2);
         char want[96];
         snprintf(want, sizeof want, "worldstate-train: %s must ", flag);
         if (!strstr(out, want)) fail_msg("%s: %s", args, out);
@@ -131,7 +132,7 @@ static void test_binary_refuses_out_of_range(void **state)
             assert_non_null(strstr(out, want));
         }
     }
-    assert_int_equal(run_train("train --no-such-flag 1", out, sizeof out), 2);
+    assert_int_equal(run("WS_TRAIN", "train --no-such-flag 1", out, sizeof out), 2);
     assert_non_null(strstr(out, "--no-such-flag"));
 }
 
@@ -169,7 +170,7 @@ static void test_binary_sets_every_field(void **state)
         }
         snprintf(args + strlen(args), sizeof args - strlen(args), " --checkpoint '%s'", path);
         char out[1 << 14];
-        if (run_train(args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+        if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
         ws_error err = {0};
         ws_backend *be;
         ws_model *m;
@@ -193,13 +194,45 @@ static void test_help_lists_every_flag(void **state)
 {
     (void)state;
     static char out[1 << 16];
-    assert_int_equal(run_train("--help", out, sizeof out), 0);
+    assert_int_equal(run("WS_TRAIN", "--help", out, sizeof out), 0);
     for (int i = 0; i < N; i++) {
         char flag[52];
         flag_of(i, flag, sizeof flag - 1);
         strcat(flag, " ");
         if (!strstr(out, flag)) fail_msg("--help does not list %s", flag);
     }
+}
+
+/* Every flag api.md's table of worldstated flags lists is in --help, and a
+ * value out of range is refused naming the flag; the offline commands refuse a
+ * flag of another command. */
+static void test_daemon_and_offline_flags(void **state)
+{
+    (void)state;
+    static char out[1 << 14], doc[1 << 16];
+    assert_int_equal(run("WS_DAEMON", "--help", out, sizeof out), 0);
+    FILE *f = fopen(WS_SOURCE_DIR "/api.md", "r");
+    assert_non_null(f);
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    int rows = 0;
+    for (const char *p = doc; (p = strstr(p, "\n| `--")) != NULL; p++) {
+        char flag[40];
+        if (sscanf(p, "\n| `%39[a-z-]`", flag) != 1) continue;
+        char listed[48];
+        snprintf(listed, sizeof listed, "  %s ", flag);
+        if (!strstr(out, listed)) fail_msg("worldstated --help does not list %s", flag);
+        rows++;
+    }
+    assert_true(rows >= 10);
+    assert_int_equal(run("WS_DAEMON", "--threads 0", out, sizeof out), 2);
+    assert_non_null(strstr(out, "worldstated: --threads wants an integer in [1, 256]"));
+    assert_int_equal(run("WS_DAEMON", "--listen nowhere", out, sizeof out), 2);
+    assert_non_null(strstr(out, "--listen"));
+    assert_int_equal(run("WS_TRAIN", "export --data-dir /nonexistent --epochs 2", out, sizeof out),
+                     2);
+    assert_non_null(strstr(out, "unknown option '--epochs'"));
 }
 
 int main(void)
@@ -210,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_binary_refuses_out_of_range),
         cmocka_unit_test(test_binary_sets_every_field),
         cmocka_unit_test(test_help_lists_every_flag),
+        cmocka_unit_test(test_daemon_and_offline_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

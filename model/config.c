@@ -1,91 +1,142 @@
-/* config.c — model configuration defaults and validation. */
+/* config.c — the model configuration: its field table (JSON keys, ranges,
+ * worldstate-train flags), defaults and validation. */
 #include "model.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mixer.h"
 
-/* A field added to ws_model_config without a key here would be silently dropped
- * from checkpoints. */
-_Static_assert(sizeof(ws_model_config) == WS_MODEL_CONFIG_N_FIELDS * sizeof(int) &&
-                   sizeof(float) == sizeof(int),
-               "ws_model_config_fields must list every ws_model_config field");
+_Static_assert(sizeof(float) == sizeof(int) && sizeof(ws_model_config) % sizeof(int) == 0,
+               "every ws_model_config field is an int or a float (N_FIELDS counts them so)");
 
 static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
                                                         "rmc", "rn"};
 static const char *const symbol_code_names[WS_SYMBOLS_COUNT] = {"table", "hashed"};
 
-#define INT_FIELD(f, req) {#f, offsetof(ws_model_config, f), WS_CFG_INT, req, 0, NULL, 0}
-#define MIXER_FIELD(f) \
-    {#f, offsetof(ws_model_config, f), WS_CFG_NAME, 0, 0, mixer_names, WS_MIXER_COUNT}
-const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS] = {
-    INT_FIELD(d, 1),
-    INT_FIELD(n_heads, 1),
-    INT_FIELD(n_state, 1),
-    INT_FIELD(n_upd_layers, 1),
-    INT_FIELD(n_ext_layers, 1),
-    INT_FIELD(max_fact_len, 1),
-    INT_FIELD(vocab_cap, 1),
-    INT_FIELD(n_overflow, 1),
-    INT_FIELD(d_raw, 1),
-    INT_FIELD(state_norm, 1),
-    MIXER_FIELD(upd_mixer),
-    MIXER_FIELD(ext_mixer),
-    INT_FIELD(s2_virtual, 0),
-    INT_FIELD(s2_heads, 0),
-    INT_FIELD(s2_dim, 0),
-    {"s2_tau", offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 0, 0, NULL, 0},
-    INT_FIELD(comp_searches, 0),
-    INT_FIELD(comp_retrievals, 0),
-    INT_FIELD(comp_dim, 0),
-    INT_FIELD(rn_width, 0),
-    INT_FIELD(rn_layers, 0),
-    {"symbol_code", offsetof(ws_model_config, symbol_code), WS_CFG_NAME, 0, 1, symbol_code_names,
-     WS_SYMBOLS_COUNT},
+/* Bounds keep every buffer size far inside size_t and int row counts. */
+#define INT_FIELD(f, alias, def, lo, hi, req) \
+    {#f, alias, offsetof(ws_model_config, f), WS_CFG_INT, def, lo, hi, req, 0, NULL, 0}
+#define NAME_FIELD(f, def, req, zero, names, n) \
+    {#f, NULL, offsetof(ws_model_config, f), WS_CFG_NAME, def, 0, (n) - 1, req, zero, names, n}
+const ws_model_config_field ws_model_config_fields[] = {
+    INT_FIELD(d, NULL, 128, 2, 4096, 1),
+    INT_FIELD(n_heads, "heads", 4, 1, 4096, 1),
+    INT_FIELD(n_state, "state-tokens", 32, 1, 1024, 1),
+    INT_FIELD(n_upd_layers, "upd-layers", 2, 0, 64, 1),
+    INT_FIELD(n_ext_layers, "ext-layers", 2, 0, 64, 1),
+    INT_FIELD(max_fact_len, "fact-len", 4, 1, WS_MAX_FACT_LEN, 1),
+    INT_FIELD(vocab_cap, "vocab", 4096, 0, 1 << 24, 1),
+    INT_FIELD(n_overflow, "overflow", 256, 1, 1 << 20, 1),
+    INT_FIELD(d_raw, NULL, 0, 0, 65536, 1),
+    INT_FIELD(state_norm, NULL, 1, 0, 1, 1),
+    NAME_FIELD(upd_mixer, WS_MIXER_MHA, 0, 0, mixer_names, WS_MIXER_COUNT),
+    NAME_FIELD(ext_mixer, WS_MIXER_MHA, 0, 0, mixer_names, WS_MIXER_COUNT),
+    INT_FIELD(s2_virtual, NULL, 2, 1, 64, 0),
+    INT_FIELD(s2_heads, NULL, 1, 0, 16, 0),
+    INT_FIELD(s2_dim, NULL, 32, 1, 1024, 0),
+    {"s2_tau", NULL, offsetof(ws_model_config, s2_tau), WS_CFG_FLOAT, 1, 0, 1e4, 0, 0, NULL, 0},
+    INT_FIELD(comp_searches, NULL, 4, 1, 64, 0),
+    INT_FIELD(comp_retrievals, NULL, 2, 1, 64, 0),
+    INT_FIELD(comp_dim, NULL, 16, 1, 1024, 0),
+    INT_FIELD(rn_width, NULL, 64, 1, 4096, 0),
+    INT_FIELD(rn_layers, NULL, 2, 1, 8, 0),
+    NAME_FIELD(symbol_code, WS_SYMBOLS_HASHED, 0, 1, symbol_code_names, WS_SYMBOLS_COUNT),
 };
 #undef INT_FIELD
-#undef MIXER_FIELD
+#undef NAME_FIELD
+/* A field added to ws_model_config without a row would be dropped from
+ * checkpoints, the API and the flags. */
+_Static_assert(sizeof ws_model_config_fields / sizeof *ws_model_config_fields ==
+                   WS_MODEL_CONFIG_N_FIELDS,
+               "ws_model_config_fields must list every ws_model_config field");
+
+double ws_model_config_get(const ws_model_config *c, int i)
+{
+    const void *p = (const char *)c + ws_model_config_fields[i].off;
+    /* Not `?:`, which would make every int a float (2^24 + 1 reads as 2^24). */
+    if (ws_model_config_fields[i].type == WS_CFG_FLOAT) return *(const float *)p;
+    return *(const int *)p;
+}
+
+void ws_model_config_set(ws_model_config *c, int i, double v)
+{
+    void *p = (char *)c + ws_model_config_fields[i].off;
+    if (ws_model_config_fields[i].type == WS_CFG_FLOAT) *(float *)p = (float)v;
+    else *(int *)p = (int)v;
+}
+
+static ws_status not_a_name(const ws_model_config_field *f, const char *as, ws_error *err)
+{
+    char list[160] = "";
+    for (int k = 0; k < f->n_names; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", k ? ", " : "",
+                 f->names[k]);
+    return ws_error_set(err, WS_ERR_INVALID, "%s must be one of %s", as, list);
+}
+
+ws_status ws_model_config_check(const ws_model_config *c, int i, const char *as, ws_error *err)
+{
+    const ws_model_config_field *f = &ws_model_config_fields[i];
+    double v = ws_model_config_get(c, i);
+    if (f->type == WS_CFG_NAME) return v >= f->lo && v <= f->hi ? WS_OK : not_a_name(f, as, err);
+    if (f->type == WS_CFG_FLOAT) {
+        if (isfinite(v) && v > f->lo && v <= f->hi) return WS_OK;
+        return ws_error_set(err, WS_ERR_INVALID, "%s must be in (%g, %g], got %g", as, f->lo,
+                            f->hi, v);
+    }
+    if (v >= f->lo && v <= f->hi) return WS_OK;
+    return ws_error_set(err, WS_ERR_INVALID, "%s must be in [%.0f, %.0f], got %.0f", as, f->lo,
+                        f->hi, v);
+}
+
+ws_status ws_model_config_parse(ws_model_config *c, int i, const char *text, const char *as,
+                                ws_error *err)
+{
+    const ws_model_config_field *f = &ws_model_config_fields[i];
+    ws_model_config t = *c; /* c keeps its value when text is refused */
+    char *end = NULL;
+    errno = 0;
+    if (f->type == WS_CFG_NAME) {
+        int k = 0;
+        while (k < f->n_names && strcmp(text, f->names[k])) k++;
+        if (k == f->n_names) return not_a_name(f, as, err);
+        ws_model_config_set(&t, i, k);
+    } else {
+        /* As JSON reads it: 1e3 is an integer, 2.5 is not. */
+        double v = strtod(text, &end);
+        if (!*text || *end || errno || !isfinite(v) ||
+            (f->type == WS_CFG_INT && !(v >= INT_MIN && v <= INT_MAX && v == (double)(int)v)))
+            return ws_error_set(err, WS_ERR_INVALID, "%s wants %s, got '%.40s'", as,
+                                f->type == WS_CFG_INT ? "an integer" : "a number", text);
+        ws_model_config_set(&t, i, v);
+    }
+    WS_TRY(ws_model_config_check(&t, i, as, err));
+    *c = t;
+    return WS_OK;
+}
 
 const char *ws_mixer_name(int kind)
 {
     return kind >= 0 && kind < WS_MIXER_COUNT ? mixer_names[kind] : NULL;
 }
 
-int ws_mixer_kind_of(const char *name)
-{
-    for (int k = 0; name && k < WS_MIXER_COUNT; k++)
-        if (strcmp(name, mixer_names[k]) == 0) return k;
-    return -1;
-}
-
 ws_model_config ws_model_config_default(void)
 {
-    return (ws_model_config){
-        .d = 128, .n_heads = 4, .n_state = 32, .n_upd_layers = 2, .n_ext_layers = 2,
-        .max_fact_len = 4, .vocab_cap = 4096, .n_overflow = 256, .d_raw = 0, .state_norm = 1,
-        .upd_mixer = WS_MIXER_MHA, .ext_mixer = WS_MIXER_MHA, .s2_virtual = 2, .s2_heads = 1,
-        .s2_dim = 32, .s2_tau = 1.0f, .comp_searches = 4, .comp_retrievals = 2, .comp_dim = 16,
-        .rn_width = 64, .rn_layers = 2, .symbol_code = WS_SYMBOLS_HASHED,
-    };
+    ws_model_config c;
+    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++)
+        ws_model_config_set(&c, i, ws_model_config_fields[i].def);
+    return c;
 }
 
-/* Ranges of every mixer field (so no stored config is out of range), then what
- * the chosen mixers themselves require. */
+/* What the chosen mixers themselves require. */
 static ws_status validate_mixers(const ws_model_config *c, ws_error *err)
 {
-    if (c->s2_virtual < 1 || c->s2_virtual > 64 || c->s2_heads < 0 || c->s2_heads > 16 ||
-        c->s2_dim < 1 || c->s2_dim > 1024 || c->comp_searches < 1 || c->comp_searches > 64 ||
-        c->comp_retrievals < 1 || c->comp_retrievals > 64 || c->comp_dim < 1 ||
-        c->comp_dim > 1024 || c->rn_width < 1 || c->rn_width > 4096 || c->rn_layers < 1 ||
-        c->rn_layers > 8)
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "config: a mixer field is out of range (s2_virtual 1..64, s2_heads "
-                            "0..16, s2_dim 1..1024, comp_searches/comp_retrievals 1..64, "
-                            "comp_dim 1..1024, rn_width 1..4096, rn_layers 1..8)");
-    if (!isfinite(c->s2_tau) || c->s2_tau <= 0.0f || c->s2_tau > 1e4f)
-        return ws_error_set(err, WS_ERR_INVALID, "config: s2_tau must be in (0, 1e4]");
     if (ws_mixer_find(c->upd_mixer)) {
         WS_TRY(ws_mixer_find(c->upd_mixer)->validate(c, WS_MIX_SELF, err));
     } else if (ws_updater_variant_find(c->upd_mixer)) {
@@ -107,33 +158,15 @@ static ws_status validate_mixers(const ws_model_config *c, ws_error *err)
 
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err)
 {
-    /* Bounds keep every buffer size far inside size_t and int row counts. */
-    if (c->d < 2 || c->d > 4096)
-        return ws_error_set(err, WS_ERR_INVALID, "config: d must be in [2, 4096], got %d", c->d);
-    if (c->n_heads < 1 || c->d % c->n_heads != 0)
+    /* Every field in range, also the fields of a mixer not in use: no stored
+     * config is out of range. */
+    for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++) {
+        char as[64];
+        snprintf(as, sizeof as, "config: %s", ws_model_config_fields[i].key);
+        WS_TRY(ws_model_config_check(c, i, as, err));
+    }
+    if (c->d % c->n_heads != 0)
         return ws_error_set(err, WS_ERR_INVALID, "config: n_heads (%d) must divide d (%d)",
                             c->n_heads, c->d);
-    if (c->n_state < 1 || c->n_state > 1024)
-        return ws_error_set(err, WS_ERR_INVALID, "config: n_state must be in [1, 1024], got %d",
-                            c->n_state);
-    if (c->n_upd_layers < 0 || c->n_upd_layers > 64 || c->n_ext_layers < 0 ||
-        c->n_ext_layers > 64)
-        return ws_error_set(err, WS_ERR_INVALID, "config: layer counts must be in [0, 64]");
-    if (c->max_fact_len < 1 || c->max_fact_len > WS_MAX_FACT_LEN)
-        return ws_error_set(err, WS_ERR_INVALID, "config: max_fact_len must be in [1, %d], got %d",
-                            WS_MAX_FACT_LEN, c->max_fact_len);
-    if (c->vocab_cap < 0 || c->vocab_cap > (1 << 24))
-        return ws_error_set(err, WS_ERR_INVALID, "config: vocab_cap must be in [0, 2^24], got %d",
-                            c->vocab_cap);
-    if (c->n_overflow < 1 || c->n_overflow > (1 << 20))
-        return ws_error_set(err, WS_ERR_INVALID, "config: n_overflow must be in [1, 2^20], got %d",
-                            c->n_overflow);
-    if (c->d_raw < 0 || c->d_raw > 65536)
-        return ws_error_set(err, WS_ERR_INVALID, "config: d_raw must be in [0, 65536], got %d",
-                            c->d_raw);
-    if (c->state_norm != 0 && c->state_norm != 1)
-        return ws_error_set(err, WS_ERR_INVALID, "config: state_norm must be 0 or 1");
-    if (c->symbol_code < 0 || c->symbol_code >= WS_SYMBOLS_COUNT)
-        return ws_error_set(err, WS_ERR_INVALID, "config: symbol_code must be table or hashed");
     return validate_mixers(c, err);
 }

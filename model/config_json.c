@@ -8,27 +8,16 @@
 
 #include "model.h"
 
-static void *field(ws_model_config *c, int i)
-{
-    return (char *)c + ws_model_config_fields[i].off;
-}
-
-cJSON *ws_model_config_to_json(const ws_model_config *cfg)
+cJSON *ws_model_config_to_json(const ws_model_config *c)
 {
     cJSON *o = cJSON_CreateObject();
-    ws_model_config c = *cfg;
     for (int i = 0; o && i < WS_MODEL_CONFIG_N_FIELDS; i++) {
         const ws_model_config_field *f = &ws_model_config_fields[i];
-        cJSON *v = NULL;
-        if (f->type == WS_CFG_NAME) {
-            int k = *(int *)field(&c, i);
-            v = cJSON_AddStringToObject(o, f->key, k >= 0 && k < f->n_names ? f->names[k] : "?");
-        } else if (f->type == WS_CFG_FLOAT) {
-            v = cJSON_AddNumberToObject(o, f->key, *(float *)field(&c, i));
-        } else {
-            v = cJSON_AddNumberToObject(o, f->key, *(int *)field(&c, i));
-        }
-        if (!v) {
+        double v = ws_model_config_get(c, i);
+        cJSON *item = f->type != WS_CFG_NAME ? cJSON_AddNumberToObject(o, f->key, v)
+                      : cJSON_AddStringToObject(o, f->key,
+                                                v >= 0 && v < f->n_names ? f->names[(int)v] : "?");
+        if (!item) {
             cJSON_Delete(o);
             return NULL;
         }
@@ -36,31 +25,23 @@ cJSON *ws_model_config_to_json(const ws_model_config *cfg)
     return o;
 }
 
+/* Types here; ranges are ws_model_config_validate's, after every field is read. */
 static ws_status set_field(ws_model_config *c, int i, const cJSON *it, ws_error *err)
 {
     const ws_model_config_field *f = &ws_model_config_fields[i];
-    if (f->type == WS_CFG_NAME) {
-        int kind = f->n_names;
-        while (cJSON_IsString(it) && --kind >= 0 && strcmp(it->valuestring, f->names[kind]))
-            ;
-        if (kind < 0 || kind >= f->n_names) {
-            char list[160] = "";
-            for (int k = 0; k < f->n_names; k++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"",
-                         k ? ", " : "", f->names[k]);
-            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be one of %s", f->key,
-                                list);
-        }
-        *(int *)field(c, i) = kind;
-    } else if (f->type == WS_CFG_FLOAT) {
+    char as[64];
+    snprintf(as, sizeof as, "config: %s", f->key);
+    if (f->type == WS_CFG_NAME)
+        return ws_model_config_parse(c, i, cJSON_IsString(it) ? it->valuestring : "", as, err);
+    if (f->type == WS_CFG_FLOAT) {
         if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || fabs(it->valuedouble) > 1e30)
-            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be a finite number", f->key);
-        *(float *)field(c, i) = (float)it->valuedouble;
+            return ws_error_set(err, WS_ERR_INVALID, "%s must be a finite number", as);
+        ws_model_config_set(c, i, it->valuedouble);
     } else {
         if (!cJSON_IsNumber(it) || !(it->valuedouble >= INT_MIN && it->valuedouble <= INT_MAX) ||
             it->valuedouble != (double)(int)it->valuedouble)
-            return ws_error_set(err, WS_ERR_INVALID, "config: %s must be an integer", f->key);
-        *(int *)field(c, i) = (int)it->valuedouble;
+            return ws_error_set(err, WS_ERR_INVALID, "%s must be an integer", as);
+        ws_model_config_set(c, i, it->valuedouble);
     }
     return WS_OK;
 }
@@ -89,7 +70,7 @@ ws_status ws_model_config_from_json(const cJSON *o, int need_required, ws_model_
         if (ws_model_config_fields[i].required && !seen[i])
             return ws_error_set(err, WS_ERR_INVALID, "config: missing field \"%s\"",
                                 ws_model_config_fields[i].key);
-        if (ws_model_config_fields[i].absent_zero && !seen[i]) *(int *)field(c, i) = 0;
+        if (ws_model_config_fields[i].absent_zero && !seen[i]) ws_model_config_set(c, i, 0);
     }
     return ws_model_config_validate(c, err);
 }

@@ -34,9 +34,9 @@ typedef enum {
     WS_MIXER_COUNT
 } ws_mixer_kind;
 
-/* "mha", "simplicial2", ... ; NULL / -1 when unknown. */
+/* "mha", "simplicial2", ... ; NULL when unknown (the config's field table
+ * reads the names: ws_model_config_parse). */
 const char *ws_mixer_name(int kind);
-int ws_mixer_kind_of(const char *name);
 
 /* How a symbol becomes a vector (DESIGN §2, Facts). */
 typedef enum {
@@ -79,23 +79,43 @@ ws_model_config ws_model_config_default(void);
 /* Checks ranges and divisibility; fills err on failure. */
 ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err);
 
-/* Every ws_model_config field by the key that names it in JSON, so checkpoints
- * ("config" metadata) and the server's API spell them alike. Mixer kinds and the
- * symbol code are JSON strings ("mha", "simplicial2", ...; "table", "hashed"),
- * s2_tau a number, the rest integers. */
-#define WS_MODEL_CONFIG_N_FIELDS 22
+/* Every ws_model_config field, described once: the key that names it in JSON
+ * (checkpoints' "config" metadata and the server's API spell them alike), its
+ * type, its range and worldstate-train's flag (--key with dashes, e.g.
+ * --upd-mixer; an int field in [0, 1] also gets --no-key). Adding a field is one
+ * row of ws_model_config_fields (config.c): JSON, range checks and the flag follow.
+ * Mixer kinds and the symbol code are JSON strings ("mha", "simplicial2", ...;
+ * "table", "hashed"), s2_tau a number, the rest integers. */
+#define WS_MODEL_CONFIG_N_FIELDS ((int)(sizeof(ws_model_config) / sizeof(int)))
 typedef enum { WS_CFG_INT, WS_CFG_FLOAT, WS_CFG_NAME } ws_config_type;
 typedef struct {
     const char *key;
-    size_t off; /* offsetof(ws_model_config, field) */
+    const char *alias; /* worldstate-train's older, shorter flag (--heads), or NULL */
+    size_t off;        /* offsetof(ws_model_config, field) */
     ws_config_type type;
+    double def;        /* ws_model_config_default's value (WS_CFG_NAME: an index) */
+    double lo, hi;     /* the range: lo <= v <= hi (WS_CFG_FLOAT: lo < v, so that 0
+                          can be refused for a scale); WS_CFG_NAME: an index of names */
     int required; /* 0: may be absent from a checkpoint (added after format 1 began) */
     int absent_zero; /* a checkpoint without the field predates it: the field is 0
                         (the behaviour before it existed), not the default */
     const char *const *names; /* WS_CFG_NAME: the spelling of each value */
     int n_names;
 } ws_model_config_field;
-extern const ws_model_config_field ws_model_config_fields[WS_MODEL_CONFIG_N_FIELDS];
+extern const ws_model_config_field ws_model_config_fields[]; /* N_FIELDS rows */
+
+/* Field i's value in c as a double (a WS_CFG_NAME: its index); set stores v
+ * (an integral v for a WS_CFG_INT or WS_CFG_NAME field) without checking it. */
+double ws_model_config_get(const ws_model_config *c, int i);
+void ws_model_config_set(ws_model_config *c, int i, double v);
+/* Checks field i's value in c against the field's range; `as` names the field in
+ * the message (the JSON key, a flag). Cross-field rules are ws_model_config_validate's. */
+ws_status ws_model_config_check(const ws_model_config *c, int i, const char *as,
+                                ws_error *err);
+/* Sets field i of c from text, as a flag's value is written (an integer, a number,
+ * or one of the names), in range; `as` names the field in the message. */
+ws_status ws_model_config_parse(ws_model_config *c, int i, const char *text, const char *as,
+                                ws_error *err);
 
 /* JSON codec of a config (config_json.c). from_json starts from the defaults,
  * refuses unknown, repeated and ill-typed fields, requires the `required` ones

@@ -15,20 +15,17 @@ static const ws_task_kind *const kinds[] = {
 };
 #define N_KINDS (sizeof kinds / sizeof *kinds)
 
+const char *ws_task_name(int i)
+{
+    return i >= 0 && i < (int)N_KINDS ? kinds[i]->name : NULL;
+}
+
 static const ws_task_kind *find_kind(const char *name)
 {
     if (!name) return NULL;
     for (size_t i = 0; i < N_KINDS; i++)
         if (!strcmp(kinds[i]->name, name)) return kinds[i];
     return NULL;
-}
-
-void ws_task_names(char *out, size_t cap)
-{
-    size_t len = 0;
-    out[0] = 0;
-    for (size_t i = 0; i < N_KINDS && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? ", " : "", kinds[i]->name);
 }
 
 int ws_task_params_default(const char *name, ws_task_params *out)
@@ -47,8 +44,10 @@ ws_status ws_task_new(ws_task **out, const ws_task_params *p, int n_slots, ws_vo
     *out = NULL;
     const ws_task_kind *k = find_kind(p->name);
     if (!k) {
-        char names[256];
-        ws_task_names(names, sizeof names);
+        char names[128] = "";
+        for (int i = 0; ws_task_name(i); i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     ws_task_name(i));
         return ws_error_set(err, WS_ERR_INVALID, "task: unknown task '%s' (%s)",
                             p->name ? p->name : "(null)", names);
     }

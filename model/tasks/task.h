@@ -29,7 +29,6 @@
 #ifndef WS_TASK_H
 #define WS_TASK_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "../model.h"
@@ -77,8 +76,8 @@ typedef struct {
  *   memory:  live_facts 32 (min 1), max_arity 4, instr_per_step 4, override_rate 0.25,
  *            active_rate 0.5, n_queries 16 */
 int ws_task_params_default(const char *name, ws_task_params *out);
-/* The built-in tasks' names, ", "-separated, into out[cap] (cut at cap). */
-void ws_task_names(char *out, size_t cap);
+/* The built-in tasks' names, in order; NULL past the last. */
+const char *ws_task_name(int i);
 
 /* What a query is, for evaluation beyond plain accuracy. */
 enum { WS_QK_PLAIN = 0, WS_QK_RECALL = 1, WS_QK_TOLD = 2, WS_QK_UNTOLD = 3 };

@@ -1,8 +1,6 @@
 /* main.c — worldstated: flags, admin subcommands, startup and graceful shutdown.
  *
- *   worldstated [--data-dir D] [--listen host:port] [--threads N] [--max-batch N]
- *               [--batch-wait-us N] [--durability normal|full] [--backend auto|cpu]
- *               [--max-sessions N] [--request-timeout-ms N]
+ *   worldstated [--data-dir D] [--listen host:port] [--threads N] ...  (--help: the flags)
  *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]
  *   worldstated key list [--data-dir D]
  *   worldstated key revoke ID [--data-dir D]
@@ -17,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "../common/cli.h"
 
 ws_srv_config ws_srv_config_default(void)
 {
@@ -52,26 +51,90 @@ static void on_signal(int sig)
     got_signal = sig;
 }
 
-static int usage(void)
+static ws_status parse_listen(void *value, const char *arg, ws_error *err)
 {
-    fprintf(stderr,
-            "usage: worldstated [--data-dir D] [--listen host:port] [--threads N] [--max-batch N]\n"
-            "                   [--batch-wait-us N] [--durability normal|full] [--backend auto|cpu]\n"
-            "                   [--max-sessions N] [--request-timeout-ms N]\n"
-            "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
-            "       worldstated key list [--data-dir D]\n"
-            "       worldstated key revoke ID [--data-dir D]\n");
-    return 2;
+    ws_srv_config *c = value;
+    const char *colon = strrchr(arg, ':');
+    char *end = NULL;
+    errno = 0;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || (size_t)(colon - arg) >= sizeof c->host || !colon[1] || *end || errno ||
+        port < 0 || port > 65535)
+        return ws_error_set(err, WS_ERR_INVALID, "wants host:port, got '%s'", arg);
+    snprintf(c->host, sizeof c->host, "%.*s", (int)(colon - arg), arg);
+    c->port = (int)port;
+    return WS_OK;
 }
 
-static int int_arg(const char *s, long lo, long hi, int *out)
+static ws_status parse_data_dir(void *value, const char *arg, ws_error *err)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) return 0;
-    *out = (int)v;
-    return 1;
+    ws_srv_config *c = value;
+    if (strlen(arg) >= sizeof c->data_dir) return ws_error_set(err, WS_ERR_INVALID, "too long");
+    snprintf(c->data_dir, sizeof c->data_dir, "%s", arg);
+    return WS_OK;
+}
+
+static ws_status parse_durability(void *value, const char *arg, ws_error *err)
+{
+    return ws_store_durability_parse(arg, value, err);
+}
+
+static ws_status parse_backend(void *value, const char *arg, ws_error *err)
+{
+    if (strcmp(arg, "auto") && strcmp(arg, "cpu"))
+        return ws_error_set(err, WS_ERR_INVALID, "wants auto or cpu, got '%s'", arg);
+    *(int *)value = !strcmp(arg, "cpu");
+    return WS_OK;
+}
+
+/* What the flags set: the daemon's config, and `worldstated key`'s own. */
+typedef struct {
+    ws_srv_config cfg;
+    const char *tenant, *note;
+    int admin, help;
+} flag_values;
+
+enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
+#define O(f) offsetof(flag_values, f)
+#define FN(name, f, fn, arg, only, help) {name, WS_OPT_FN, O(f), 0, 0, arg, help, fn, only}
+#define NUM(name, kind, f, lo, hi, arg, only, help) \
+    {name, kind, O(f), lo, hi, arg, help, NULL, only}
+static const ws_cli_opt flags[] = {
+    FN("data-dir", cfg, parse_data_dir, "D", 0, "SQLite file and checkpoints (./worldstate-data)"),
+    FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
+       "IPv4 address and port; :0 picks one (127.0.0.1:8080)"),
+    NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads (4)"),
+    NUM("max-batch", WS_OPT_INT, cfg.max_batch, 1, 1024, "N", SERVE,
+        "most jobs in one engine batch; 1: no batching (64)"),
+    NUM("batch-wait-us", WS_OPT_INT, cfg.batch_wait_us, 0, 1000000, "N", SERVE,
+        "how long the engine waits for a batch to fill (2000)"),
+    FN("durability", cfg.durability, parse_durability, "normal|full", SERVE,
+       "see api.md, Durability (normal)"),
+    FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,
+       "auto: CUDA when built with it and a GPU is present (auto)"),
+    NUM("max-sessions", WS_OPT_I64, cfg.max_sessions, 1, 1 << 30, "N", SERVE,
+        "sessions per tenant (100000)"),
+    NUM("request-timeout-ms", WS_OPT_INT, cfg.request_timeout_ms, 100, 3600000, "N", SERVE,
+        "longest a request waits in the engine queue (30000)"),
+    NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
+    NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
+    NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
+    NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
+};
+#undef FN
+#undef NUM
+#undef O
+#define N_FLAGS ((int)(sizeof flags / sizeof *flags))
+
+/* To stdout (exit 0) when asked for, else to stderr (exit 2). */
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: worldstated [flags]\n"
+               "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
+               "       worldstated key list [--data-dir D]\n"
+               "       worldstated key revoke ID [--data-dir D]\n");
+    ws_cli_usage(f, flags, N_FLAGS, ~0u);
+    return f == stdout ? 0 : 2;
 }
 
 static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
@@ -90,40 +153,29 @@ static ws_status print_key(void *ctx, const ws_store_key_info *k)
     return WS_OK;
 }
 
-static int key_command(ws_srv *srv, int argc, char **argv)
+/* `worldstated key create|list|revoke [ID]`: the operands after the flags. */
+static int key_command(ws_srv *srv, const flag_values *v, int argc, char **argv)
 {
-    const char *tenant = NULL, *note = NULL, *id = NULL;
-    int admin = 0;
-    if (argc < 1) return usage();
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--tenant") && i + 1 < argc) tenant = argv[++i];
-        else if (!strcmp(argv[i], "--note") && i + 1 < argc) note = argv[++i];
-        else if (!strcmp(argv[i], "--admin")) admin = 1;
-        else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) snprintf(srv->cfg.data_dir, sizeof srv->cfg.data_dir, "%s", argv[++i]);
-        else if (argv[i][0] != '-' && !id) id = argv[i];
-        else return usage();
-    }
+    const char *verb = argc > 0 ? argv[0] : "", *id = argc > 1 ? argv[1] : NULL;
+    int create = !strcmp(verb, "create"), list = !strcmp(verb, "list");
+    int revoke = !strcmp(verb, "revoke");
+    if (argc > 2 || (!create && !list && !revoke) || (create && !v->tenant) || (revoke && !id))
+        return usage(stderr);
     ws_error err = {0};
     ws_store *st = NULL;
     ws_status s = open_db(srv, &st, &err);
-    if (s == WS_OK && !strcmp(argv[0], "create")) {
-        if (!tenant) {
-            ws_store_close(st);
-            return usage();
-        }
+    if (s == WS_OK && create) {
         char key[WS_STORE_KEY_LEN + 1];
         int64_t kid;
-        s = ws_store_key_create(st, tenant, admin, note, key, &kid, &err);
+        s = ws_store_key_create(st, v->tenant, v->admin, v->note, key, &kid, &err);
         if (s == WS_OK) printf("%s\n", key); /* shown once: only its hash is stored */
-        if (s == WS_OK) fprintf(stderr, "key %lld for tenant %s%s (store it now: it is not shown again)\n",
-                                (long long)kid, tenant, admin ? " (admin)" : "");
-    } else if (s == WS_OK && !strcmp(argv[0], "list")) {
+        if (s == WS_OK)
+            fprintf(stderr, "key %lld for tenant %s%s (store it now: it is not shown again)\n",
+                    (long long)kid, v->tenant, v->admin ? " (admin)" : "");
+    } else if (s == WS_OK && list) {
         s = ws_store_key_list(st, print_key, NULL, &err);
-    } else if (s == WS_OK && !strcmp(argv[0], "revoke") && id) {
-        s = ws_store_key_revoke(st, strtoll(id, NULL, 10), &err);
     } else if (s == WS_OK) {
-        ws_store_close(st);
-        return usage();
+        s = ws_store_key_revoke(st, strtoll(id, NULL, 10), &err);
     }
     ws_store_close(st);
     if (s != WS_OK) {
@@ -131,40 +183,6 @@ static int key_command(ws_srv *srv, int argc, char **argv)
         return 1;
     }
     return 0;
-}
-
-static int parse_flags(ws_srv *srv, int argc, char **argv)
-{
-    ws_srv_config *c = &srv->cfg;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        ws_error err;
-        int ok = v != NULL;
-        if (!strcmp(a, "--data-dir") && v) snprintf(c->data_dir, sizeof c->data_dir, "%s", v);
-        else if (!strcmp(a, "--listen") && v) {
-            const char *colon = strrchr(v, ':');
-            ok = colon && (size_t)(colon - v) < sizeof c->host && int_arg(colon + 1, 0, 65535, &c->port);
-            if (ok) snprintf(c->host, sizeof c->host, "%.*s", (int)(colon - v), v);
-        } else if (!strcmp(a, "--threads") && v) ok = int_arg(v, 1, 256, &c->threads);
-        else if (!strcmp(a, "--max-batch") && v) ok = int_arg(v, 1, 1024, &c->max_batch);
-        else if (!strcmp(a, "--batch-wait-us") && v) ok = int_arg(v, 0, 1000000, &c->batch_wait_us);
-        else if (!strcmp(a, "--request-timeout-ms") && v) ok = int_arg(v, 100, 3600000, &c->request_timeout_ms);
-        else if (!strcmp(a, "--max-sessions") && v) {
-            int n;
-            ok = int_arg(v, 1, 1 << 30, &n);
-            c->max_sessions = n;
-        } else if (!strcmp(a, "--durability") && v) ok = ws_store_durability_parse(v, &c->durability, &err) == WS_OK;
-        else if (!strcmp(a, "--backend") && v) {
-            ok = !strcmp(v, "auto") || !strcmp(v, "cpu");
-            c->force_cpu = !strcmp(v, "cpu");
-        } else ok = 0;
-        if (!ok) {
-            fprintf(stderr, "worldstated: bad flag %s %s\n", a, v ? v : "");
-            return 0;
-        }
-        i++;
-    }
-    return 1;
 }
 
 static int serve(ws_srv *srv)
@@ -218,7 +236,14 @@ int main(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return 1;
-    if (argc > 1 && !strcmp(argv[1], "key")) return key_command(&srv, argc - 2, argv + 2);
-    if (!parse_flags(&srv, argc, argv)) return usage();
+    flag_values v = {.cfg = srv.cfg};
+    int key = argc > 1 && !strcmp(argv[1], "key");
+    int first = ws_cli_parse(argc - key, argv + key, "worldstated", flags, N_FLAGS,
+                             key ? KEY : SERVE, &v, NULL);
+    srv.cfg = v.cfg;
+    if (first < 0) return usage(stderr);
+    if (key) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
+    if (v.help) return usage(stdout);
+    if (first < argc) return usage(stderr);
     return serve(&srv);
 }

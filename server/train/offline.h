@@ -134,10 +134,10 @@ typedef struct {
 } ws_off_options;
 
 /* `worldstate-train export|retrain|rederive ...` (argv[1] is the command):
- * the exit status. ws_off_usage prints their part of the usage (alone: as a
- * whole usage message, else as lines that follow train's). */
+ * the exit status. ws_off_usage prints their part of the usage (lines that
+ * follow train's). */
 int ws_off_main(int argc, char **argv);
-void ws_off_usage(FILE *f, int alone);
+void ws_off_usage(FILE *f);
 
 /* Opens <data-dir>/worldstate.db (must exist). */
 ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err);

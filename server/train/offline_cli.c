@@ -6,27 +6,8 @@
 #include <string.h>
 
 #include "offline.h"
+#include "../common/cli.h"
 #include "../common/versions.h"
-
-void ws_off_usage(FILE *f, int alone)
-{
-    fprintf(f,
-            "%s worldstate-train export   --data-dir D [--model NAME] [--session ID] > steps.jsonl\n"
-            "       worldstate-train retrain  --data-dir D --model NAME [--epochs N] [--jsonl FILE]...\n"
-            "                                 [--session ID] [--lr X] [--batch N] [--update-every N]\n"
-            "                                 [--warmup N] [--min-lr-ratio X] [--clip X] [--wd X]\n"
-            "                                 [--rollout N] [--recall N] [--seed N] [--threads N]\n"
-            "       worldstate-train rederive --data-dir D --model NAME [--version V] [--session ID]\n"
-            "                                 [--batch N] [--threads N] [--dry-run]\n"
-            "export writes each session's step log as JSON Lines (the API's step-log items plus\n"
-            "\"session\" and \"model\"); retrain replays the logs (or --jsonl files) from W_0 with\n"
-            "truncated gradients for N epochs and publishes a new version, which a running daemon\n"
-            "serves within about a second; rederive replays every session under one version\n"
-            "(default: the current one) and stores the states it ends in (not while the daemon runs).\n"
-            "--rollout N replays only each session's first N steps; --recall N recall queries per\n"
-            "step (default: the model's recall_queries).\n",
-            alone ? "usage:" : "      ");
-}
 
 ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err)
 {
@@ -58,76 +39,92 @@ void ws_off_work_close(ws_off_work *w)
     memset(w, 0, sizeof *w);
 }
 
-/* Parses a number in [lo, hi]; 0 when s is not one. */
-static int number(const char *s, double lo, double hi, double *out)
+/* --jsonl's value is the whole ws_off_options (offset 0): it appends. */
+static ws_status add_jsonl(void *value, const char *path, ws_error *err)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (!*s || *end || errno || !(v >= lo && v <= hi)) return 0;
-    *out = v;
-    return 1;
+    ws_off_options *o = value;
+    if (o->n_jsonl == (int)(sizeof o->jsonl / sizeof *o->jsonl))
+        return ws_error_set(err, WS_ERR_INVALID, "at most %d files", o->n_jsonl);
+    o->jsonl[o->n_jsonl++] = path;
+    return WS_OK;
 }
 
-typedef struct {
-    const char *flag;
-    char kind; /* i int, l int64, f float */
-    size_t off;
-    double lo, hi;
-    const char *commands; /* initials of the commands that take it: e export, t retrain, r rederive */
-} num_opt;
+/* The commands, as the bits of ws_cli_opt.only. */
+enum { EXPORT = 1, RETRAIN = 2, REDERIVE = 4 };
 
-#define OFF(f) offsetof(ws_off_options, f)
-static const num_opt nums[] = {
-    {"--epochs", 'i', OFF(epochs), 1, 1e6, "t"},
-    {"--recall", 'i', OFF(recall), 0, 64, "t"},
-    {"--threads", 'i', OFF(threads), 0, 256, "tr"},
-    {"--version", 'l', OFF(version), 1, 1e15, "r"},
-    {"--rollout", 'l', OFF(rollout), 1, 1e15, "t"},
-    {"--batch", 'i', OFF(tc.batch), 1, 4096, "tr"},
-    {"--update-every", 'i', OFF(tc.update_every), 1, 1e6, "t"},
-    {"--warmup", 'i', OFF(tc.warmup), 0, 1e9, "t"},
-    {"--lr", 'f', OFF(tc.lr), 1e-8, 10, "t"},
-    {"--min-lr-ratio", 'f', OFF(tc.min_lr_ratio), 0, 1, "t"},
-    {"--clip", 'f', OFF(tc.clip_norm), 0, 1e9, "t"},
-    {"--wd", 'f', OFF(tc.weight_decay), 0, 10, "t"},
+#define O(f) offsetof(ws_off_options, f)
+#define NUM(name, kind, f, lo, hi, arg, only, help) \
+    {name, kind, O(f), lo, hi, arg, help, NULL, only}
+static const ws_cli_opt flags[] = {
+    NUM("data-dir", WS_OPT_STR, data_dir, 0, 0, "D", 0, "the daemon's data directory"),
+    NUM("model", WS_OPT_STR, model, 0, 0, "NAME", 0, "the model (export: every model when absent)"),
+    NUM("session", WS_OPT_STR, session, 0, 0, "ID", 0, "only this session"),
+    NUM("epochs", WS_OPT_INT, epochs, 1, 1e6, "N", RETRAIN, "retrain: passes over the sessions"),
+    {"jsonl", WS_OPT_FN, 0, 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl,
+     RETRAIN},
+    NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN,
+        "retrain: recall queries a step (default: the model's)"),
+    NUM("rollout", WS_OPT_I64, rollout, 1, 1e15, "N", RETRAIN,
+        "retrain: only each session's first N steps"),
+    NUM("lr", WS_OPT_FLOAT, tc.lr, 1e-8, 10, "X", RETRAIN, "retrain: peak learning rate"),
+    NUM("batch", WS_OPT_INT, tc.batch, 1, 4096, "N", RETRAIN | REDERIVE,
+        "retrain, rederive: sessions at once"),
+    NUM("update-every", WS_OPT_INT, tc.update_every, 1, 1e6, "N", RETRAIN,
+        "retrain: steps an AdamW step"),
+    NUM("warmup", WS_OPT_INT, tc.warmup, 0, 1e9, "N", RETRAIN, "retrain: warmup steps"),
+    NUM("min-lr-ratio", WS_OPT_FLOAT, tc.min_lr_ratio, 0, 1, "X", RETRAIN,
+        "retrain: cosine decays to lr times X"),
+    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", RETRAIN,
+        "retrain: global-norm clipping"),
+    NUM("wd", WS_OPT_FLOAT, tc.weight_decay, 0, 10, "X", RETRAIN, "retrain: AdamW weight decay"),
+    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN,
+        "retrain: recall sampling and order"),
+    NUM("threads", WS_OPT_INT, threads, 0, 256, "N", RETRAIN | REDERIVE,
+        "retrain, rederive: CPU threads"),
+    NUM("version", WS_OPT_I64, version, 1, 1e15, "V", REDERIVE,
+        "rederive: under version V (default: the current one)"),
+    NUM("dry-run", WS_OPT_SET, dry_run, 1, 1, NULL, REDERIVE, "rederive: replay, store nothing"),
 };
-#undef OFF
+#undef NUM
+#undef O
+
+void ws_off_usage(FILE *f)
+{
+    fprintf(f,
+            "on a daemon's data directory:\n"
+            "       worldstate-train export   --data-dir D [--model NAME] [--session ID] >F\n"
+            "       worldstate-train retrain  --data-dir D --model NAME [flags]\n"
+            "       worldstate-train rederive --data-dir D --model NAME [flags]\n"
+            "export writes each session's step log as JSON Lines (the API's step-log items\n"
+            "plus \"session\" and \"model\"); retrain replays the logs (or --jsonl files) from\n"
+            "W_0 with truncated gradients for N epochs and publishes a new version, which a\n"
+            "running daemon serves within about a second; rederive replays every session\n"
+            "under one version (default: the current one) and stores the states it ends in\n"
+            "(not while the daemon runs).\n");
+    ws_cli_usage(f, flags, (int)(sizeof flags / sizeof *flags), ~0u);
+}
 
 /* Fills o from argv (argv[1] is the command); 0 on a usage error (printed). */
 static int parse(int argc, char **argv, ws_off_options *o)
 {
-    char cmd = !strcmp(argv[1], "export") ? 'e' : !strcmp(argv[1], "retrain") ? 't' : 'r';
+    unsigned cmd = !strcmp(argv[1], "export") ? EXPORT : !strcmp(argv[1], "retrain") ? RETRAIN
+                                                                                      : REDERIVE;
     memset(o, 0, sizeof *o);
     o->epochs = 1, o->recall = -1;
     o->tc = ws_train_config_default();
     o->tc.batch = 64;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        size_t k = 0;
-        while (k < sizeof nums / sizeof *nums && strcmp(a, nums[k].flag) != 0) k++;
-        double x;
-        if (k < sizeof nums / sizeof *nums && strchr(nums[k].commands, cmd) && v &&
-            number(v, nums[k].lo, nums[k].hi, &x)) {
-            char *dst = (char *)o + nums[k].off;
-            if (nums[k].kind == 'i') *(int *)dst = (int)x;
-            else if (nums[k].kind == 'l') *(int64_t *)dst = (int64_t)x;
-            else *(float *)dst = (float)x;
-            i++;
-        } else if (!strcmp(a, "--data-dir") && v) o->data_dir = argv[++i];
-        else if (!strcmp(a, "--model") && v) o->model = argv[++i];
-        else if (!strcmp(a, "--session") && v) o->session = argv[++i];
-        else if (!strcmp(a, "--seed") && v && cmd == 't' && number(v, 0, 1e15, &x)) o->tc.seed = (uint64_t)x, i++;
-        else if (!strcmp(a, "--jsonl") && v && cmd == 't' && o->n_jsonl < 16) o->jsonl[o->n_jsonl++] = argv[++i];
-        else if (!strcmp(a, "--dry-run") && cmd == 'r') o->dry_run = 1;
-        else {
-            fprintf(stderr, "worldstate-train %s: unknown, misplaced or bad option '%s'%s%s\n", argv[1], a,
-                    v ? " " : "", v ? v : "");
-            return 0;
-        }
+    char prog[40];
+    snprintf(prog, sizeof prog, "worldstate-train %s", argv[1]);
+    int n_flags = (int)(sizeof flags / sizeof *flags);
+    int first = ws_cli_parse(argc - 1, argv + 1, prog, flags, n_flags, cmd, o, NULL);
+    if (first < 0) return 0;
+    if (first < argc - 1) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[1 + first]);
+        return 0;
     }
-    if (!o->data_dir || (cmd != 'e' && !o->model)) {
-        fprintf(stderr, "worldstate-train %s: --data-dir%s is required\n", argv[1], cmd != 'e' ? " and --model are" : "");
+    if (!o->data_dir || (cmd != EXPORT && !o->model)) {
+        fprintf(stderr, "%s: --data-dir%s is required\n", prog,
+                cmd != EXPORT ? " and --model are" : "");
         return 0;
     }
     return 1;
@@ -137,7 +134,7 @@ int ws_off_main(int argc, char **argv)
 {
     ws_off_options o;
     if (!parse(argc, argv, &o)) {
-        ws_off_usage(stderr, 1);
+        fprintf(stderr, "(worldstate-train --help lists the flags)\n");
         return 2;
     }
     ws_error err = {0};

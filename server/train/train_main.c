@@ -9,13 +9,14 @@
  *   worldstate-train retrain --data-dir worldstate-data --model default --epochs 5
  * A live progress line goes to stderr on a terminal; --log appends JSON lines. */
 #include <errno.h>
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "offline.h"
+#include "../common/cli.h"
 #include "checkpoint.h"
 #include "trainer.h"
 
@@ -25,201 +26,138 @@ typedef struct {
     ws_task_params tp;
     ws_train_config tc;
     ws_eval_config ec;
-    const char *checkpoint, *resume, *log_path, *ship;
+    const char *task, *checkpoint, *resume, *log_path, *ship;
     int eval_every, threads, eval_at_end;
 } options;
 
-static void usage(FILE *f)
+static ws_status parse_horizons(void *value, const char *s, ws_error *err)
 {
-    fprintf(f,
-            "usage: worldstate-train train|eval [options]\n"
-            "task:     --task recall|facts|conj|life|numbers|memory  --entities N --places N\n"
-            "          --move-rate X\n"
-            "          --live-facts N --live-facts-min N --max-arity N --instr-per-step N\n"
-            "          --override-rate X --active-rate X --queries N   (memory)\n"
-            "          --density X --intervention-rate X --images N --non-thorough --horizon N\n"
-            "          --data-dir DIR\n"
-            "model:    --d N --heads N --state-tokens N --upd-layers N --ext-layers N\n"
-            "          --fact-len N --vocab N --overflow N --no-state-norm\n"
-            "          --symbol-code hashed|table (hashed: fixed codes of the symbols' bytes)\n"
-            "          --upd-mixer NAME --ext-mixer NAME (mha|simplicial2|compositional|rmc|rn)\n"
-            "          --s2-virtual N --s2-heads N --s2-dim N --s2-tau X --rn-width N --rn-layers N\n"
-            "          --comp-searches N --comp-retrievals N --comp-dim N\n"
-            "training: --batch N --rollout N --lifetime fixed|pool --max-age N --update-every N\n"
-            "          --lr X --min-lr-ratio X --warmup N --iters N --seconds X --clip X --wd X\n"
-            "          --seed N --checkpoint PATH --resume PATH --log PATH --eval-every N\n"
-            "          --threads N --ship PATH (also write the parameters alone to PATH)\n"
-            "eval:     --horizons H1,H2,... --trajectories N --window N --eval-seed N\n"
-            "          (train evaluates at the end too, unless --no-eval)\n");
-    ws_off_usage(f, 0);
-}
-
-/* Parses an integer/float flag value or fails with a message. */
-static int parse_num(const char *flag, const char *s, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "worldstate-train: %s wants a number in [%g, %g], got '%s'\n", flag, lo,
-                hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-static int parse_horizons(const char *s, ws_eval_config *ec)
-{
+    ws_eval_config *ec = value;
     ec->n_horizons = 0;
     while (*s) {
         char *end;
         long h = strtol(s, &end, 10);
         if (end == s || h < 1 || h > 10000000 || ec->n_horizons == WS_EVAL_MAX_HORIZONS ||
-            (ec->n_horizons && h <= ec->horizons[ec->n_horizons - 1])) {
-            fprintf(stderr, "worldstate-train: --horizons wants ascending positive integers\n");
-            return -1;
-        }
+            (ec->n_horizons && h <= ec->horizons[ec->n_horizons - 1]) || (*end && *end != ','))
+            break;
         ec->horizons[ec->n_horizons++] = (int)h;
         s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
     }
-    return ec->n_horizons ? 0 : -1;
+    if (*s || !ec->n_horizons)
+        return ws_error_set(err, WS_ERR_INVALID, "wants ascending positive integers");
+    return WS_OK;
 }
 
-typedef struct {
-    const char *flag;
-    char kind; /* i: int, f: float, u: uint64 */
-    void *dst;
-    double lo, hi;
-} num_flag;
+static ws_status parse_lifetime(void *value, const char *s, ws_error *err)
+{
+    if (strcmp(s, "fixed") && strcmp(s, "pool"))
+        return ws_error_set(err, WS_ERR_INVALID, "wants fixed or pool, got '%s'", s);
+    *(ws_lifetime *)value = strcmp(s, "pool") ? WS_LIFETIME_FIXED : WS_LIFETIME_POOL;
+    return WS_OK;
+}
 
+/* The flags that are not model-config fields (those come from the config's
+ * field table: cli.h). Task flags left out keep the task's defaults. */
+#define O(f) offsetof(options, f)
+#define NUM(name, kind, f, lo, hi, arg, help) {name, kind, O(f), lo, hi, arg, help, NULL, 0}
+static const ws_cli_opt flags[] = {
+    NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "a built-in task (facts; the list is below)"),
+    NUM("entities", WS_OPT_INT, tp.entities, 1, 1024, "N", "facts, conj: entities"),
+    NUM("places", WS_OPT_INT, tp.places, 1, 1024, "N", "facts, conj: places"),
+    NUM("move-rate", WS_OPT_FLOAT, tp.move_rate, 0, 1024, "X", "facts, conj: moves per step"),
+    NUM("density", WS_OPT_FLOAT, tp.density, 0, 1, "X", "life: initial density"),
+    NUM("intervention-rate", WS_OPT_FLOAT, tp.intervention_rate, 0, 64, "X",
+        "life: interventions per step"),
+    NUM("images", WS_OPT_INT, tp.images, 1, 16, "N", "numbers: images per episode"),
+    NUM("horizon", WS_OPT_INT, tp.horizon, 1, 1e6, "N", "recall: the step that asks for the bit"),
+    NUM("non-thorough", WS_OPT_SET, tp.thorough, 0, 0, NULL,
+        "recall: query only at --horizon, not every step"),
+    NUM("data-dir", WS_OPT_STR, tp.data_dir, 0, 0, "DIR", "numbers: the Fashion-MNIST files"),
+    NUM("live-facts", WS_OPT_INT, tp.live_facts, 1, 4096, "N", "memory: most facts an episode"),
+    NUM("live-facts-min", WS_OPT_INT, tp.live_facts_min, 1, 4096, "N",
+        "memory: least of the most facts"),
+    NUM("max-arity", WS_OPT_INT, tp.max_arity, 1, 4, "N", "memory: most symbols a fact"),
+    NUM("instr-per-step", WS_OPT_INT, tp.instr_per_step, 1, 64, "N",
+        "memory: instructions a step"),
+    NUM("override-rate", WS_OPT_FLOAT, tp.override_rate, 0, 1, "X",
+        "memory: how often a told fact is overridden"),
+    NUM("active-rate", WS_OPT_FLOAT, tp.active_rate, 0, 1, "X",
+        "memory: how often a step tells once all was told"),
+    NUM("queries", WS_OPT_INT, tp.n_queries, 0, 4096, "N", "memory: queries a step"),
+    NUM("batch", WS_OPT_INT, tc.batch, 1, 65536, "N", "trajectory slots"),
+    NUM("rollout", WS_OPT_INT, tc.rollout, 1, 1e6, "N", "steps a trajectory (fixed lifetime)"),
+    {"lifetime", WS_OPT_FN, O(tc.lifetime), 0, 0, "fixed|pool", "trajectory lifetime",
+     parse_lifetime, 0},
+    NUM("max-age", WS_OPT_INT, tc.max_age, 1, 1e7, "N", "pool: oldest trajectory"),
+    NUM("update-every", WS_OPT_INT, tc.update_every, 1, 1e6, "N", "iterations an AdamW step"),
+    NUM("lr", WS_OPT_FLOAT, tc.lr, 1e-8, 10, "X", "peak learning rate"),
+    NUM("min-lr-ratio", WS_OPT_FLOAT, tc.min_lr_ratio, 0, 1, "X", "cosine decays to lr times X"),
+    NUM("warmup", WS_OPT_INT, tc.warmup, 0, 1e9, "N", "warmup iterations"),
+    NUM("iters", WS_OPT_LONG, tc.iters, 0, 1e12, "N", "iteration budget (0: time only)"),
+    NUM("seconds", WS_OPT_DOUBLE, tc.seconds, 0, 1e9, "X", "time budget (0: iterations only)"),
+    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", "global-norm clipping (0: none)"),
+    NUM("wd", WS_OPT_FLOAT, tc.weight_decay, 0, 10, "X", "AdamW weight decay"),
+    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", "initialisation and task worlds"),
+    NUM("checkpoint", WS_OPT_STR, checkpoint, 0, 0, "PATH",
+        "train: save to (every 2000 iterations); eval: load"),
+    NUM("resume", WS_OPT_STR, resume, 0, 0, "PATH", "train on from this checkpoint"),
+    NUM("ship", WS_OPT_STR, ship, 0, 0, "PATH", "also write the parameters alone to PATH"),
+    NUM("log", WS_OPT_STR, log_path, 0, 0, "PATH", "append progress as JSON lines"),
+    NUM("eval-every", WS_OPT_INT, eval_every, 0, 1e9, "N", "a quick evaluation every N (0: no)"),
+    NUM("threads", WS_OPT_INT, threads, 0, 256, "N", "CPU threads (0: all)"),
+    {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons", parse_horizons, 0},
+    NUM("trajectories", WS_OPT_INT, ec.n_traj, 1, 65536, "N", "eval: trajectories"),
+    NUM("window", WS_OPT_INT, ec.window, 1, 1e6, "N", "eval: steps averaged at a horizon"),
+    NUM("eval-seed", WS_OPT_U64, ec.seed, 0, (double)UINT64_MAX, "N",
+        "eval: seed of fresh worlds"),
+    NUM("no-eval", WS_OPT_SET, eval_at_end, 0, 0, NULL, "train: no evaluation at the end"),
+};
+#undef NUM
+#undef O
+#define N_FLAGS ((int)(sizeof flags / sizeof *flags))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: worldstate-train train|eval [flags]\n"
+               "task, training and evaluation (train evaluates at the end too):\n");
+    ws_cli_usage(f, flags, N_FLAGS, ~0u);
+    fprintf(f, "tasks (model/tasks/task.h says what each tells and asks):");
+    for (int i = 0; ws_task_name(i); i++) fprintf(f, " %s", ws_task_name(i));
+    fprintf(f, "\n");
+    fprintf(f, "model: a flag per config field (model/model.h says what each is; without\n"
+               "flags: d 64, 4 heads, 16 state tokens, vocab 512, overflow 16, the rest as\n"
+               "POST /v1/models defaults them):\n");
+    ws_cli_model_usage(f);
+    ws_off_usage(f);
+}
+
+/* Fills o from `worldstate-train train|eval ...`; -1 after printing why. */
 static int parse_args(int argc, char **argv, options *o)
 {
-    if (argc < 2 || (strcmp(argv[1], "train") && strcmp(argv[1], "eval"))) return -1;
     o->eval_only = !strcmp(argv[1], "eval");
     o->mc = ws_model_config_default();
     o->mc.d = 64, o->mc.n_state = 16, o->mc.vocab_cap = 512, o->mc.n_overflow = 16;
     o->tc = ws_train_config_default();
+    o->tc.seed = 1;
     o->ec = (ws_eval_config){.n_traj = 64, .window = 4, .seed = 0xE7A1ULL, .n_horizons = 4,
                              .horizons = {8, 100, 1000, 10000}};
     o->threads = 0;
     o->eval_at_end = 1;
-    const char *task = "facts";
-    double seed = 1;
-    o->tp.move_rate = o->tp.density = o->tp.intervention_rate = NAN;
-    o->tp.override_rate = o->tp.active_rate = NAN;
-    num_flag nums[] = {
-        {"--entities", 'i', &o->tp.entities, 1, 1024},
-        {"--places", 'i', &o->tp.places, 1, 1024},
-        {"--move-rate", 'f', &o->tp.move_rate, 0, 1024},
-        {"--density", 'f', &o->tp.density, 0, 1},
-        {"--intervention-rate", 'f', &o->tp.intervention_rate, 0, 64},
-        {"--images", 'i', &o->tp.images, 1, 16},
-        {"--horizon", 'i', &o->tp.horizon, 1, 1e6},
-        {"--live-facts", 'i', &o->tp.live_facts, 1, 4096},
-        {"--live-facts-min", 'i', &o->tp.live_facts_min, 1, 4096},
-        {"--max-arity", 'i', &o->tp.max_arity, 1, 4},
-        {"--instr-per-step", 'i', &o->tp.instr_per_step, 1, 64},
-        {"--override-rate", 'f', &o->tp.override_rate, 0, 1},
-        {"--active-rate", 'f', &o->tp.active_rate, 0, 1},
-        {"--queries", 'i', &o->tp.n_queries, 0, 4096},
-        {"--overflow", 'i', &o->mc.n_overflow, 1, 1 << 20},
-        {"--d", 'i', &o->mc.d, 2, 4096},
-        {"--heads", 'i', &o->mc.n_heads, 1, 64},
-        {"--state-tokens", 'i', &o->mc.n_state, 1, 1024},
-        {"--upd-layers", 'i', &o->mc.n_upd_layers, 0, 64},
-        {"--ext-layers", 'i', &o->mc.n_ext_layers, 0, 64},
-        {"--fact-len", 'i', &o->mc.max_fact_len, 1, WS_MAX_FACT_LEN},
-        {"--vocab", 'i', &o->mc.vocab_cap, 0, 1 << 24},
-        {"--rn-width", 'i', &o->mc.rn_width, 1, 4096},
-        {"--rn-layers", 'i', &o->mc.rn_layers, 1, 8},
-        {"--s2-virtual", 'i', &o->mc.s2_virtual, 1, 64},
-        {"--s2-heads", 'i', &o->mc.s2_heads, 0, 16},
-        {"--s2-dim", 'i', &o->mc.s2_dim, 1, 1024},
-        {"--s2-tau", 'f', &o->mc.s2_tau, 1e-6, 1e4},
-        {"--comp-searches", 'i', &o->mc.comp_searches, 1, 64},
-        {"--comp-retrievals", 'i', &o->mc.comp_retrievals, 1, 64},
-        {"--comp-dim", 'i', &o->mc.comp_dim, 1, 1024},
-        {"--batch", 'i', &o->tc.batch, 1, 65536},
-        {"--rollout", 'i', &o->tc.rollout, 1, 1e6},
-        {"--max-age", 'i', &o->tc.max_age, 1, 1e7},
-        {"--update-every", 'i', &o->tc.update_every, 1, 1e6},
-        {"--lr", 'f', &o->tc.lr, 1e-8, 10},
-        {"--min-lr-ratio", 'f', &o->tc.min_lr_ratio, 0, 1},
-        {"--warmup", 'i', &o->tc.warmup, 0, 1e9},
-        {"--iters", 'l', &o->tc.iters, 0, 1e12},
-        {"--seconds", 'd', &o->tc.seconds, 0, 1e9},
-        {"--clip", 'f', &o->tc.clip_norm, 0, 1e9},
-        {"--wd", 'f', &o->tc.weight_decay, 0, 10},
-        {"--seed", 'D', &seed, 0, 1e15},
-        {"--eval-every", 'i', &o->eval_every, 0, 1e9},
-        {"--threads", 'i', &o->threads, 0, 256},
-        {"--trajectories", 'i', &o->ec.n_traj, 1, 65536},
-        {"--window", 'i', &o->ec.window, 1, 1e6},
-    };
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        size_t k;
-        for (k = 0; k < sizeof nums / sizeof *nums; k++)
-            if (!strcmp(a, nums[k].flag)) break;
-        if (k < sizeof nums / sizeof *nums) {
-            double x;
-            if (!v || parse_num(a, v, nums[k].lo, nums[k].hi, &x)) return -1;
-            switch (nums[k].kind) {
-            case 'i': *(int *)nums[k].dst = (int)x; break;
-            case 'l': *(long *)nums[k].dst = (long)x; break;
-            case 'f': *(float *)nums[k].dst = (float)x; break;
-            default: *(double *)nums[k].dst = x; break;
-            }
-            i++;
-        } else if (!strcmp(a, "--task") && v) task = argv[++i];
-        else if (!strcmp(a, "--data-dir") && v) o->tp.data_dir = argv[++i];
-        else if ((!strcmp(a, "--upd-mixer") || !strcmp(a, "--ext-mixer")) && v) {
-            int kind = ws_mixer_kind_of(argv[++i]);
-            if (kind < 0) return -1;
-            *(a[2] == 'u' ? &o->mc.upd_mixer : &o->mc.ext_mixer) = kind;
-        } else if (!strcmp(a, "--symbol-code") && v) {
-            const char *c = argv[++i];
-            if (strcmp(c, "hashed") && strcmp(c, "table")) return -1;
-            o->mc.symbol_code = strcmp(c, "hashed") ? WS_SYMBOLS_TABLE : WS_SYMBOLS_HASHED;
-        } else if (!strcmp(a, "--checkpoint") && v) o->checkpoint = argv[++i];
-        else if (!strcmp(a, "--ship") && v) o->ship = argv[++i];
-        else if (!strcmp(a, "--resume") && v) o->resume = argv[++i];
-        else if (!strcmp(a, "--log") && v) o->log_path = argv[++i];
-        else if (!strcmp(a, "--horizons") && v) {
-            if (parse_horizons(argv[++i], &o->ec)) return -1;
-        } else if (!strcmp(a, "--eval-seed") && v) o->ec.seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--lifetime") && v) {
-            const char *l = argv[++i];
-            if (strcmp(l, "fixed") && strcmp(l, "pool")) return -1;
-            o->tc.lifetime = strcmp(l, "pool") ? WS_LIFETIME_FIXED : WS_LIFETIME_POOL;
-        } else if (!strcmp(a, "--no-state-norm")) o->mc.state_norm = 0;
-        else if (!strcmp(a, "--non-thorough")) o->tp.thorough = -1;
-        else if (!strcmp(a, "--no-eval")) o->eval_at_end = 0;
-        else {
-            fprintf(stderr, "worldstate-train: unknown or incomplete option '%s'\n", a);
-            return -1;
-        }
-    }
-    o->tc.seed = (uint64_t)seed;
-    /* Task defaults first, then the flags given override them. */
-    ws_task_params given = o->tp;
-    if (!ws_task_params_default(task, &o->tp)) {
-        fprintf(stderr, "worldstate-train: unknown task '%s'\n", task);
+    o->task = "facts";
+    /* The first pass finds --task (and checks every flag); the second sets the
+     * flags given over that task's defaults. */
+    if (ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc) < 0)
+        return -1;
+    if (!ws_task_params_default(o->task, &o->tp)) {
+        fprintf(stderr, "worldstate-train: unknown task '%s'\n", o->task);
         return -1;
     }
-#define OVERRIDE(f) if (given.f) o->tp.f = given.f
-    OVERRIDE(entities); OVERRIDE(places); OVERRIDE(images); OVERRIDE(horizon); OVERRIDE(data_dir);
-    OVERRIDE(live_facts); OVERRIDE(live_facts_min); OVERRIDE(max_arity);
-    OVERRIDE(instr_per_step); OVERRIDE(n_queries);
-#undef OVERRIDE
-    /* The rates may be 0 (a static world): NaN marks "not given". */
-#define OVERRIDE_RATE(f) if (!isnan(given.f)) o->tp.f = given.f
-    OVERRIDE_RATE(move_rate); OVERRIDE_RATE(density); OVERRIDE_RATE(intervention_rate);
-    OVERRIDE_RATE(override_rate); OVERRIDE_RATE(active_rate);
-#undef OVERRIDE_RATE
-    if (given.thorough < 0) o->tp.thorough = 0;
+    int first = ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc);
+    if (first < 0) return -1;
+    if (first < argc - 1) {
+        fprintf(stderr, "worldstate-train: unexpected argument '%s'\n", argv[1 + first]);
+        return -1;
+    }
     return 0;
 }
 
@@ -301,16 +239,21 @@ static int train(options *o, ws_exec *x, FILE *log)
 int main(int argc, char **argv)
 {
     ws_backend_prefer_passive_waits(argv);
-    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+    const char *cmd = argc >= 2 ? argv[1] : "";
+    if (argc == 2 && (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))) {
         usage(stdout);
         return 0;
     }
-    if (argc >= 2 && (!strcmp(argv[1], "export") || !strcmp(argv[1], "retrain") || !strcmp(argv[1], "rederive")))
+    if (!strcmp(cmd, "export") || !strcmp(cmd, "retrain") || !strcmp(cmd, "rederive"))
         return ws_off_main(argc, argv);
+    if (strcmp(cmd, "train") && strcmp(cmd, "eval")) {
+        usage(stderr);
+        return 2;
+    }
     options o;
     memset(&o, 0, sizeof o);
     if (parse_args(argc, argv, &o)) {
-        usage(stderr);
+        fprintf(stderr, "(worldstate-train --help lists the flags)\n");
         return 2;
     }
     ws_error err = {0};

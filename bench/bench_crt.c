@@ -27,7 +27,7 @@
 
 #include "crt_model.h"
 #include "crt_task.h"
-#include "../base/ws_clock.h"
+#include "base/ws_clock.h"
 
 typedef struct {
     int iters, batch, d, S, R, heads, gs, gr, n_obj, eval_batches, final_batches, eval_size;

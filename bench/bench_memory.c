@@ -22,12 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "probe.h"
+#include "model/checkpoint.h"
+#include "model/probe.h"
 #ifdef WS_DAEMON_PATH
 #include "daemon_proc.h"
 #include "probe_http.h"
-#include "../base/ws_clock.h"
+#include "base/ws_clock.h"
 #endif
 
 typedef struct {

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer.h"
-#include "../base/ws_clock.h"
+#include "model/mixer.h"
+#include "base/ws_clock.h"
 
 typedef struct {
     int n, d, heads, dr, batch, reps, threads;

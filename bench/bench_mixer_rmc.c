@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "model.h"
+#include "model/model.h"
 
 #define BATCH 64
 #define N_INSTR 4

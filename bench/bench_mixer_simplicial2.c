@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer.h"
-#include "mixer_ops_simplicial2.h"
-#include "tasks/task.h"
-#include "../base/ws_clock.h"
-#include "../base/ws_rng.h"
+#include "model/mixer.h"
+#include "kernels/mixer_ops_simplicial2.h"
+#include "model/tasks/task.h"
+#include "base/ws_clock.h"
+#include "base/ws_rng.h"
 
 typedef struct {
     int n, d, batch, virt, heads, k2, d2, threads;

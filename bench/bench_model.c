@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "../base/ws_clock.h"
-#include "../base/ws_rng.h"
+#include "model/model.h"
+#include "base/ws_clock.h"
+#include "base/ws_rng.h"
 
 #define BATCH 64
 #define N_INSTR 16

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "daemon_proc.h"
-#include "storage.h"
-#include "../base/ws_clock.h"
+#include "storage/storage.h"
+#include "base/ws_clock.h"
 
 #define MODEL_D 32
 #define MODEL_T 8

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer_ops_compositional.h"
-#include "tasks/task_rng.h"
+#include "kernels/mixer_ops_compositional.h"
+#include "model/tasks/task_rng.h"
 
 /* A linear's weight [out, in] and bias [out] in the parameter buffer. */
 typedef struct {

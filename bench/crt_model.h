@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "backend.h"
+#include "kernels/backend.h"
 
 typedef struct crt_model crt_model;
 

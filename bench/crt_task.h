@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "tasks/task_rng.h"
+#include "model/tasks/task_rng.h"
 
 enum { CRT_TRAIN, CRT_TEST, CRT_ALL };
 

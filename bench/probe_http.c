@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tasks/task_rng.h"
-#include "ws_client.h"
+#include "model/tasks/task_rng.h"
+#include "clients/ws_client.h"
 
 typedef struct {
     ws_client *c;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "probe.h"
+#include "model/probe.h"
 
 /* One session per episode on `model` (NULL: the default), created through url.
  * Each session gets its episode's instruction steps (no labels), then silent

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #ifdef WS_HAVE_CUDA
-#include "cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_backend.h"
 #endif
 
 void ws_backend_free(ws_backend *be)

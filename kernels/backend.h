@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_status.h"
+#include "base/ws_status.h"
 
 typedef struct ws_backend ws_backend;
 

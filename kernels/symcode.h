@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_rng.h" /* ws_mix64 */
+#include "base/ws_rng.h" /* ws_mix64 */
 
 #ifdef __CUDACC__
 #define WS_SYMCODE_FN static inline __host__ __device__

@@ -14,7 +14,7 @@
 #ifndef WS_CHECKPOINT_H
 #define WS_CHECKPOINT_H
 
-#include "../base/ws_status.h"
+#include "base/ws_status.h"
 #include "model.h"
 
 #define WS_CHECKPOINT_FORMAT "worldstate-model-1"

@@ -29,7 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mixer_ops_compositional.h"
+#include "kernels/mixer_ops_compositional.h"
 
 typedef struct {
     int d, S, R, dv, dr, n, n_keys, n_segs, self;

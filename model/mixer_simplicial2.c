@@ -48,7 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../kernels/mixer_ops_simplicial2.h"
+#include "kernels/mixer_ops_simplicial2.h"
 
 /* Segment counts and sizes of one use (from the host segments). */
 typedef struct {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/ws_rng.h"
+#include "base/ws_rng.h"
 #include "mixer.h"
 #include "params.h"
 

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../kernels/backend.h"
+#include "kernels/backend.h"
 #include "vocab.h"
 
 #define WS_MAX_FACT_LEN 16 /* hard upper bound on symbols per fact */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/symcode.h"
-#include "tasks/task_rng.h"
+#include "kernels/symcode.h"
+#include "model/tasks/task_rng.h"
 
 static int same_fact(const ws_probe_fact *a, const ws_probe_fact *b)
 {

@@ -32,7 +32,7 @@
  * n_query·T²·w buffers when L_g > 1 (one otherwise). */
 #include <stdio.h>
 
-#include "../kernels/mixer_ops_rn.h"
+#include "kernels/mixer_ops_rn.h"
 #include "mixer.h"
 
 #define WS_RN_MAX_STATE 64 /* T² pair rows per query: 4096 at most */

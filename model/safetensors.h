@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_status.h"
+#include "base/ws_status.h"
 
 #define WS_ST_MAX_DIMS 4
 

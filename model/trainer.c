@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/ws_clock.h"
-#include "../base/ws_rng.h"
+#include "base/ws_clock.h"
+#include "base/ws_rng.h"
 
 struct ws_trainer {
     ws_exec *x;

@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "model.h"
-#include "tasks/task.h"
+#include "model/tasks/task.h"
 
 typedef enum { WS_LIFETIME_FIXED = 0, WS_LIFETIME_POOL = 1 } ws_lifetime;
 

@@ -59,7 +59,7 @@
 #include <stdlib.h>
 
 #include "mixer.h"
-#include "mixer_ops_rmc.h"
+#include "kernels/mixer_ops_rmc.h"
 
 #define RMC_INPUT_BIAS 0.0f
 #define RMC_FORGET_BIAS 1.0f /* Sonnet's default: start by mostly keeping the memory */

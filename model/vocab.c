@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/symcode.h"
+#include "kernels/symcode.h"
 
 struct ws_vocab {
     int capacity, n_overflow, size;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_status.h"
+#include "base/ws_status.h"
 
 typedef struct ws_vocab ws_vocab;
 

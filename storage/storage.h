@@ -52,7 +52,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_status.h"
+#include "base/ws_status.h"
 
 #define WS_STORE_SCHEMA_VERSION 1        /* PRAGMA user_version of this build */
 #define WS_STORE_BUSY_TIMEOUT_MS 10000   /* how long a writer waits for the lock */

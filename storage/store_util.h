@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../base/ws_clock.h"
+#include "base/ws_clock.h"
 #include "storage.h"
 /* n random bytes from /dev/urandom. */
 ws_status ws_store__random(void *buf, size_t n, ws_error *err);

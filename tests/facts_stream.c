@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "batch.h"
+#include "model/batch.h"
 #include "test_util.h"
 
 void ws_fs_start(ws_ts_daemon *d, char *dir, const char *name, const char *training)

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "tasks/task.h"
+#include "model/tasks/task.h"
 #include "test_server_util.h"
 
 typedef struct {

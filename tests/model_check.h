@@ -10,7 +10,7 @@
 #ifndef WS_MODEL_CHECK_H
 #define WS_MODEL_CHECK_H
 
-#include "model.h"
+#include "model/model.h"
 #include "test_util.h"
 
 #define MODEL_CHECK_N_TRAJ 4 /* trajectories in model_check_batch */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "test_util.h"
 
 #define SENTINEL 7777.0f /* padding that an op must leave alone */

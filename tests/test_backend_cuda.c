@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "model.h"
+#include "kernels/backend.h"
+#include "model/model.h"
 #include "ops_check.h"
 #include "test_util.h"
 #ifdef WS_HAVE_CUDA
-#include "cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_backend.h"
 #endif
 
 #define EXIT_SKIPPED 77

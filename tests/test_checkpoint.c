@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "model.h"
-#include "safetensors.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 #include "test_util.h"
 
 static char tmpdir[64];

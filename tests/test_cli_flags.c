@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "cli.h"
+#include "model/checkpoint.h"
+#include "server/common/cli.h"
 #include "test_util.h"
 
 #define N WS_MODEL_CONFIG_N_FIELDS

@@ -17,7 +17,7 @@
 
 #include "test_server_util.h"
 #include "test_util.h"
-#include "ws_client.h"
+#include "clients/ws_client.h"
 
 /* The daemon most tests share (ws_ts_shared_setup starts it). */
 static ws_ts_daemon *const D = &ws_ts_shared;

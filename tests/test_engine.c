@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "storage.h"
+#include "server/engine/engine.h"
+#include "storage/storage.h"
 #include "test_util.h"
 
 static char DIR_[256];

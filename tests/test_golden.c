@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "safetensors.h"
+#include "model/model.h"
+#include "model/safetensors.h"
 #include "test_util.h"
 
 #define TOL 1e-4

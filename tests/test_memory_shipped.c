@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "checkpoint.h"
-#include "probe.h"
+#include "model/checkpoint.h"
+#include "model/probe.h"
 #include "test_util.h"
 
 static const char *const KIND_NAME[WS_PROBE_KINDS] = {"told-true", "overridden", "never-told"};

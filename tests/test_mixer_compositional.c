@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "model_check.h"
 
 static ws_model_config comp_config(int upd, int ext, int S, int R, int dr)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer.h"
+#include "model/mixer.h"
 #include "model_check.h"
 
 /* The tiny config with 5 state tokens, 2 of them virtual in SELF mode. */

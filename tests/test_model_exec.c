@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model_check.h"
-#include "model_internal.h" /* the plan, to watch a context's activations */
+#include "model/model_internal.h" /* the plan, to watch a context's activations */
 
 /* One trajectory from W_0: a small batch beside model_check_batch's four. */
 static void small_batch(ws_batch *b)

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../kernels/symcode.h"
-#include "checkpoint.h"
+#include "kernels/symcode.h"
+#include "model/checkpoint.h"
 #include "model_check.h"
 
 static ws_model_config rn_config(int ext_layers, int rn_layers, int width)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "kernels/backend.h"
 #include "ops_check.h"
 #include "test_util.h"
 

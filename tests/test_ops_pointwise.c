@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/symcode.h"
-#include "backend.h"
+#include "kernels/symcode.h"
+#include "kernels/backend.h"
 #include "ops_check.h"
 #include "test_util.h"
 

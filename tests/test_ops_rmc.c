@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "mixer_ops_rmc.h"
+#include "kernels/backend.h"
+#include "kernels/mixer_ops_rmc.h"
 #include "ops_check.h"
 #include "test_util.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer_ops_rn.h"
+#include "kernels/mixer_ops_rn.h"
 #include "ops_check.h"
 #include "test_util.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer_ops_simplicial2.h"
+#include "kernels/mixer_ops_simplicial2.h"
 #include "ops_check.h"
 
 typedef struct {

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "model/safetensors.h"
 #include "test_util.h"
 
 static char tmpdir[64];

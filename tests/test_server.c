@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "storage.h"
+#include "model/checkpoint.h"
+#include "storage/storage.h"
 #include "test_server_util.h"
 #include "test_util.h"
 

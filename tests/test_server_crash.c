@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "storage.h"
+#include "storage/storage.h"
 #include "test_server_util.h"
 #include "test_util.h"
 

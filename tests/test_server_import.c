@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checkpoint.h"
+#include "model/checkpoint.h"
 #include "test_server_util.h"
 #include "test_util.h"
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "probe_http.h"
+#include "model/checkpoint.h"
+#include "bench/probe_http.h"
 #include "test_server_util.h"
 #include "test_util.h"
 

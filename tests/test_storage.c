@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sha256.h"
-#include "storage.h"
+#include "storage/sha256.h"
+#include "storage/storage.h"
 #include "test_util.h"
 
 static char tmpdir[64];

@@ -12,11 +12,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "batch.h"
-#include "model.h"
-#include "tasks/life.h"
-#include "tasks/mnist.h"
-#include "tasks/task.h"
+#include "model/batch.h"
+#include "model/model.h"
+#include "model/tasks/life.h"
+#include "model/tasks/mnist.h"
+#include "model/tasks/task.h"
 #include "test_util.h"
 
 #define MNIST_DIR "/usr/share/datasets/fashion-mnist"

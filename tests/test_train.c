@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "test_util.h"
-#include "trainer.h"
+#include "model/trainer.h"
 
 typedef struct {
     ws_backend *be;

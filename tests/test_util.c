@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/ws_rng.h"
+#include "base/ws_rng.h"
 
 uint64_t ws_test_next(ws_test_rng *r)
 {

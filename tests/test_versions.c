@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "server/common/common.h"
 #include "test_util.h"
-#include "versions.h"
+#include "server/common/versions.h"
 
 static char tmpdir[64];
 

@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "ws_client.h"
+#include "clients/ws_client.h"
 
 /* Exit codes (clients/README.md). */
 enum {

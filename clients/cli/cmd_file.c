@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../../base/ws_clock.h"
+#include "base/ws_clock.h"
 
 typedef struct {
     const char *path;

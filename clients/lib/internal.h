@@ -6,7 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
-#include "../ws_client.h"
+#include "clients/ws_client.h"
 
 struct ws_client {
     char *url;  /* base URL without a trailing '/' */

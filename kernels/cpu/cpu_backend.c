@@ -77,7 +77,7 @@ static const ws_backend_ops cpu_ops = {
     .fill = cpu_fill,
     .sync = cpu_sync,
 #define WS_OP(name, params) .name = ws_cpu_##name,
-#include "../backend_ops.h"
+#include "kernels/backend_ops.h"
 #undef WS_OP
     .rn = &ws_cpu_rn_ops,
     .simplicial = &ws_cpu_simplicial2_ops,

@@ -1,7 +1,7 @@
 /* cpu_embedding.c — embedding gather-sum and its scatter-add gradient; symbol codes. */
 #include <string.h>
 
-#include "../symcode.h"
+#include "kernels/symcode.h"
 #include "cpu_internal.h"
 
 ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *table,

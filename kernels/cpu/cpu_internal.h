@@ -7,8 +7,8 @@
 #ifndef WS_CPU_INTERNAL_H
 #define WS_CPU_INTERNAL_H
 
-#include "../backend.h"
-#include "../mixer_ops_compositional.h"
+#include "kernels/backend.h"
+#include "kernels/mixer_ops_compositional.h"
 
 typedef struct {
     int n_threads;
@@ -31,7 +31,7 @@ static inline int ws_cpu_threads(const ws_backend *be)
  * cpu_linear.c, cpu_norm.c, cpu_attention.c, cpu_pointwise.c, cpu_embedding.c,
  * cpu_optim.c). */
 #define WS_OP(name, params) ws_status ws_cpu_##name params;
-#include "../backend_ops.h"
+#include "kernels/backend_ops.h"
 #undef WS_OP
 
 /* Row-wise softmax of s[q_len, k_len] in place (cpu_attention.c). Keys with

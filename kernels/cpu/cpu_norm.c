@@ -2,7 +2,7 @@
 #include <math.h>
 
 #include "cpu_internal.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
                                    const float *in, const float *gain, const float *bias, int n,

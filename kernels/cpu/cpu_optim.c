@@ -2,7 +2,7 @@
 #include <math.h>
 
 #include "cpu_internal.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
                        size_t n, const ws_adamw_args *a)

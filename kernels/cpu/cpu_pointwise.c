@@ -3,7 +3,7 @@
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 #define WS_PAR_MIN 4096 /* elements below which threads cost more */
 

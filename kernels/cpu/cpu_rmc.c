@@ -1,7 +1,7 @@
 /* cpu_rmc.c — the relational-memory-core ops (mixer_ops_rmc.h) on the CPU:
  * OpenMP over segments (trajectories) for the gated update and the context
  * mean, over elements for tanh; SIMD along the rows. */
-#include "../mixer_ops_rmc.h"
+#include "kernels/mixer_ops_rmc.h"
 #include "cpu_internal.h"
 #include "cpu_math.h"
 

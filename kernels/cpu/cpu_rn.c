@@ -4,7 +4,7 @@
  * pair rows; the pair backward over segments, since object-row gradients sum
  * over all of a segment's queries. Each item writes only its own rows, so no
  * atomics are needed. */
-#include "../mixer_ops_rn.h"
+#include "kernels/mixer_ops_rn.h"
 #include "cpu_internal.h"
 
 #define WS_PAR_MIN 4096 /* elements below which threads cost more than they save */

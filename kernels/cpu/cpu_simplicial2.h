@@ -4,7 +4,7 @@
 #ifndef WS_CPU_SIMPLICIAL2_H
 #define WS_CPU_SIMPLICIAL2_H
 
-#include "../mixer_ops_simplicial2.h"
+#include "kernels/mixer_ops_simplicial2.h"
 
 /* Runs fn over every (segment, head) unit t = segment·n_heads + head on the
  * backend's threads, each call with its own per_thread floats of scratch. */

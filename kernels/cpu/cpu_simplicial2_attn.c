@@ -20,7 +20,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "../mixer_ops_simplicial2.h"
+#include "kernels/mixer_ops_simplicial2.h"
 #include "cpu_internal.h"
 #include "cpu_math.h"
 #include "cpu_simplicial2.h"

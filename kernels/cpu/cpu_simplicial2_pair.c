@@ -15,7 +15,7 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "../mixer_ops_simplicial2.h"
+#include "kernels/mixer_ops_simplicial2.h"
 #include "cpu_internal.h"
 #include "cpu_simplicial2.h"
 

@@ -182,7 +182,7 @@ static void fill_ops(ws_backend_ops *o)
     o->fill = ws_cuda_fill;
     o->sync = cuda_sync;
 #define WS_OP(name, params) o->name = ws_cuda_##name;
-#include "../backend_ops.h"
+#include "kernels/backend_ops.h"
 #undef WS_OP
 }
 

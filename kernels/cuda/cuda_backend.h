@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#include "../backend.h"
+#include "kernels/backend.h"
 
 /* Flags for ws_backend_cuda_new_ex. */
 #define WS_CUDA_TF32 1u /* cuBLAS products in TF32 tensor-op math (10-bit mantissa inputs) */

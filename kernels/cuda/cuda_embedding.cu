@@ -1,5 +1,5 @@
 /* cuda_embedding.cu — embedding gather-sum and its scatter-add gradient; symbol codes. */
-#include "../symcode.h"
+#include "kernels/symcode.h"
 #include "cuda_internal.h"
 
 #define WS_THREADS 256

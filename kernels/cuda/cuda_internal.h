@@ -100,7 +100,7 @@ static __device__ __forceinline__ double ws_warp_sum_d(double v)
 /* The ops of backend_ops.h, ws_cuda_<name> (one file per family), wired into
  * the table by cuda_backend.cu. */
 #define WS_OP(name, params) ws_status ws_cuda_##name params;
-#include "../backend_ops.h"
+#include "kernels/backend_ops.h"
 #undef WS_OP
 /* fill lives in cuda_pointwise.cu, next to the other element-wise kernels. */
 ws_status ws_cuda_fill(ws_backend *be, float *dst, float value, size_t n);

@@ -1,7 +1,7 @@
 /* cuda_norm.cu — LayerNorm forward/backward (eps 1e-5, biased variance), one warp
  * per row; the dgain/dbias reduction over rows gives each column one writer. */
 #include "cuda_internal.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 #define WS_LN_WARPS 4 /* rows per block */
 

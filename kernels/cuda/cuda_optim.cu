@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "cuda_internal.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 #define WS_THREADS 256
 

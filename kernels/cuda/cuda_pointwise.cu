@@ -3,7 +3,7 @@
  * as the CPU backend does: per-thread, per-block, then one block over the block
  * partials — a fixed order, no atomics. */
 #include "cuda_internal.h"
-#include "../op_constants.h"
+#include "kernels/op_constants.h"
 
 #define WS_THREADS 256
 #define WS_REDUCE_BLOCKS 512 /* most partials a reduction makes */

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "../../base/ws_status.h"
+#include "base/ws_status.h"
 
 #define WS_MNIST_CLASSES 10
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../batch.h"
+#include "model/batch.h"
 
 static const ws_task_kind *const kinds[] = {
 #define WS_TASK(name) &ws_task_kind_##name,

@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "../model.h"
+#include "model/model.h"
 
 typedef struct {
     const char *name;   /* a task of task_list.h: "recall", "facts", "memory", ... */

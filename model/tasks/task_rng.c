@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "../../base/ws_rng.h"
+#include "base/ws_rng.h"
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 

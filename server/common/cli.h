@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../../model/model.h"
+#include "model/model.h"
 
 typedef enum {
     WS_OPT_INT,    /* int in [lo, hi] */

@@ -9,8 +9,8 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
-#include "../../model/model.h"
-#include "../../storage/storage.h"
+#include "model/model.h"
+#include "storage/storage.h"
 #include "limits.h"
 
 /* Locks the data directory for this process's lifetime (datadir_lock.c); who

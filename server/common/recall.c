@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "../../base/ws_rng.h"
+#include "base/ws_rng.h"
 
 void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, int val)
 {

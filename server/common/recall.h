@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "../../model/model.h"
+#include "model/model.h"
 
 #define WS_RECALL_FACTS 64
 

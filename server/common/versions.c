@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../../model/checkpoint.h"
+#include "model/checkpoint.h"
 
 static ws_status collect(void *ctx, const ws_store_model *m)
 {

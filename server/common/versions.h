@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../model/model.h"
-#include "../../storage/storage.h"
+#include "model/model.h"
+#include "storage/storage.h"
 
 /* Every model's id, name, current version and training settings (owned
  * copies: a listing's callback may not call into the store). */

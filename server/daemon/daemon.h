@@ -18,9 +18,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "../common/common.h"
-#include "../engine/engine.h"
-#include "../engine/files.h"
+#include "server/common/common.h"
+#include "server/engine/engine.h"
+#include "server/engine/files.h"
 
 #define WS_SRV_BODY_MAX (1u << 20)  /* request body cap (bytes) */
 /* Body cap of POST /v1/models/{name}/import (a checkpoint, spooled to a file):

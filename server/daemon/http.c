@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "routes.h"
-#include "../../base/ws_clock.h"
+#include "base/ws_clock.h"
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "../common/cli.h"
+#include "server/common/cli.h"
 
 ws_srv_config ws_srv_config_default(void)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "../common/versions.h"
+#include "server/common/versions.h"
 
 static cJSON *base_json(const ws_store_model *m)
 {

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "engine_impl.h"
-#include "../../base/ws_clock.h"
+#include "base/ws_clock.h"
 
 #define TRAIN_EVERY_BATCHES 8
 /* How often the engine looks for versions recorded by other processes: one

@@ -20,9 +20,9 @@
 
 #include <stdint.h>
 
-#include "../../model/model.h"
-#include "../../storage/storage.h"
-#include "../common/limits.h"
+#include "model/model.h"
+#include "storage/storage.h"
+#include "server/common/limits.h"
 
 typedef struct ws_engine ws_engine;
 

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#include "../common/common.h"
+#include "server/common/common.h"
 #include "engine.h"
 #include "files.h"
 #include "online_trainer.h"

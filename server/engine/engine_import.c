@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../model/checkpoint.h"
+#include "model/checkpoint.h"
 #include "engine_impl.h"
 #include "shipped.h"
-#include "../common/versions.h"
+#include "server/common/versions.h"
 
 /* The loader's message names the temporary file: drop that prefix, the client
  * never saw the name. */

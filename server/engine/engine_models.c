@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../model/checkpoint.h"
+#include "model/checkpoint.h"
 #include "engine_impl.h"
-#include "../common/versions.h"
+#include "server/common/versions.h"
 
 #define WS_SRV_KEEP_VERSIONS 4
 

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/limits.h"
+#include "server/common/limits.h"
 #include "files.h"
 
 ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int *fd,

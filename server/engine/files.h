@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "../../base/ws_status.h"
+#include "base/ws_status.h"
 
 #define WS_SRV_UPLOAD_PREFIX ".upload-" /* temporary files: removed at start */
 /* A new empty temporary file <data-dir>/models/.upload-XXXXXX (mode 0600),

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/recall.h"
+#include "server/common/recall.h"
 #include "online_trainer.h"
 
 #define RING 256

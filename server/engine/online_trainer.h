@@ -2,7 +2,7 @@
 #ifndef WS_ENGINE_ONLINE_TRAINER_H
 #define WS_ENGINE_ONLINE_TRAINER_H
 
-#include "../common/common.h"
+#include "server/common/common.h"
 
 typedef struct ws_online_trainer ws_online_trainer;
 

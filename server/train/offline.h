@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../model/trainer.h"
-#include "../common/recall.h"
-#include "../common/common.h"
+#include "model/trainer.h"
+#include "server/common/recall.h"
+#include "server/common/common.h"
 
 /* ---- logged steps (offline_log.c) -------------------------------------- */
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "offline.h"
-#include "../common/cli.h"
-#include "../common/versions.h"
+#include "server/common/cli.h"
+#include "server/common/versions.h"
 
 ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err)
 {

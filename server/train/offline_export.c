@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "offline.h"
-#include "../common/versions.h"
+#include "server/common/versions.h"
 
 #define PAGE 500
 

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../base/ws_clock.h"
+#include "base/ws_clock.h"
 #include "offline.h"
-#include "../common/versions.h"
+#include "server/common/versions.h"
 
 typedef struct {
     ws_off_corpus *c;

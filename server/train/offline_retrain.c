@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "offline.h"
-#include "../common/versions.h"
-#include "../../base/ws_clock.h"
-#include "../../base/ws_rng.h"
+#include "server/common/versions.h"
+#include "base/ws_clock.h"
+#include "base/ws_rng.h"
 
 typedef struct {
     int S, recall;

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "offline.h"
-#include "../common/cli.h"
-#include "checkpoint.h"
-#include "trainer.h"
+#include "server/common/cli.h"
+#include "model/checkpoint.h"
+#include "model/trainer.h"
 
 typedef struct {
     int eval_only;

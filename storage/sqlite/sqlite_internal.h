@@ -6,8 +6,8 @@
 
 #include <sqlite3.h>
 
-#include "store_ops.h"
-#include "store_util.h"
+#include "storage/store_ops.h"
+#include "storage/store_util.h"
 
 /* Every statement the backend runs more than once, prepared once at open.
  * Column lists are spelled out (never *) so that a later migration adding a

@@ -45,9 +45,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WS_CLIENT_ID_LEN 32     /* session id: 32 lowercase hex digits */
+#define WS_CLIENT_ID_LEN   32   /* session id: 32 lowercase hex digits */
 #define WS_CLIENT_NAME_MAX 64   /* model names: [A-Za-z0-9._-]{1,64} */
-#define WS_CLIENT_NO_STEP (-1)  /* expect_step absent; next_after of a last page */
+#define WS_CLIENT_NO_STEP  (-1) /* expect_step absent; next_after of a last page */
 
 typedef enum {
     WS_CLIENT_OK = 0,
@@ -56,7 +56,7 @@ typedef enum {
     WS_CLIENT_ERR_PROTOCOL,  /* the answer is not what api.md describes */
     WS_CLIENT_ERR_INVALID,   /* bad arguments or input; nothing was sent */
     WS_CLIENT_ERR_NOMEM,
-    WS_CLIENT_ERR_IO         /* a local file (checkpoint download) */
+    WS_CLIENT_ERR_IO /* a local file (checkpoint download) */
 } ws_client_status;
 
 typedef struct {
@@ -163,17 +163,18 @@ int ws_client_step_req_equal(const ws_client_step_req *a, const ws_client_step_r
  * a newline (*out freed with free()). from_json reads such a line: every field
  * is optional (a bare step object is a valid record), unknown fields and wrong
  * types are WS_CLIENT_ERR_INVALID with a message naming the field. */
-ws_client_status ws_client_log_entry_to_json(const ws_client_log_entry *e, char **out, ws_client_error *err);
-ws_client_status ws_client_log_entry_from_json(const char *text, size_t len, ws_client_log_entry *out,
-                                               ws_client_error *err);
+ws_client_status ws_client_log_entry_to_json(const ws_client_log_entry *e, char **out,
+                                             ws_client_error *err);
+ws_client_status ws_client_log_entry_from_json(const char *text, size_t len,
+                                               ws_client_log_entry *out, ws_client_error *err);
 
 /* ---- probes ------------------------------------------------------------------- */
 
 typedef struct {
-    int ready;             /* 200 ready; 0 for 503 not_ready */
-    char durability[16];   /* "normal" / "full" when ready */
-    int64_t queue_depth;   /* when ready */
-    char reason[256];      /* when not ready */
+    int ready;           /* 200 ready; 0 for 503 not_ready */
+    char durability[16]; /* "normal" / "full" when ready */
+    int64_t queue_depth; /* when ready */
+    char reason[256];    /* when not ready */
 } ws_client_ready;
 
 /* GET /healthz: WS_CLIENT_OK when the process answers {"status":"ok"}. */
@@ -189,9 +190,9 @@ typedef struct {
     char id[WS_CLIENT_ID_LEN + 1];
     char model[WS_CLIENT_NAME_MAX + 1]; /* "" in listings */
     int64_t step;
-    int64_t state_version; /* 0 in listings */
+    int64_t state_version;      /* 0 in listings */
     int state_rows, state_cols; /* ws_client_session_get only; 0,0 before the first step */
-    int64_t created_ms;    /* 0 in listings */
+    int64_t created_ms;         /* 0 in listings */
     int64_t updated_ms;
 } ws_client_session;
 
@@ -211,8 +212,8 @@ void ws_client_session_page_free(ws_client_session_page *p);
 void ws_client_state_free(ws_client_state *s);
 
 /* POST /v1/sessions; model NULL: "default". */
-ws_client_status ws_client_session_create(const ws_client *c, const char *model, ws_client_session *out,
-                                          ws_client_error *err);
+ws_client_status ws_client_session_create(const ws_client *c, const char *model,
+                                          ws_client_session *out, ws_client_error *err);
 /* GET /v1/sessions?after=&limit=; after NULL or "": from the start; limit 1..1000. */
 ws_client_status ws_client_session_list(const ws_client *c, const char *after, int limit,
                                         ws_client_session_page *out, ws_client_error *err);
@@ -230,11 +231,12 @@ ws_client_status ws_client_step(const ws_client *c, const char *id, const ws_cli
 ws_client_status ws_client_step_log(const ws_client *c, const char *id, int64_t after, int limit,
                                     ws_client_log_page *out, ws_client_error *err);
 /* POST /v1/sessions/{id}/queries: answers on the current state, which stays as it is. */
-ws_client_status ws_client_query(const ws_client *c, const char *id, const ws_client_fact *queries, int n,
-                                 ws_client_answers *out, ws_client_error *err);
+ws_client_status ws_client_query(const ws_client *c, const char *id, const ws_client_fact *queries,
+                                 int n, ws_client_answers *out, ws_client_error *err);
 /* PUT /v1/sessions/{id}/steps/{step}/labels; *training_example (may be NULL) as answered. */
-ws_client_status ws_client_labels_put(const ws_client *c, const char *id, int64_t step, const int *labels, int n,
-                                      int replace, int *training_example, ws_client_error *err);
+ws_client_status ws_client_labels_put(const ws_client *c, const char *id, int64_t step,
+                                      const int *labels, int n, int replace, int *training_example,
+                                      ws_client_error *err);
 
 /* ---- models ------------------------------------------------------------------- */
 
@@ -258,7 +260,8 @@ typedef struct {
 typedef struct {
     int present; /* ws_client_model_get only */
     char state[16];
-    int64_t serving_version, examples_ready, examples_labelled, examples_trained, examples_dropped, updates;
+    int64_t serving_version, examples_ready, examples_labelled, examples_trained, examples_dropped,
+        updates;
     double last_loss;
 } ws_client_model_status;
 
@@ -283,24 +286,26 @@ typedef struct {
 } ws_client_model_list;
 
 typedef struct {
-    const char *name;                        /* [A-Za-z0-9._-]{1,64} */
-    const char *config_json;                 /* NULL, or a JSON object of config fields */
+    const char *name;                         /* [A-Za-z0-9._-]{1,64} */
+    const char *config_json;                  /* NULL, or a JSON object of config fields */
     const ws_client_training_patch *training; /* NULL: the defaults */
-    int64_t seed;                            /* < 0: the server's default */
+    int64_t seed;                             /* < 0: the server's default */
 } ws_client_model_spec;
 
 void ws_client_model_free(ws_client_model *m);
 void ws_client_model_list_free(ws_client_model_list *l);
 
-ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out, ws_client_error *err);
+ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out,
+                                          ws_client_error *err);
 /* POST /v1/models (admin). */
-ws_client_status ws_client_model_create(const ws_client *c, const ws_client_model_spec *spec, ws_client_model *out,
-                                        ws_client_error *err);
+ws_client_status ws_client_model_create(const ws_client *c, const ws_client_model_spec *spec,
+                                        ws_client_model *out, ws_client_error *err);
 /* GET /v1/models/{name}, with status. */
 ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_client_model *out,
                                      ws_client_error *err);
 /* PATCH /v1/models/{name}/training (admin); *out: the resulting settings. */
-ws_client_status ws_client_training_set(const ws_client *c, const char *name, const ws_client_training_patch *patch,
+ws_client_status ws_client_training_set(const ws_client *c, const char *name,
+                                        const ws_client_training_patch *patch,
                                         ws_client_training *out, ws_client_error *err);
 /* POST /v1/models/{name}/import (admin): the checkpoint file at `path`
  * (safetensors, worldstate-model-1, with or without AdamW state; up to 256 MiB)
@@ -313,7 +318,8 @@ ws_client_status ws_client_model_import(const ws_client *c, const char *name, co
                                         ws_client_model *out, int *created, ws_client_error *err);
 /* GET /v1/models/{name}/checkpoint into the file `path` (written to path.part,
  * renamed on success); *version (may be NULL) from X-Model-Version. */
-ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name, const char *path,
-                                               int64_t *version, ws_client_error *err);
+ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,
+                                               const char *path, int64_t *version,
+                                               ws_client_error *err);
 
 #endif

@@ -7,6 +7,8 @@
  * Every op returns a ws_status; pointers are device memory (backend.h). No
  * include guard: the includer defines WS_OP first. */
 
+/* clang-format off */
+
 /* matrix products */
 WS_OP(gemm, (ws_backend *be, const ws_gemm_args *g))
 /* out[n,o] = in[n,i] · W[o,i]ᵀ + bias[o] (bias nullable) */
@@ -64,3 +66,4 @@ WS_OP(adamw, (ws_backend *be, float *param, const float *grad, float *m, float *
 /* out[0] = Σ x² (the square of the L2 norm) */
 WS_OP(sum_squares, (ws_backend *be, float *out, const float *x, size_t n))
 WS_OP(scale, (ws_backend *be, float *x, float s, size_t n))
+/* clang-format on */

@@ -7,8 +7,10 @@
 #include "store_ops.h"
 
 /* One line per backend. The first one also serves bare paths. */
+/* clang-format off */
 #define WS_STORE_BACKENDS(X) \
     X(sqlite)
+/* clang-format on */
 
 #define WS_STORE_X_DECLARE(name) extern const ws_store_ops ws_store_##name##_ops;
 WS_STORE_BACKENDS(WS_STORE_X_DECLARE)

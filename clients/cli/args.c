@@ -28,13 +28,15 @@ static int set_value(const cli_opt *o, const char *v, const char *usage)
     case CLI_STR: *(const char **)o->dst = v; return CLI_EXIT_OK;
     case CLI_INT: {
         long long x = strtoll(v, &end, 10);
-        if (!*v || *end || errno) return cli_usage(usage, "%s needs an integer, not \"%s\"", o->name, v);
+        if (!*v || *end || errno)
+            return cli_usage(usage, "%s needs an integer, not \"%s\"", o->name, v);
         *(long long *)o->dst = x;
         return CLI_EXIT_OK;
     }
     case CLI_NUM: {
         double x = strtod(v, &end);
-        if (!*v || *end || errno || !isfinite(x)) return cli_usage(usage, "%s needs a number, not \"%s\"", o->name, v);
+        if (!*v || *end || errno || !isfinite(x))
+            return cli_usage(usage, "%s needs a number, not \"%s\"", o->name, v);
         *(double *)o->dst = x;
         return CLI_EXIT_OK;
     }
@@ -58,8 +60,8 @@ static const cli_opt *find(const cli_opt *opts, const char *name, size_t len)
     return NULL;
 }
 
-int cli_parse(int argc, char **argv, const cli_opt *opts, const char **pos, int n_min, int n_max, int *n_pos,
-              const char *usage)
+int cli_parse(int argc, char **argv, const cli_opt *opts, const char **pos, int n_min, int n_max,
+              int *n_pos, const char *usage)
 {
     int np = 0, options = 1;
     for (int i = 0; i < argc; i++) {

@@ -42,8 +42,8 @@ typedef struct {
 /* Parses argv[0..argc) against opts (NULL-name terminated); positional
  * arguments go to pos (n_min..n_max of them). Returns CLI_EXIT_OK or, after
  * printing why and `usage`, CLI_EXIT_USAGE. Lists are freed with cli_opts_free. */
-int cli_parse(int argc, char **argv, const cli_opt *opts, const char **pos, int n_min, int n_max, int *n_pos,
-              const char *usage);
+int cli_parse(int argc, char **argv, const cli_opt *opts, const char **pos, int n_min, int n_max,
+              int *n_pos, const char *usage);
 void cli_opts_free(const cli_opt *opts);
 /* Prints "worldstate: <message>" and `usage` to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -69,7 +69,8 @@ int cli_print_json(cJSON *obj);
 /* "2024-05-01 12:00:00Z" (UTC) from Unix milliseconds. */
 void cli_time(int64_t ms, char *buf, size_t cap);
 /* Answers: a table (human) or {"step","answers","model_version"} (--json). */
-int cli_print_answers(const cli_ctx *ctx, const ws_client_answers *a, const ws_client_fact *queries, int n_queries);
+int cli_print_answers(const cli_ctx *ctx, const ws_client_answers *a, const ws_client_fact *queries,
+                      int n_queries);
 /* stdout flushed without a write error, else CLI_EXIT_INPUT (disk full, closed pipe). */
 int cli_flush_stdout(void);
 
@@ -97,6 +98,7 @@ int cli_cmd_model(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_training(cli_ctx *ctx, int argc, char **argv);
 int cli_cmd_health(cli_ctx *ctx, int argc, char **argv);
 /* step --file: posts a JSON Lines file (cmd_file.c). */
-int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base, const char *only_session);
+int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base,
+                  const char *only_session);
 
 #endif

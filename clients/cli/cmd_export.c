@@ -11,7 +11,7 @@
 #include "cli.h"
 
 #define USAGE "worldstate export ID [--after N] | worldstate export --all"
-#define PAGE 1000
+#define PAGE  1000
 
 static int export_session(cli_ctx *ctx, const char *id, long long after, long long *n)
 {
@@ -19,7 +19,8 @@ static int export_session(cli_ctx *ctx, const char *id, long long after, long lo
     while (next != WS_CLIENT_NO_STEP) {
         ws_client_log_page p;
         ws_client_error e;
-        if (ws_client_step_log(ctx->client, id, next, PAGE, &p, &e) != WS_CLIENT_OK) return cli_fail(&e, "export");
+        if (ws_client_step_log(ctx->client, id, next, PAGE, &p, &e) != WS_CLIENT_OK)
+            return cli_fail(&e, "export");
         for (int i = 0; i < p.n; i++) {
             char *line;
             if (ws_client_log_entry_to_json(&p.steps[i], &line, &e) != WS_CLIENT_OK) {
@@ -40,7 +41,7 @@ static int export_session(cli_ctx *ctx, const char *id, long long after, long lo
  * we read logs), then each log. */
 static int export_all(cli_ctx *ctx, long long *n, long long *sessions)
 {
-    char (*ids)[WS_CLIENT_ID_LEN + 1] = NULL;
+    char(*ids)[WS_CLIENT_ID_LEN + 1] = NULL;
     size_t count = 0;
     char after[WS_CLIENT_ID_LEN + 1] = "";
     int rc = CLI_EXIT_OK;
@@ -74,14 +75,17 @@ int cli_cmd_export(cli_ctx *ctx, int argc, char **argv)
     const char *id = NULL;
     long long after = 0, n = 0, sessions = 1;
     int all = 0, n_pos = 0;
-    const cli_opt opts[] = {{"--after", CLI_INT, &after}, {"--all", CLI_FLAG, &all}, {NULL, CLI_FLAG, NULL}};
+    const cli_opt opts[] = {
+        {"--after", CLI_INT, &after}, {"--all", CLI_FLAG, &all}, {NULL, CLI_FLAG, NULL}};
     int rc = cli_parse(argc, argv, opts, &id, 0, 1, &n_pos, USAGE);
     if (rc != CLI_EXIT_OK) return rc;
     if (all == (n_pos == 1)) return cli_usage(USAGE, "give a session id or --all (not both)");
-    if (after < 0 || (all && after)) return cli_usage(USAGE, "--after takes a step >= 0, with one session");
+    if (after < 0 || (all && after))
+        return cli_usage(USAGE, "--after takes a step >= 0, with one session");
     rc = all ? export_all(ctx, &n, &sessions) : export_session(ctx, id, after, &n);
     int out = cli_flush_stdout();
     if (rc == CLI_EXIT_OK && out == CLI_EXIT_OK && !ctx->json && isatty(STDERR_FILENO))
-        fprintf(stderr, "exported %lld steps of %lld session%s\n", n, sessions, sessions == 1 ? "" : "s");
+        fprintf(stderr, "exported %lld steps of %lld session%s\n", n, sessions,
+                sessions == 1 ? "" : "s");
     return rc != CLI_EXIT_OK ? rc : out;
 }

@@ -53,8 +53,10 @@ static void progress(input *in, long applied, int final)
     char bar[WIDTH + 1];
     for (int i = 0; i < WIDTH; i++) bar[i] = i < fill ? '#' : '-';
     bar[WIDTH] = '\0';
-    if (in->total) fprintf(stderr, "\r[%s] %ld/%ld lines, %ld applied", bar, in->lineno, in->total, applied);
-    else fprintf(stderr, "\r%ld lines, %ld applied", in->lineno, applied);
+    if (in->total)
+        fprintf(stderr, "\r[%s] %ld/%ld lines, %ld applied", bar, in->lineno, in->total, applied);
+    else
+        fprintf(stderr, "\r%ld lines, %ld applied", in->lineno, applied);
     if (final) fputc('\n', stderr);
 }
 
@@ -69,7 +71,8 @@ typedef struct {
 } tally;
 
 /* Reads, checks and posts (or skips) every record. */
-static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, const char *only, tally *t)
+static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, const char *only,
+                    tally *t)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -102,10 +105,12 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
                     if (in->bar) fputc('\n', stderr);
                     rc = cli_fail(&e, what);
                     if (!strcmp(e.code, "step_conflict"))
-                        fprintf(stderr, "worldstate: this record is step %lld but the session is at step %lld: "
-                                        "another writer moved it (if that was a second run of this same file, "
-                                        "run again to resume)\n",
-                                base + t->records, (long long)e.current_step);
+                        fprintf(
+                            stderr,
+                            "worldstate: this record is step %lld but the session is at step %lld: "
+                            "another writer moved it (if that was a second run of this same file, "
+                            "run again to resume)\n",
+                            base + t->records, (long long)e.current_step);
                 }
             }
         }
@@ -120,13 +125,16 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
     return rc;
 }
 
-int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base, const char *only_session)
+int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base,
+                  const char *only_session)
 {
     ws_client_session s;
     ws_client_error e;
-    if (ws_client_session_get(ctx->client, id, &s, &e) != WS_CLIENT_OK) return cli_fail(&e, "step --file");
+    if (ws_client_session_get(ctx->client, id, &s, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "step --file");
     if (s.step < base) {
-        fprintf(stderr, "worldstate: session %s is at step %lld, before --base %lld\n", id, (long long)s.step, base);
+        fprintf(stderr, "worldstate: session %s is at step %lld, before --base %lld\n", id,
+                (long long)s.step, base);
         return CLI_EXIT_USAGE;
     }
     int from_stdin = !strcmp(path, "-");
@@ -146,11 +154,14 @@ int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base
     }
     if (rc != CLI_EXIT_OK) return rc;
     if (ctx->json) {
-        cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "session", id), "records", (double)t.records);
-        o = cli_json_num(cli_json_num(o, "applied", (double)t.applied), "skipped", (double)t.skipped);
+        cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "session", id), "records",
+                                (double)t.records);
+        o = cli_json_num(cli_json_num(o, "applied", (double)t.applied), "skipped",
+                         (double)t.skipped);
         return cli_print_json(cli_json_num(o, "step", (double)t.step));
     }
-    printf("%lld records: %lld applied, %lld already applied (skipped); session %s is at step %lld\n", t.records,
-           t.applied, t.skipped, id, (long long)t.step);
+    printf(
+        "%lld records: %lld applied, %lld already applied (skipped); session %s is at step %lld\n",
+        t.records, t.applied, t.skipped, id, (long long)t.step);
     return CLI_EXIT_OK;
 }

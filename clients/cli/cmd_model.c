@@ -5,11 +5,12 @@
 
 #include "cli.h"
 
-#define MODEL_USAGE                                                                      \
+#define MODEL_USAGE                                                                         \
     "worldstate model list | status NAME | checkpoint NAME --out FILE | import NAME FILE\n" \
     "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
-#define TRAINING_USAGE                                                                                          \
-    "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] [--recall-queries N]"
+#define TRAINING_USAGE                                                             \
+    "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] " \
+    "[--recall-queries N]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
@@ -18,9 +19,12 @@ typedef struct {
     long long update_every, recall_queries;
 } training_flags;
 
-#define TRAINING_OPTS(tf)                                                                                       \
-    {"--enable", CLI_FLAG, &(tf).enable}, {"--disable", CLI_FLAG, &(tf).disable}, {"--lr", CLI_NUM, &(tf).lr},  \
-        {"--update-every", CLI_INT, &(tf).update_every}, {"--recall-queries", CLI_INT, &(tf).recall_queries}
+/* clang-format off */
+#define TRAINING_OPTS(tf)                                                    \
+    {"--enable", CLI_FLAG, &(tf).enable}, {"--disable", CLI_FLAG, &(tf).disable}, \
+        {"--lr", CLI_NUM, &(tf).lr}, {"--update-every", CLI_INT, &(tf).update_every}, \
+        {"--recall-queries", CLI_INT, &(tf).recall_queries}
+/* clang-format on */
 
 #define UNSET LLONG_MIN
 
@@ -31,10 +35,12 @@ static training_flags training_flags_unset(void)
 
 /* The server checks the ranges (api.md); here only values a patch cannot carry
  * (they mean "keep"), and int overflow. */
-static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *any, const char *usage)
+static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *any,
+                    const char *usage)
 {
     if (tf->enable && tf->disable) return cli_usage(usage, "--enable or --disable, not both");
-    if ((tf->lr != -1 && tf->lr <= 0) || (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
+    if ((tf->lr != -1 && tf->lr <= 0) ||
+        (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
         (tf->recall_queries != UNSET && (tf->recall_queries < 0 || tf->recall_queries > INT_MAX)))
         return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries >= 0");
     *p = WS_CLIENT_TRAINING_KEEP;
@@ -48,16 +54,16 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
 
 static void print_training(const char *label, const ws_client_training *t)
 {
-    printf("%-14s %s, lr %g, update every %d examples, %d recall queries\n", label, t->enabled ? "on" : "off",
-           t->lr, t->update_every, t->recall_queries);
+    printf("%-14s %s, lr %g, update every %d examples, %d recall queries\n", label,
+           t->enabled ? "on" : "off", t->lr, t->update_every, t->recall_queries);
 }
 
 static void print_model(const ws_client_model *m)
 {
     char created[32];
     cli_time(m->created_ms, created, sizeof created);
-    printf("name           %s\nversion        %lld\ncreated        %s\nconfig         %s\n", m->name,
-           (long long)m->version, created, m->config_json);
+    printf("name           %s\nversion        %lld\ncreated        %s\nconfig         %s\n",
+           m->name, (long long)m->version, created, m->config_json);
     /* Whether the parameters were ever trained is what a user asks first. */
     int random = !strcmp(m->origin, "random");
     if (m->origin[0])
@@ -67,29 +73,34 @@ static void print_model(const ws_client_model *m)
     print_training("training", &m->training);
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
-    printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, %lld trained, "
+    printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, "
+           "%lld trained, "
            "%lld dropped\nupdates        %lld (last loss %.4f)\n",
-           st->state, (long long)st->serving_version, (long long)st->examples_ready, (long long)st->examples_labelled,
-           (long long)st->examples_trained, (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
+           st->state, (long long)st->serving_version, (long long)st->examples_ready,
+           (long long)st->examples_labelled, (long long)st->examples_trained,
+           (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
 }
 
 static int list(cli_ctx *ctx)
 {
     ws_client_model_list l;
     ws_client_error e;
-    if (ws_client_model_list_get(ctx->client, &l, &e) != WS_CLIENT_OK) return cli_fail(&e, "model list");
+    if (ws_client_model_list_get(ctx->client, &l, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model list");
     int rc = CLI_EXIT_OK;
     cJSON *arr = ctx->json ? cJSON_CreateArray() : NULL;
-    if (!ctx->json) printf("%-24s %8s %5s %6s %6s %7s  %s\n", "NAME", "VERSION", "D", "HEADS", "STATE", "LAYERS", "TRAINING");
+    if (!ctx->json)
+        printf("%-24s %8s %5s %6s %6s %7s  %s\n", "NAME", "VERSION", "D", "HEADS", "STATE",
+               "LAYERS", "TRAINING");
     for (int i = 0; i < l.n; i++) {
         const ws_client_model *m = &l.items[i];
         if (ctx->json) {
             if (!arr || !cJSON_AddItemToArray(arr, cli_model_json(m))) rc = CLI_EXIT_OTHER;
             continue;
         }
-        printf("%-24s %8lld %5d %6d %6d %3d+%-3d  %s (lr %g)\n", m->name, (long long)m->version, m->config.d,
-               m->config.n_heads, m->config.n_state, m->config.n_upd_layers, m->config.n_ext_layers,
-               m->training.enabled ? "on" : "off", m->training.lr);
+        printf("%-24s %8lld %5d %6d %6d %3d+%-3d  %s (lr %g)\n", m->name, (long long)m->version,
+               m->config.d, m->config.n_heads, m->config.n_state, m->config.n_upd_layers,
+               m->config.n_ext_layers, m->training.enabled ? "on" : "off", m->training.lr);
     }
     ws_client_model_list_free(&l);
     if (!ctx->json) return CLI_EXIT_OK;
@@ -105,18 +116,24 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     const char *name, *config = NULL;
     long long seed = -1;
     training_flags tf = training_flags_unset();
-    const cli_opt opts[] = {{"--config", CLI_STR, &config}, {"--seed", CLI_INT, &seed}, TRAINING_OPTS(tf),
+    const cli_opt opts[] = {{"--config", CLI_STR, &config},
+                            {"--seed", CLI_INT, &seed},
+                            TRAINING_OPTS(tf),
                             {NULL, CLI_FLAG, NULL}};
     int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any;
     ws_client_training_patch patch;
     if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;
-    ws_client_model_spec spec = {.name = name, .config_json = config, .training = any ? &patch : NULL, .seed = seed};
+    ws_client_model_spec spec = {
+        .name = name, .config_json = config, .training = any ? &patch : NULL, .seed = seed};
     ws_client_model m;
     ws_client_error e;
-    if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK) return cli_fail(&e, "model create");
-    if (ctx->json) rc = cli_print_json(cli_model_json(&m));
-    else print_model(&m);
+    if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model create");
+    if (ctx->json)
+        rc = cli_print_json(cli_model_json(&m));
+    else
+        print_model(&m);
     ws_client_model_free(&m);
     return rc;
 }
@@ -137,8 +154,7 @@ static int import(cli_ctx *ctx, int argc, char **argv)
         cJSON *o = cli_model_json(&m);
         rc = cli_print_json(o ? cli_json_item(o, "created", cJSON_CreateBool(created)) : NULL);
     } else {
-        printf("imported %s as %s\n", pos[1],
-               created ? "a new model" : "the model's next version");
+        printf("imported %s as %s\n", pos[1], created ? "a new model" : "the model's next version");
         print_model(&m);
     }
     ws_client_model_free(&m);
@@ -162,13 +178,17 @@ static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
             printf("wrote %s (%s version %lld)\n", out, name, (long long)version);
             return CLI_EXIT_OK;
         }
-        cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "name", name), "version", (double)version);
+        cJSON *o = cli_json_num(cli_json_str(cJSON_CreateObject(), "name", name), "version",
+                                (double)version);
         return cli_print_json(cli_json_str(o, "path", out));
     }
     ws_client_model m;
-    if (ws_client_model_get(ctx->client, name, &m, &e) != WS_CLIENT_OK) return cli_fail(&e, "model status");
-    if (ctx->json) rc = cli_print_json(cli_model_json(&m));
-    else print_model(&m);
+    if (ws_client_model_get(ctx->client, name, &m, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model status");
+    if (ctx->json)
+        rc = cli_print_json(cli_model_json(&m));
+    else
+        print_model(&m);
     ws_client_model_free(&m);
     return rc;
 }
@@ -201,7 +221,8 @@ int cli_cmd_training(cli_ctx *ctx, int argc, char **argv)
     ws_client_training t;
     ws_client_error e;
     /* No flags: an empty PATCH, which answers the current settings. */
-    if (ws_client_training_set(ctx->client, name, &patch, &t, &e) != WS_CLIENT_OK) return cli_fail(&e, "training");
+    if (ws_client_training_set(ctx->client, name, &patch, &t, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "training");
     if (ctx->json) return cli_print_json(cli_training_json(&t));
     print_training(name, &t);
     return CLI_EXIT_OK;

@@ -4,8 +4,7 @@
 
 #include "cli.h"
 
-#define USAGE                                                                                                   \
-    "worldstate session create [--model NAME] | list [--limit N] | show ID | delete ID"
+#define USAGE "worldstate session create [--model NAME] | list [--limit N] | show ID | delete ID"
 
 static void print_session(const ws_client_session *s)
 {
@@ -14,8 +13,8 @@ static void print_session(const ws_client_session *s)
     cli_time(s->updated_ms, updated, sizeof updated);
     printf("id             %s\nmodel          %s\nstep           %lld\nstate_version  %lld\n"
            "state_shape    %d x %d\ncreated        %s\nupdated        %s\n",
-           s->id, s->model, (long long)s->step, (long long)s->state_version, s->state_rows, s->state_cols, created,
-           updated);
+           s->id, s->model, (long long)s->step, (long long)s->state_version, s->state_rows,
+           s->state_cols, created, updated);
 }
 
 static int create(cli_ctx *ctx, int argc, char **argv)
@@ -26,7 +25,8 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     if (rc != CLI_EXIT_OK) return rc;
     ws_client_session s;
     ws_client_error e;
-    if (ws_client_session_create(ctx->client, model, &s, &e) != WS_CLIENT_OK) return cli_fail(&e, "session create");
+    if (ws_client_session_create(ctx->client, model, &s, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "session create");
     if (ctx->json) return cli_print_json(cli_session_json(&s, 0));
     printf("%s\n", s.id); /* bare id: SID=$(worldstate session create) */
     return CLI_EXIT_OK;
@@ -56,8 +56,10 @@ static int list(cli_ctx *ctx, int argc, char **argv)
         for (int i = 0; i < p.n; i++, shown++) {
             char updated[32];
             cli_time(p.items[i].updated_ms, updated, sizeof updated);
-            if (!ctx->json) printf("%-32s %10lld  %s\n", p.items[i].id, (long long)p.items[i].step, updated);
-            else if (!cJSON_AddItemToArray(arr, cli_session_json(&p.items[i], 1))) rc = CLI_EXIT_OTHER;
+            if (!ctx->json)
+                printf("%-32s %10lld  %s\n", p.items[i].id, (long long)p.items[i].step, updated);
+            else if (!cJSON_AddItemToArray(arr, cli_session_json(&p.items[i], 1)))
+                rc = CLI_EXIT_OTHER;
         }
         memcpy(after, p.next_after, sizeof after);
         ws_client_session_page_free(&p);
@@ -66,7 +68,8 @@ static int list(cli_ctx *ctx, int argc, char **argv)
         cJSON_Delete(arr);
         return cli_print_json(NULL);
     }
-    return ctx->json ? cli_print_json(cli_json_item(cJSON_CreateObject(), "sessions", arr)) : CLI_EXIT_OK;
+    return ctx->json ? cli_print_json(cli_json_item(cJSON_CreateObject(), "sessions", arr))
+                     : CLI_EXIT_OK;
 }
 
 /* show ID / delete ID */
@@ -78,15 +81,18 @@ static int one(cli_ctx *ctx, int argc, char **argv, int del)
     if (rc != CLI_EXIT_OK) return rc;
     ws_client_error e;
     if (del) {
-        if (ws_client_session_delete(ctx->client, id, &e) != WS_CLIENT_OK) return cli_fail(&e, "session delete");
+        if (ws_client_session_delete(ctx->client, id, &e) != WS_CLIENT_OK)
+            return cli_fail(&e, "session delete");
         if (!ctx->json) {
             printf("deleted %s\n", id);
             return CLI_EXIT_OK;
         }
-        return cli_print_json(cli_json_item(cli_json_str(cJSON_CreateObject(), "id", id), "deleted", cJSON_CreateTrue()));
+        return cli_print_json(cli_json_item(cli_json_str(cJSON_CreateObject(), "id", id), "deleted",
+                                            cJSON_CreateTrue()));
     }
     ws_client_session s;
-    if (ws_client_session_get(ctx->client, id, &s, &e) != WS_CLIENT_OK) return cli_fail(&e, "session show");
+    if (ws_client_session_get(ctx->client, id, &s, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "session show");
     if (ctx->json) return cli_print_json(cli_session_json(&s, 0));
     print_session(&s);
     return CLI_EXIT_OK;

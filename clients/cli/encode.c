@@ -38,7 +38,8 @@ cJSON *cli_session_json(const ws_client_session *s, int listing)
     if (listing) return o;
     o = cli_json_str(o, "model", s->model);
     o = cli_json_num(o, "state_version", (double)s->state_version);
-    o = cli_json_item(o, "state_shape", cJSON_CreateIntArray((const int[]){s->state_rows, s->state_cols}, 2));
+    o = cli_json_item(o, "state_shape",
+                      cJSON_CreateIntArray((const int[]){s->state_rows, s->state_cols}, 2));
     return cli_json_num(o, "created_ms", (double)s->created_ms);
 }
 

@@ -98,7 +98,9 @@ int cli_step_req_build(const cli_list *instr, const cli_list *query, const cli_l
     }
     /* Counted as they succeed, so ws_client_step_req_free frees what was made. */
     for (int i = 0; i < instr->n; i++, req->n_instructions++)
-        if (cli_fact_parse(instr->items[i], &req->instructions[i].fact, &req->instructions[i].value) != 0) return -1;
+        if (cli_fact_parse(instr->items[i], &req->instructions[i].fact,
+                           &req->instructions[i].value) != 0)
+            return -1;
     for (int i = 0; i < query->n; i++, req->n_queries++)
         if (cli_fact_parse(query->items[i], &req->queries[i], NULL) != 0) return -1;
     if (labels->n == 0) return 0;

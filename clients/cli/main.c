@@ -8,7 +8,8 @@
 #include "cli.h"
 
 static const char HELP[] =
-    "usage: worldstate [--url URL] [--key KEY] [--json] [--timeout-ms N] [--retries N] COMMAND ...\n"
+    "usage: worldstate [--url URL] [--key KEY] [--json] [--timeout-ms N] [--retries N] COMMAND "
+    "...\n"
     "\n"
     "  session create [--model NAME]          create a session (prints its id)\n"
     "  session list [--limit N]               the tenant's sessions\n"
@@ -30,17 +31,18 @@ static const char HELP[] =
     "  --key         API key (default $WORLDSTATE_API_KEY)\n"
     "  --json        machine-readable output (one JSON document per command)\n"
     "  --timeout-ms  per request attempt (default 30000); --retries N (default 3)\n"
-    "exit codes: 0 ok, 1 server error, 2 usage, 3 server unreachable, 4 input/output file, 5 other\n";
+    "exit codes: 0 ok, 1 server error, 2 usage, 3 server unreachable, 4 input/output file, 5 "
+    "other\n";
 
 typedef struct {
     const char *name;
     int (*run)(cli_ctx *, int, char **);
 } command;
 
-static const command COMMANDS[] = {
-    {"session", cli_cmd_session}, {"step", cli_cmd_step},         {"query", cli_cmd_query},
-    {"labels", cli_cmd_labels},   {"export", cli_cmd_export},     {"model", cli_cmd_model},
-    {"training", cli_cmd_training}, {"health", cli_cmd_health}};
+static const command COMMANDS[] = {{"session", cli_cmd_session},   {"step", cli_cmd_step},
+                                   {"query", cli_cmd_query},       {"labels", cli_cmd_labels},
+                                   {"export", cli_cmd_export},     {"model", cli_cmd_model},
+                                   {"training", cli_cmd_training}, {"health", cli_cmd_health}};
 
 static int number(const char *flag, const char *v, long lo, long hi, long *out)
 {
@@ -62,7 +64,8 @@ static int globals(int *argc, char **argv, ws_client_config *cfg, int *json)
     int n = 1, rc = CLI_EXIT_OK;
     for (int i = 1; i < *argc && rc == CLI_EXIT_OK; i++) {
         const char *a = argv[i];
-        int takes = !strcmp(a, "--url") || !strcmp(a, "--key") || !strcmp(a, "--timeout-ms") || !strcmp(a, "--retries");
+        int takes = !strcmp(a, "--url") || !strcmp(a, "--key") || !strcmp(a, "--timeout-ms") ||
+                    !strcmp(a, "--retries");
         if (!strcmp(a, "--json")) {
             *json = 1;
             continue;
@@ -77,10 +80,14 @@ static int globals(int *argc, char **argv, ws_client_config *cfg, int *json)
         }
         const char *v = argv[++i];
         long x;
-        if (!strcmp(a, "--url")) cfg->url = v;
-        else if (!strcmp(a, "--key")) cfg->api_key = v;
-        else if (!strcmp(a, "--timeout-ms") && (rc = number(a, v, 1, 86400000L, &x)) == CLI_EXIT_OK) cfg->timeout_ms = x;
-        else if (!strcmp(a, "--retries") && (rc = number(a, v, 0, 100, &x)) == CLI_EXIT_OK) cfg->retries = (int)x;
+        if (!strcmp(a, "--url"))
+            cfg->url = v;
+        else if (!strcmp(a, "--key"))
+            cfg->api_key = v;
+        else if (!strcmp(a, "--timeout-ms") && (rc = number(a, v, 1, 86400000L, &x)) == CLI_EXIT_OK)
+            cfg->timeout_ms = x;
+        else if (!strcmp(a, "--retries") && (rc = number(a, v, 0, 100, &x)) == CLI_EXIT_OK)
+            cfg->retries = (int)x;
     }
     *argc = n;
     return rc;
@@ -95,7 +102,8 @@ int main(int argc, char **argv)
     cli_ctx ctx = {0};
     int rc = globals(&argc, argv, &cfg, &ctx.json);
     if (rc != CLI_EXIT_OK) return rc;
-    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+        !strcmp(argv[1], "-h")) {
         fputs(HELP, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }

@@ -10,12 +10,12 @@ int cli_fail(const ws_client_error *e, const char *what)
 {
     switch (e->kind) {
     case WS_CLIENT_ERR_HTTP:
-        fprintf(stderr, "worldstate: %s: %s [%s, HTTP %ld]\n", what, e->message, e->code[0] ? e->code : "no code",
-                e->status);
+        fprintf(stderr, "worldstate: %s: %s [%s, HTTP %ld]\n", what, e->message,
+                e->code[0] ? e->code : "no code", e->status);
         return CLI_EXIT_SERVER;
     case WS_CLIENT_ERR_TRANSPORT:
-        fprintf(stderr, "worldstate: %s: cannot reach the server: %s (after %d attempt%s)\n", what, e->message,
-                e->attempts, e->attempts == 1 ? "" : "s");
+        fprintf(stderr, "worldstate: %s: cannot reach the server: %s (after %d attempt%s)\n", what,
+                e->message, e->attempts, e->attempts == 1 ? "" : "s");
         return CLI_EXIT_TRANSPORT;
     case WS_CLIENT_ERR_INVALID:
         fprintf(stderr, "worldstate: %s: %s\n", what, e->message);
@@ -24,7 +24,8 @@ int cli_fail(const ws_client_error *e, const char *what)
         fprintf(stderr, "worldstate: %s: %s\n", what, e->message);
         return CLI_EXIT_INPUT;
     default:
-        fprintf(stderr, "worldstate: %s: %s (%s)\n", what, e->message, ws_client_status_name(e->kind));
+        fprintf(stderr, "worldstate: %s: %s (%s)\n", what, e->message,
+                ws_client_status_name(e->kind));
         return CLI_EXIT_OTHER;
     }
 }
@@ -46,7 +47,8 @@ void cli_time(int64_t ms, char *buf, size_t cap)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
-    if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M:%SZ", &tm)) snprintf(buf, cap, "-");
+    if (ms <= 0 || !gmtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M:%SZ", &tm))
+        snprintf(buf, cap, "-");
 }
 
 static void print_fact(const ws_client_fact *f)
@@ -55,7 +57,8 @@ static void print_fact(const ws_client_fact *f)
     if (f->n_vector) printf("(vector of %d)", f->n_vector);
 }
 
-int cli_print_answers(const cli_ctx *ctx, const ws_client_answers *a, const ws_client_fact *queries, int n_queries)
+int cli_print_answers(const cli_ctx *ctx, const ws_client_answers *a, const ws_client_fact *queries,
+                      int n_queries)
 {
     if (ctx->json) {
         cJSON *arr = cJSON_CreateArray();

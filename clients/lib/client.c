@@ -55,19 +55,23 @@ ws_client_config ws_client_config_default(void)
 ws_client_status ws_client_new(const ws_client_config *cfg, ws_client **out, ws_client_error *err)
 {
     *out = NULL;
-    if (!cfg || !cfg->url || (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0))
+    if (!cfg || !cfg->url ||
+        (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0))
         return wsc_fail(err, WS_CLIENT_ERR_INVALID, "url must start with http:// or https://");
-    if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->backoff_ms < 0 || cfg->retries < 0 ||
-        cfg->retries > 100)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "timeouts and backoff must be >= 0, retries 0..100");
+    if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->backoff_ms < 0 ||
+        cfg->retries < 0 || cfg->retries > 100)
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                        "timeouts and backoff must be >= 0, retries 0..100");
     const char *key = cfg->api_key && *cfg->api_key ? cfg->api_key : NULL;
     /* The key goes into a header line: control characters would split it. */
     for (const char *k = key; k && *k; k++)
         if ((unsigned char)*k < 0x21 || *k == 0x7f)
-            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "api key contains a space or control character");
+            return wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                            "api key contains a space or control character");
     pthread_once(&global_once, global_init);
     if (global_rc != CURLE_OK)
-        return wsc_fail(err, WS_CLIENT_ERR_TRANSPORT, "libcurl init: %s", curl_easy_strerror(global_rc));
+        return wsc_fail(err, WS_CLIENT_ERR_TRANSPORT, "libcurl init: %s",
+                        curl_easy_strerror(global_rc));
     ws_client *c = calloc(1, sizeof *c);
     size_t n = strlen(cfg->url);
     while (n > 0 && cfg->url[n - 1] == '/') n--;
@@ -101,9 +105,11 @@ ws_client_status wsc_check_id(const char *id, ws_client_error *err)
 {
     size_t n = id ? strlen(id) : 0;
     int ok = n == WS_CLIENT_ID_LEN;
-    for (size_t i = 0; ok && i < n; i++) ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
     return ok ? WS_CLIENT_OK
-              : wsc_fail(err, WS_CLIENT_ERR_INVALID, "\"%s\" is not a session id (32 lowercase hex digits)",
+              : wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                         "\"%s\" is not a session id (32 lowercase hex digits)",
                          id ? id : "(null)");
 }
 
@@ -113,7 +119,8 @@ ws_client_status wsc_check_name(const char *name, ws_client_error *err)
     int ok = n >= 1 && n <= WS_CLIENT_NAME_MAX &&
              strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
     return ok ? WS_CLIENT_OK
-              : wsc_fail(err, WS_CLIENT_ERR_INVALID, "\"%s\" is not a model name ([A-Za-z0-9._-]{1,64})",
+              : wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                         "\"%s\" is not a model name ([A-Za-z0-9._-]{1,64})",
                          name ? name : "(null)");
 }
 
@@ -123,16 +130,20 @@ ws_client_status wsc_path(char *buf, size_t cap, ws_client_error *err, const cha
     va_start(ap, fmt);
     int n = vsnprintf(buf, cap, fmt, ap);
     va_end(ap);
-    return n >= 0 && (size_t)n < cap ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_INVALID, "request path too long");
+    return n >= 0 && (size_t)n < cap
+               ? WS_CLIENT_OK
+               : wsc_fail(err, WS_CLIENT_ERR_INVALID, "request path too long");
 }
 
-ws_client_status wsc_session_path(char *buf, size_t cap, const char *id, const char *suffix, ws_client_error *err)
+ws_client_status wsc_session_path(char *buf, size_t cap, const char *id, const char *suffix,
+                                  ws_client_error *err)
 {
     ws_client_status s = wsc_check_id(id, err);
     return s == WS_CLIENT_OK ? wsc_path(buf, cap, err, "/v1/sessions/%s%s", id, suffix) : s;
 }
 
-ws_client_status wsc_model_path(char *buf, size_t cap, const char *name, const char *suffix, ws_client_error *err)
+ws_client_status wsc_model_path(char *buf, size_t cap, const char *name, const char *suffix,
+                                ws_client_error *err)
 {
     ws_client_status s = wsc_check_name(name, err);
     return s == WS_CLIENT_OK ? wsc_path(buf, cap, err, "/v1/models/%s%s", name, suffix) : s;
@@ -141,9 +152,10 @@ ws_client_status wsc_model_path(char *buf, size_t cap, const char *name, const c
 ws_client_status wsc_json_body(const wsc_response *rs, const cJSON **out, ws_client_error *err)
 {
     *out = rs->json;
-    return cJSON_IsObject(rs->json) ? WS_CLIENT_OK
-                                    : wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "HTTP %ld: the answer is not a JSON object",
-                                               rs->status);
+    return cJSON_IsObject(rs->json)
+               ? WS_CLIENT_OK
+               : wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "HTTP %ld: the answer is not a JSON object",
+                          rs->status);
 }
 
 ws_client_status wsc_print(cJSON *obj, char **out, ws_client_error *err)

@@ -25,7 +25,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ctx)
     attempt_ctx *a = ctx;
     size_t k = sz * n;
     long code = 0;
-    if (a->sink && curl_easy_getinfo(a->h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK && code >= 200 && code < 300) {
+    if (a->sink && curl_easy_getinfo(a->h, CURLINFO_RESPONSE_CODE, &code) == CURLE_OK &&
+        code >= 200 && code < 300) {
         if (fwrite(p, 1, k, a->sink) == k) return k;
         a->io_failed = 1;
         return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
@@ -81,7 +82,8 @@ static CURLcode set_options(CURL *h, const ws_client *c, const wsc_request *rq, 
     CURLcode e = curl_easy_setopt(h, CURLOPT_URL, url);
     if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
     if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* timeouts without SIGALRM: threads */
+    if (e == CURLE_OK)
+        e = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* timeouts without SIGALRM: threads */
     if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
     if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
     if (e == CURLE_OK) e = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -124,8 +126,8 @@ static struct curl_slist *headers_of(const ws_client *c, const wsc_request *rq)
 }
 
 /* One request. *sent: some of it went out, so the server may have acted on it. */
-static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *url, wsc_response *rs,
-                        attempt_ctx *ctx, char *errbuf, int *sent)
+static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *url,
+                        wsc_response *rs, attempt_ctx *ctx, char *errbuf, int *sent)
 {
     *sent = 0;
     errbuf[0] = '\0';
@@ -142,7 +144,8 @@ static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *u
     /* Bytes of request that went out: none means the server cannot have acted
      * (connection refused or timed out), so even a POST may go again. */
     long request_bytes = 0;
-    *sent = curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_bytes) != CURLE_OK || request_bytes > 0;
+    *sent = curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &request_bytes) != CURLE_OK ||
+            request_bytes > 0;
     if (e == CURLE_OK) e = curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &rs->status);
     curl_slist_free_all(headers);
     curl_easy_cleanup(h);
@@ -152,8 +155,7 @@ static CURLcode attempt(const ws_client *c, const wsc_request *rq, const char *u
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* Clears what one attempt left, keeping `lost`. */
@@ -170,8 +172,10 @@ static ws_client_status http_error(const wsc_response *rs, ws_client_error *err)
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
     const cJSON *cur = cJSON_GetObjectItemCaseSensitive(rs->json, "current_step");
-    if (cJSON_IsString(msg)) wsc_fail(err, WS_CLIENT_ERR_HTTP, "%s", msg->valuestring);
-    else wsc_fail(err, WS_CLIENT_ERR_HTTP, "HTTP %ld: %.200s", rs->status, rs->body ? rs->body : "");
+    if (cJSON_IsString(msg))
+        wsc_fail(err, WS_CLIENT_ERR_HTTP, "%s", msg->valuestring);
+    else
+        wsc_fail(err, WS_CLIENT_ERR_HTTP, "HTTP %ld: %.200s", rs->status, rs->body ? rs->body : "");
     if (!err) return WS_CLIENT_ERR_HTTP;
     err->status = rs->status;
     if (cJSON_IsString(code)) snprintf(err->code, sizeof err->code, "%s", code->valuestring);
@@ -179,7 +183,8 @@ static ws_client_status http_error(const wsc_response *rs, ws_client_error *err)
     return WS_CLIENT_ERR_HTTP;
 }
 
-ws_client_status wsc_call(const ws_client *c, const wsc_request *rq, wsc_response *rs, ws_client_error *err)
+ws_client_status wsc_call(const ws_client *c, const wsc_request *rq, wsc_response *rs,
+                          ws_client_error *err)
 {
     memset(rs, 0, sizeof *rs);
     size_t cap = strlen(c->url) + strlen(rq->path) + 1;
@@ -192,9 +197,11 @@ ws_client_status wsc_call(const ws_client *c, const wsc_request *rq, wsc_respons
     int tries = 0;
     for (;;) {
         reset_answer(rs);
-        if (rq->sink && (fflush(rq->sink) != 0 || ftruncate(fileno(rq->sink), 0) != 0 || fseek(rq->sink, 0, SEEK_SET) != 0)) {
+        if (rq->sink && (fflush(rq->sink) != 0 || ftruncate(fileno(rq->sink), 0) != 0 ||
+                         fseek(rq->sink, 0, SEEK_SET) != 0)) {
             free(url);
-            return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rewrite the download file: %s", strerror(errno));
+            return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rewrite the download file: %s",
+                            strerror(errno));
         }
         if (rq->source && fseek(rq->source, 0, SEEK_SET) != 0) {
             free(url);
@@ -218,11 +225,14 @@ ws_client_status wsc_call(const ws_client *c, const wsc_request *rq, wsc_respons
     }
     free(url);
     if (ctx.nomem) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
-    if (ctx.io_failed) return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot write the download file: %s", strerror(errno));
+    if (ctx.io_failed)
+        return wsc_fail(err, WS_CLIENT_ERR_IO, "cannot write the download file: %s",
+                        strerror(errno));
     ws_client_status s;
     if (e != CURLE_OK) {
         /* libcurl's error buffer is the more precise of its two messages. */
-        s = wsc_fail(err, WS_CLIENT_ERR_TRANSPORT, "%s", errbuf[0] ? errbuf : curl_easy_strerror(e));
+        s = wsc_fail(err, WS_CLIENT_ERR_TRANSPORT, "%s",
+                     errbuf[0] ? errbuf : curl_easy_strerror(e));
         if (err) err->curl_code = (int)e;
     } else {
         rs->json = rs->len ? cJSON_ParseWithLength(rs->body, rs->len) : NULL;
@@ -252,16 +262,17 @@ ws_client_status wsc_fetch(const ws_client *c, const wsc_request *rq, wsc_decode
     return s;
 }
 
-ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const char *path, wsc_decoder decode,
-                         void *out, ws_client_error *err)
+ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const char *path,
+                         wsc_decoder decode, void *out, ws_client_error *err)
 {
     if (path_status != WS_CLIENT_OK) return path_status;
     wsc_request rq = {.method = "GET", .path = path, .repeatable = 1};
     return wsc_fetch(c, &rq, decode, out, err);
 }
 
-ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method, const char *path,
-                          char *body, int repeatable, wsc_decoder decode, void *out, ws_client_error *err)
+ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method,
+                          const char *path, char *body, int repeatable, wsc_decoder decode,
+                          void *out, ws_client_error *err)
 {
     wsc_request rq = {.method = method, .path = path, .body = body, .repeatable = repeatable};
     ws_client_status s = prior == WS_CLIENT_OK ? wsc_fetch(c, &rq, decode, out, err) : prior;

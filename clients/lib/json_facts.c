@@ -12,16 +12,19 @@ static ws_client_status nomem(ws_client_error *err)
 
 /* ---- encoding ---------------------------------------------------------------------- */
 
-static ws_client_status fact_to_json(const ws_client_fact *f, const int *value, cJSON **out, ws_client_error *err)
+static ws_client_status fact_to_json(const ws_client_fact *f, const int *value, cJSON **out,
+                                     ws_client_error *err)
 {
     *out = NULL;
     if ((f->n_symbols > 0) == (f->n_vector > 0) || f->n_symbols < 0 || f->n_vector < 0)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "a fact needs symbols or a vector (exactly one of them)");
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                        "a fact needs symbols or a vector (exactly one of them)");
     for (int i = 0; i < f->n_symbols; i++)
         if (!f->symbols[i]) return wsc_fail(err, WS_CLIENT_ERR_INVALID, "a fact symbol is NULL");
     cJSON *o = cJSON_CreateObject();
-    cJSON *arr = f->n_symbols ? cJSON_CreateStringArray((const char *const *)f->symbols, f->n_symbols)
-                              : cJSON_CreateDoubleArray(f->vector, f->n_vector);
+    cJSON *arr = f->n_symbols
+                     ? cJSON_CreateStringArray((const char *const *)f->symbols, f->n_symbols)
+                     : cJSON_CreateDoubleArray(f->vector, f->n_vector);
     int ok = o && arr && cJSON_AddItemToObject(o, f->n_symbols ? "fact" : "vector", arr);
     if (!ok) cJSON_Delete(arr);
     if (ok && value) ok = cJSON_AddBoolToObject(o, "value", *value != 0) != NULL;
@@ -41,7 +44,8 @@ static ws_client_status append(cJSON *arr, cJSON *item, ws_client_error *err)
     return nomem(err);
 }
 
-ws_client_status wsc_facts_to_json(const ws_client_fact *f, int n, cJSON **out, ws_client_error *err)
+ws_client_status wsc_facts_to_json(const ws_client_fact *f, int n, cJSON **out,
+                                   ws_client_error *err)
 {
     cJSON *arr = cJSON_CreateArray();
     ws_client_status s = arr ? WS_CLIENT_OK : nomem(err);
@@ -77,11 +81,13 @@ static ws_client_status instructions_to_json(const ws_client_instruction *in, in
     return s;
 }
 
-static ws_client_status labels_to_json(const ws_client_step_req *r, cJSON **out, ws_client_error *err)
+static ws_client_status labels_to_json(const ws_client_step_req *r, cJSON **out,
+                                       ws_client_error *err)
 {
     cJSON *arr = cJSON_CreateArray();
     ws_client_status s = arr ? WS_CLIENT_OK : nomem(err);
-    for (int i = 0; s == WS_CLIENT_OK && i < r->n_queries; i++) s = append(arr, cJSON_CreateBool(r->labels[i]), err);
+    for (int i = 0; s == WS_CLIENT_OK && i < r->n_queries; i++)
+        s = append(arr, cJSON_CreateBool(r->labels[i]), err);
     if (s != WS_CLIENT_OK) cJSON_Delete(arr);
     *out = s == WS_CLIENT_OK ? arr : NULL;
     return s;
@@ -96,7 +102,8 @@ ws_client_status wsc_step_req_to_json(const ws_client_step_req *r, int with_expe
     cJSON *o = cJSON_CreateObject(), *ins = NULL, *qs = NULL, *ls = NULL;
     if (!o) return nomem(err);
     ws_client_status s = WS_CLIENT_OK;
-    if (with_expect && r->expect_step >= 0 && !cJSON_AddNumberToObject(o, "expect_step", (double)r->expect_step))
+    if (with_expect && r->expect_step >= 0 &&
+        !cJSON_AddNumberToObject(o, "expect_step", (double)r->expect_step))
         s = nomem(err);
     if (s == WS_CLIENT_OK) s = instructions_to_json(r->instructions, r->n_instructions, &ins, err);
     if (s == WS_CLIENT_OK) s = wsc_add_member(o, "instructions", ins, err);
@@ -138,14 +145,16 @@ static ws_client_status symbols_from_json(const cJSON *arr, ws_client_fact *f, c
 {
     int n = cJSON_GetArraySize(arr);
     if (!cJSON_IsArray(arr) || n < 1)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.fact must be a non-empty array of strings", what);
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.fact must be a non-empty array of strings",
+                        what);
     f->symbols = calloc((size_t)n, sizeof *f->symbols);
     if (!f->symbols) return nomem(err);
     const cJSON *it;
     cJSON_ArrayForEach(it, arr)
     {
         if (!cJSON_IsString(it))
-            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.fact[%d] must be a string", what, f->n_symbols);
+            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.fact[%d] must be a string", what,
+                            f->n_symbols);
         if (!(f->symbols[f->n_symbols] = strdup(it->valuestring))) return nomem(err);
         f->n_symbols++;
     }
@@ -157,14 +166,16 @@ static ws_client_status vector_from_json(const cJSON *arr, ws_client_fact *f, co
 {
     int n = cJSON_GetArraySize(arr);
     if (!cJSON_IsArray(arr) || n < 1)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.vector must be a non-empty array of numbers", what);
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID,
+                        "%s.vector must be a non-empty array of numbers", what);
     f->vector = malloc(sizeof(double) * (size_t)n);
     if (!f->vector) return nomem(err);
     const cJSON *it;
     cJSON_ArrayForEach(it, arr)
     {
         if (!cJSON_IsNumber(it))
-            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.vector[%d] must be a number", what, f->n_vector);
+            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.vector[%d] must be a number", what,
+                            f->n_vector);
         f->vector[f->n_vector++] = it->valuedouble;
     }
     return WS_CLIENT_OK;
@@ -172,19 +183,22 @@ static ws_client_status vector_from_json(const cJSON *arr, ws_client_fact *f, co
 
 /* {"fact":[…]} or {"vector":[…]}, plus "value" when value is not NULL. On
  * failure f holds what was decoded so far (the caller frees it). */
-static ws_client_status fact_from_json(const cJSON *o, ws_client_fact *f, int *value, const char *what,
-                                       ws_client_error *err)
+static ws_client_status fact_from_json(const cJSON *o, ws_client_fact *f, int *value,
+                                       const char *what, ws_client_error *err)
 {
-    if (!cJSON_IsObject(o)) return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must be an object", what);
+    if (!cJSON_IsObject(o))
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must be an object", what);
     const cJSON *sym = cJSON_GetObjectItemCaseSensitive(o, "fact");
     const cJSON *vec = cJSON_GetObjectItemCaseSensitive(o, "vector");
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(o, "value");
     int expected = 1 + (value != NULL);
     if (!sym == !vec || cJSON_GetArraySize(o) != expected || (value && !val))
         return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must have exactly %s", what,
-                        value ? "\"fact\" or \"vector\", and \"value\"" : "one of \"fact\" or \"vector\"");
+                        value ? "\"fact\" or \"vector\", and \"value\""
+                              : "one of \"fact\" or \"vector\"");
     if (value) {
-        if (!cJSON_IsBool(val)) return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.value must be true or false", what);
+        if (!cJSON_IsBool(val))
+            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.value must be true or false", what);
         *value = cJSON_IsTrue(val);
     }
     return sym ? symbols_from_json(sym, f, what, err) : vector_from_json(vec, f, what, err);
@@ -214,7 +228,8 @@ static ws_client_status decode_req(const cJSON *obj, ws_client_step_req *r, ws_c
     if (s == WS_CLIENT_OK) s = array_member(obj, "labels", &ls, &nl, err);
     if (s != WS_CLIENT_OK) return s;
     if (ls && nl != nq)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "labels has %d items for %d queries (one each)", nl, nq);
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "labels has %d items for %d queries (one each)",
+                        nl, nq);
     r->instructions = calloc((size_t)ni + 1, sizeof *r->instructions);
     r->queries = calloc((size_t)nq + 1, sizeof *r->queries);
     r->labels = calloc((size_t)nl + 1, sizeof *r->labels);
@@ -228,19 +243,22 @@ static ws_client_status decode_req(const cJSON *obj, ws_client_step_req *r, ws_c
     cJSON_ArrayForEach(it, qs)
     {
         snprintf(what, sizeof what, "queries[%d]", r->n_queries);
-        if ((s = fact_from_json(it, &r->queries[r->n_queries++], NULL, what, err)) != WS_CLIENT_OK) return s;
+        if ((s = fact_from_json(it, &r->queries[r->n_queries++], NULL, what, err)) != WS_CLIENT_OK)
+            return s;
     }
     r->has_labels = ls != NULL;
     int i = 0;
     cJSON_ArrayForEach(it, ls)
     {
-        if (!cJSON_IsBool(it)) return wsc_fail(err, WS_CLIENT_ERR_INVALID, "labels[%d] must be true or false", i);
+        if (!cJSON_IsBool(it))
+            return wsc_fail(err, WS_CLIENT_ERR_INVALID, "labels[%d] must be true or false", i);
         r->labels[i++] = cJSON_IsTrue(it);
     }
     return WS_CLIENT_OK;
 }
 
-ws_client_status wsc_step_req_from_json(const cJSON *obj, ws_client_step_req *r, ws_client_error *err)
+ws_client_status wsc_step_req_from_json(const cJSON *obj, ws_client_step_req *r,
+                                        ws_client_error *err)
 {
     memset(r, 0, sizeof *r);
     r->expect_step = WS_CLIENT_NO_STEP;
@@ -263,14 +281,16 @@ static int fact_equal(const ws_client_fact *a, const ws_client_fact *b)
 
 int ws_client_step_req_equal(const ws_client_step_req *a, const ws_client_step_req *b)
 {
-    if (a->n_instructions != b->n_instructions || a->n_queries != b->n_queries || !a->has_labels != !b->has_labels)
+    if (a->n_instructions != b->n_instructions || a->n_queries != b->n_queries ||
+        !a->has_labels != !b->has_labels)
         return 0;
     for (int i = 0; i < a->n_instructions; i++)
         if (!a->instructions[i].value != !b->instructions[i].value ||
             !fact_equal(&a->instructions[i].fact, &b->instructions[i].fact))
             return 0;
     for (int i = 0; i < a->n_queries; i++)
-        if (!fact_equal(&a->queries[i], &b->queries[i]) || (a->has_labels && !a->labels[i] != !b->labels[i]))
+        if (!fact_equal(&a->queries[i], &b->queries[i]) ||
+            (a->has_labels && !a->labels[i] != !b->labels[i]))
             return 0;
     return 1;
 }

@@ -5,19 +5,20 @@
 
 #include "internal.h"
 
-ws_client_status wsc_json_i64(const cJSON *v, int64_t lo, int64_t hi, int64_t *out, const char *what,
-                              ws_client_error *err)
+ws_client_status wsc_json_i64(const cJSON *v, int64_t lo, int64_t hi, int64_t *out,
+                              const char *what, ws_client_error *err)
 {
     /* JSON numbers are doubles here: integers are exact up to 2^53. */
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)lo ||
-        v->valuedouble > (double)hi)
-        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must be an integer in [%lld, %lld]", what, (long long)lo,
-                        (long long)hi);
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) ||
+        v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must be an integer in [%lld, %lld]", what,
+                        (long long)lo, (long long)hi);
     *out = (int64_t)v->valuedouble;
     return WS_CLIENT_OK;
 }
 
-static ws_client_status decode_one(const cJSON *v, const wsc_field *f, char *dst, ws_client_error *err)
+static ws_client_status decode_one(const cJSON *v, const wsc_field *f, char *dst,
+                                   ws_client_error *err)
 {
     int64_t i;
     switch (f->kind) {
@@ -46,7 +47,8 @@ static ws_client_status decode_one(const cJSON *v, const wsc_field *f, char *dst
         memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
         return WS_CLIENT_OK;
     }
-    return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer field \"%s\" has the wrong type or size", f->key);
+    return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer field \"%s\" has the wrong type or size",
+                    f->key);
 }
 
 ws_client_status wsc_decode_fields(const cJSON *obj, const wsc_field *fields, int n, void *base,
@@ -56,7 +58,8 @@ ws_client_status wsc_decode_fields(const cJSON *obj, const wsc_field *fields, in
         const wsc_field *f = &fields[k];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, f->key);
         if (!v) {
-            if (f->required) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"%s\"", f->key);
+            if (f->required)
+                return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"%s\"", f->key);
             continue;
         }
         ws_client_status s = decode_one(v, f, (char *)base + f->off, err);

@@ -26,12 +26,15 @@ void ws_client_log_page_free(ws_client_log_page *p)
     memset(p, 0, sizeof *p);
 }
 
-static ws_client_status answer_list(const cJSON *arr, ws_client_answer **out, int *n, ws_client_error *err)
+static ws_client_status answer_list(const cJSON *arr, ws_client_answer **out, int *n,
+                                    ws_client_error *err)
 {
-    static const wsc_field fields[] = {{"p", WSC_DBL, offsetof(ws_client_answer, p), 0, 1},
-                                       {"holds", WSC_BOOL, offsetof(ws_client_answer, holds), 0, 1}};
+    static const wsc_field fields[] = {
+        {"p", WSC_DBL, offsetof(ws_client_answer, p), 0, 1},
+        {"holds", WSC_BOOL, offsetof(ws_client_answer, holds), 0, 1}};
     *n = 0;
-    if (!cJSON_IsArray(arr)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answers must be an array");
+    if (!cJSON_IsArray(arr))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answers must be an array");
     *out = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof **out);
     if (!*out) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     const cJSON *it;
@@ -44,14 +47,17 @@ static ws_client_status answer_list(const cJSON *arr, ws_client_answer **out, in
     return WS_CLIENT_OK;
 }
 
-ws_client_status wsc_answers_from_json(const cJSON *obj, ws_client_answers *out, ws_client_error *err)
+ws_client_status wsc_answers_from_json(const cJSON *obj, ws_client_answers *out,
+                                       ws_client_error *err)
 {
-    static const wsc_field fields[] = {{"step", WSC_I64, offsetof(ws_client_answers, step), 0, 1},
-                                       {"model_version", WSC_I64, offsetof(ws_client_answers, model_version), 0, 1}};
+    static const wsc_field fields[] = {
+        {"step", WSC_I64, offsetof(ws_client_answers, step), 0, 1},
+        {"model_version", WSC_I64, offsetof(ws_client_answers, model_version), 0, 1}};
     memset(out, 0, sizeof *out);
     ws_client_status s = wsc_decode_fields(obj, fields, 2, out, err);
     if (s == WS_CLIENT_OK)
-        s = answer_list(cJSON_GetObjectItemCaseSensitive(obj, "answers"), &out->answers, &out->n_answers, err);
+        s = answer_list(cJSON_GetObjectItemCaseSensitive(obj, "answers"), &out->answers,
+                        &out->n_answers, err);
     if (s != WS_CLIENT_OK) ws_client_answers_free(out);
     return s;
 }
@@ -60,9 +66,9 @@ ws_client_status wsc_answers_from_json(const cJSON *obj, ws_client_answers *out,
 static ws_client_status check_members(const cJSON *obj, ws_client_error *err)
 {
     /* "model" is the session's model, written by `worldstate-train export`. */
-    static const char *const known[] = {"session", "model",   "step",          "instructions",
-                                        "queries", "labels",  "answers",       "model_version",
-                                        "time_ms"};
+    static const char *const known[] = {"session",      "model",         "step",
+                                        "instructions", "queries",       "labels",
+                                        "answers",      "model_version", "time_ms"};
     for (const cJSON *m = obj->child; m; m = m->next) {
         size_t k = 0;
         while (k < sizeof known / sizeof known[0] && strcmp(known[k], m->string) != 0) k++;
@@ -88,13 +94,14 @@ static ws_client_status metadata(const cJSON *obj, ws_client_log_entry *e, ws_cl
     return ans ? answer_list(ans, &e->answers, &e->n_answers, err) : WS_CLIENT_OK;
 }
 
-ws_client_status wsc_log_entry_from_json(const cJSON *obj, int reject_unknown, ws_client_log_entry *out,
-                                         ws_client_error *err)
+ws_client_status wsc_log_entry_from_json(const cJSON *obj, int reject_unknown,
+                                         ws_client_log_entry *out, ws_client_error *err)
 {
     memset(out, 0, sizeof *out);
     out->step = WS_CLIENT_NO_STEP;
     out->req.expect_step = WS_CLIENT_NO_STEP;
-    if (!cJSON_IsObject(obj)) return wsc_fail(err, WS_CLIENT_ERR_INVALID, "a step record must be a JSON object");
+    if (!cJSON_IsObject(obj))
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "a step record must be a JSON object");
     ws_client_status s = reject_unknown ? check_members(obj, err) : WS_CLIENT_OK;
     if (s == WS_CLIENT_OK) s = wsc_step_req_from_json(obj, &out->req, err);
     if (s == WS_CLIENT_OK) s = metadata(obj, out, err);
@@ -102,8 +109,8 @@ ws_client_status wsc_log_entry_from_json(const cJSON *obj, int reject_unknown, w
     return s;
 }
 
-ws_client_status ws_client_log_entry_from_json(const char *text, size_t len, ws_client_log_entry *out,
-                                               ws_client_error *err)
+ws_client_status ws_client_log_entry_from_json(const char *text, size_t len,
+                                               ws_client_log_entry *out, ws_client_error *err)
 {
     const char *end = NULL;
     cJSON *obj = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -119,14 +126,16 @@ ws_client_status ws_client_log_entry_from_json(const char *text, size_t len, ws_
     return s;
 }
 
-static ws_client_status answers_to_json(const ws_client_log_entry *e, cJSON **out, ws_client_error *err)
+static ws_client_status answers_to_json(const ws_client_log_entry *e, cJSON **out,
+                                        ws_client_error *err)
 {
     cJSON *arr = cJSON_CreateArray();
     ws_client_status s = arr ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     for (int i = 0; s == WS_CLIENT_OK && i < e->n_answers; i++) {
         cJSON *o = cJSON_CreateObject();
         int ok = o && cJSON_AddNumberToObject(o, "p", e->answers[i].p) &&
-                 cJSON_AddBoolToObject(o, "holds", e->answers[i].holds) && cJSON_AddItemToArray(arr, o);
+                 cJSON_AddBoolToObject(o, "holds", e->answers[i].holds) &&
+                 cJSON_AddItemToArray(arr, o);
         if (!ok) {
             cJSON_Delete(o);
             s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
@@ -151,7 +160,8 @@ static ws_client_status take_members(cJSON *dst, cJSON *req, ws_client_error *er
     return WS_CLIENT_OK;
 }
 
-ws_client_status ws_client_log_entry_to_json(const ws_client_log_entry *e, char **out, ws_client_error *err)
+ws_client_status ws_client_log_entry_to_json(const ws_client_log_entry *e, char **out,
+                                             ws_client_error *err)
 {
     *out = NULL;
     cJSON *req = NULL, *ans = NULL, *o = cJSON_CreateObject();
@@ -168,8 +178,10 @@ ws_client_status ws_client_log_entry_to_json(const ws_client_log_entry *e, char 
     if (s == WS_CLIENT_OK) s = answers_to_json(e, &ans, err);
     if (s == WS_CLIENT_OK) s = wsc_add_member(o, "answers", ans, err);
     ok = s == WS_CLIENT_OK;
-    if (ok && e->model_version > 0) ok = cJSON_AddNumberToObject(o, "model_version", (double)e->model_version) != NULL;
-    if (ok && e->time_ms > 0) ok = cJSON_AddNumberToObject(o, "time_ms", (double)e->time_ms) != NULL;
+    if (ok && e->model_version > 0)
+        ok = cJSON_AddNumberToObject(o, "model_version", (double)e->model_version) != NULL;
+    if (ok && e->time_ms > 0)
+        ok = cJSON_AddNumberToObject(o, "time_ms", (double)e->time_ms) != NULL;
     if (s == WS_CLIENT_OK && !ok) s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     cJSON_Delete(req);
     if (s != WS_CLIENT_OK) {

@@ -5,7 +5,10 @@
 
 #include "internal.h"
 
-#define SF(key, kind, member, required) {key, kind, offsetof(ws_client_session, member), 0, required}
+/* clang-format off */
+#define SF(key, kind, member, required) \
+    {key, kind, offsetof(ws_client_session, member), 0, required}
+/* clang-format on */
 
 ws_client_status wsc_session_from_json(const cJSON *obj, int listing, ws_client_session *out,
                                        ws_client_error *err)
@@ -25,15 +28,18 @@ ws_client_status wsc_session_from_json(const cJSON *obj, int listing, ws_client_
     int64_t dims[2];
     for (int i = 0; i < 2; i++) {
         const cJSON *d = cJSON_GetArrayItem(shape, i);
-        if (cJSON_GetArraySize(shape) != 2 || wsc_json_i64(d, 0, 1 << 30, &dims[i], "state_shape", err) != WS_CLIENT_OK)
-            return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "state_shape must be two non-negative integers");
+        if (cJSON_GetArraySize(shape) != 2 ||
+            wsc_json_i64(d, 0, 1 << 30, &dims[i], "state_shape", err) != WS_CLIENT_OK)
+            return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL,
+                            "state_shape must be two non-negative integers");
     }
     out->state_rows = (int)dims[0];
     out->state_cols = (int)dims[1];
     return WS_CLIENT_OK;
 }
 
-ws_client_status wsc_training_from_json(const cJSON *obj, ws_client_training *out, ws_client_error *err)
+ws_client_status wsc_training_from_json(const cJSON *obj, ws_client_training *out,
+                                        ws_client_error *err)
 {
     static const wsc_field fields[] = {
         {"enabled", WSC_BOOL, offsetof(ws_client_training, enabled), 0, 1},
@@ -41,26 +47,41 @@ ws_client_status wsc_training_from_json(const cJSON *obj, ws_client_training *ou
         {"update_every", WSC_INT, offsetof(ws_client_training, update_every), 0, 1},
         {"recall_queries", WSC_INT, offsetof(ws_client_training, recall_queries), 0, 1}};
     memset(out, 0, sizeof *out);
-    if (!cJSON_IsObject(obj)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "training must be an object");
+    if (!cJSON_IsObject(obj))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "training must be an object");
     return wsc_decode_fields(obj, fields, 4, out, err);
 }
 
 static ws_client_status config_from_json(const cJSON *obj, ws_client_model *m, ws_client_error *err)
 {
+/* clang-format off */
 #define CF(key) {#key, WSC_INT, offsetof(ws_client_model_config, key), 0, 1}
-    static const wsc_field fields[] = {CF(d),            CF(n_heads),   CF(n_state),    CF(n_upd_layers), CF(n_ext_layers),
-                                       CF(max_fact_len), CF(vocab_cap), CF(n_overflow), CF(d_raw)};
+    /* clang-format on */
+    static const wsc_field fields[] = {CF(d),
+                                       CF(n_heads),
+                                       CF(n_state),
+                                       CF(n_upd_layers),
+                                       CF(n_ext_layers),
+                                       CF(max_fact_len),
+                                       CF(vocab_cap),
+                                       CF(n_overflow),
+                                       CF(d_raw)};
 #undef CF
-    if (!cJSON_IsObject(obj)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "config must be an object");
-    ws_client_status s = wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), &m->config, err);
+    if (!cJSON_IsObject(obj))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "config must be an object");
+    ws_client_status s =
+        wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), &m->config, err);
     if (s != WS_CLIENT_OK) return s;
     m->config_json = cJSON_PrintUnformatted(obj);
     return m->config_json ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
 }
 
-static ws_client_status status_from_json(const cJSON *obj, ws_client_model_status *st, ws_client_error *err)
+static ws_client_status status_from_json(const cJSON *obj, ws_client_model_status *st,
+                                         ws_client_error *err)
 {
+/* clang-format off */
 #define MF(key) {#key, WSC_I64, offsetof(ws_client_model_status, key), 0, 1}
+    /* clang-format on */
     static const wsc_field fields[] = {
         {"state", WSC_STR, offsetof(ws_client_model_status, state), sizeof st->state, 1},
         MF(serving_version),
@@ -71,7 +92,8 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
         MF(updates),
         {"last_loss", WSC_DBL, offsetof(ws_client_model_status, last_loss), 0, 1}};
 #undef MF
-    ws_client_status s = wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), st, err);
+    ws_client_status s =
+        wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), st, err);
     st->present = s == WS_CLIENT_OK;
     return s;
 }
@@ -99,9 +121,11 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
         {"created_ms", WSC_I64, offsetof(ws_client_model, created_ms), 0, 0}};
     memset(out, 0, sizeof *out);
     ws_client_status s = wsc_decode_fields(obj, fields, 3, out, err);
-    if (s == WS_CLIENT_OK) s = config_from_json(cJSON_GetObjectItemCaseSensitive(obj, "config"), out, err);
     if (s == WS_CLIENT_OK)
-        s = wsc_training_from_json(cJSON_GetObjectItemCaseSensitive(obj, "training"), &out->training, err);
+        s = config_from_json(cJSON_GetObjectItemCaseSensitive(obj, "config"), out, err);
+    if (s == WS_CLIENT_OK)
+        s = wsc_training_from_json(cJSON_GetObjectItemCaseSensitive(obj, "training"),
+                                   &out->training, err);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (s == WS_CLIENT_OK && st) s = status_from_json(st, &out->status, err);
     if (s == WS_CLIENT_OK) s = origin_from_json(obj, out, err);
@@ -123,14 +147,17 @@ void ws_client_model_list_free(ws_client_model_list *l)
     memset(l, 0, sizeof *l);
 }
 
-ws_client_status wsc_training_patch_to_json(const ws_client_training_patch *p, cJSON **out, ws_client_error *err)
+ws_client_status wsc_training_patch_to_json(const ws_client_training_patch *p, cJSON **out,
+                                            ws_client_error *err)
 {
     cJSON *o = cJSON_CreateObject();
     int ok = o != NULL;
     if (ok && p->enabled >= 0) ok = cJSON_AddBoolToObject(o, "enabled", p->enabled != 0) != NULL;
     if (ok && p->lr > 0) ok = cJSON_AddNumberToObject(o, "lr", p->lr) != NULL;
-    if (ok && p->update_every > 0) ok = cJSON_AddNumberToObject(o, "update_every", p->update_every) != NULL;
-    if (ok && p->recall_queries >= 0) ok = cJSON_AddNumberToObject(o, "recall_queries", p->recall_queries) != NULL;
+    if (ok && p->update_every > 0)
+        ok = cJSON_AddNumberToObject(o, "update_every", p->update_every) != NULL;
+    if (ok && p->recall_queries >= 0)
+        ok = cJSON_AddNumberToObject(o, "recall_queries", p->recall_queries) != NULL;
     if (!ok) {
         cJSON_Delete(o);
         return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");

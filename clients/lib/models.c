@@ -20,7 +20,8 @@ static ws_client_status decode_models(const cJSON *body, void *dst, ws_client_er
 {
     ws_client_model_list *out = dst;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "models");
-    if (!cJSON_IsArray(arr)) return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"models\"");
+    if (!cJSON_IsArray(arr))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"models\"");
     out->items = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *out->items);
     if (!out->items) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     const cJSON *it;
@@ -33,7 +34,8 @@ static ws_client_status decode_models(const cJSON *body, void *dst, ws_client_er
     return WS_CLIENT_OK;
 }
 
-ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out, ws_client_error *err)
+ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_list *out,
+                                          ws_client_error *err)
 {
     memset(out, 0, sizeof *out);
     ws_client_status s = wsc_get(c, WS_CLIENT_OK, "/v1/models", decode_models, out, err);
@@ -41,12 +43,14 @@ ws_client_status ws_client_model_list_get(const ws_client *c, ws_client_model_li
     return s;
 }
 
-static ws_client_status spec_body(const ws_client_model_spec *spec, char **body, ws_client_error *err)
+static ws_client_status spec_body(const ws_client_model_spec *spec, char **body,
+                                  ws_client_error *err)
 {
     ws_client_status s = wsc_check_name(spec->name, err);
     if (s != WS_CLIENT_OK) return s;
     cJSON *o = cJSON_CreateObject(), *cfg = NULL, *tr = NULL;
-    if (!o || !cJSON_AddStringToObject(o, "name", spec->name)) s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    if (!o || !cJSON_AddStringToObject(o, "name", spec->name))
+        s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     if (s == WS_CLIENT_OK && spec->config_json) {
         cfg = cJSON_ParseWithOpts(spec->config_json, NULL, 1); /* 1: no trailing data */
         if (cJSON_IsObject(cfg)) {
@@ -56,9 +60,11 @@ static ws_client_status spec_body(const ws_client_model_spec *spec, char **body,
             s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "config must be one JSON object");
         }
     }
-    if (s == WS_CLIENT_OK && spec->training) s = wsc_training_patch_to_json(spec->training, &tr, err);
+    if (s == WS_CLIENT_OK && spec->training)
+        s = wsc_training_patch_to_json(spec->training, &tr, err);
     if (s == WS_CLIENT_OK && spec->training) s = wsc_add_member(o, "training", tr, err);
-    if (s == WS_CLIENT_OK && spec->seed >= 0 && !cJSON_AddNumberToObject(o, "seed", (double)spec->seed))
+    if (s == WS_CLIENT_OK && spec->seed >= 0 &&
+        !cJSON_AddNumberToObject(o, "seed", (double)spec->seed))
         s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     if (s != WS_CLIENT_OK) {
         cJSON_Delete(o);
@@ -67,8 +73,8 @@ static ws_client_status spec_body(const ws_client_model_spec *spec, char **body,
     return wsc_print(o, body, err);
 }
 
-ws_client_status ws_client_model_create(const ws_client *c, const ws_client_model_spec *spec, ws_client_model *out,
-                                        ws_client_error *err)
+ws_client_status ws_client_model_create(const ws_client *c, const ws_client_model_spec *spec,
+                                        ws_client_model *out, ws_client_error *err)
 {
     memset(out, 0, sizeof *out);
     char *body = NULL;
@@ -82,10 +88,12 @@ ws_client_status ws_client_model_get(const ws_client *c, const char *name, ws_cl
 {
     memset(out, 0, sizeof *out);
     char path[128];
-    return wsc_get(c, wsc_model_path(path, sizeof path, name, "", err), path, decode_model, out, err);
+    return wsc_get(c, wsc_model_path(path, sizeof path, name, "", err), path, decode_model, out,
+                   err);
 }
 
-ws_client_status ws_client_training_set(const ws_client *c, const char *name, const ws_client_training_patch *patch,
+ws_client_status ws_client_training_set(const ws_client *c, const char *name,
+                                        const ws_client_training_patch *patch,
                                         ws_client_training *out, ws_client_error *err)
 {
     char path[128], *body = NULL;
@@ -128,12 +136,14 @@ ws_client_status ws_client_model_import(const ws_client *c, const char *name, co
     return s;
 }
 
-ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name, const char *path,
-                                               int64_t *version, ws_client_error *err)
+ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,
+                                               const char *path, int64_t *version,
+                                               ws_client_error *err)
 {
     char url_path[128], *part = NULL;
     ws_client_status s = wsc_model_path(url_path, sizeof url_path, name, "/checkpoint", err);
-    if (s == WS_CLIENT_OK && (!path || !*path)) s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "no output path");
+    if (s == WS_CLIENT_OK && (!path || !*path))
+        s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "no output path");
     if (s != WS_CLIENT_OK) return s;
     size_t cap = strlen(path) + 6;
     if (!(part = malloc(cap))) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
@@ -153,9 +163,11 @@ ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *n
     char tail;
     if (s == WS_CLIENT_OK && sscanf(rs.x_model_version, "%lld%c", &v, &tail) != 1)
         s = wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "checkpoint answer lacks X-Model-Version");
-    if (fclose(f) != 0 && s == WS_CLIENT_OK) s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot write %s: %s", part, strerror(errno));
+    if (fclose(f) != 0 && s == WS_CLIENT_OK)
+        s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot write %s: %s", part, strerror(errno));
     if (s == WS_CLIENT_OK && rename(part, path) != 0)
-        s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rename %s to %s: %s", part, path, strerror(errno));
+        s = wsc_fail(err, WS_CLIENT_ERR_IO, "cannot rename %s to %s: %s", part, path,
+                     strerror(errno));
     if (s != WS_CLIENT_OK) remove(part);
     if (s == WS_CLIENT_OK && version) *version = v;
     wsc_response_free(&rs);

@@ -10,7 +10,8 @@ static ws_client_status decode_ok(const cJSON *body, void *unused, ws_client_err
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(body, "status");
     return cJSON_IsString(st) && !strcmp(st->valuestring, "ok")
                ? WS_CLIENT_OK
-               : wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "healthz did not answer {\"status\":\"ok\"}");
+               : wsc_fail(err, WS_CLIENT_ERR_PROTOCOL,
+                          "healthz did not answer {\"status\":\"ok\"}");
 }
 
 ws_client_status ws_client_healthz(const ws_client *c, ws_client_error *err)

@@ -12,7 +12,7 @@
 enum { VAL_OPT = 0x100, VAL_FIELD = 0x200, VAL_NO_FIELD = 0x300 };
 /* A program's rows, then each model field: its key with dashes, its alias, and
  * the --no- form of both. */
-#define MAX_OPTS 0x100
+#define MAX_OPTS     0x100
 #define MAX_LONGOPTS (MAX_OPTS + 4 * WS_MODEL_CONFIG_N_FIELDS)
 
 typedef struct {
@@ -56,8 +56,8 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
         /* strtoull, not strtod: a seed keeps all its 64 bits */
         unsigned long long x = strtoull(arg, &end, 10);
         if (!*arg || *arg == '-' || *end || errno || (double)x < o->lo || (double)x > o->hi) {
-            fprintf(stderr, "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n", prog,
-                    o->name, o->lo, o->hi, arg);
+            fprintf(stderr, "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n", prog, o->name,
+                    o->lo, o->hi, arg);
             return -1;
         }
         *(uint64_t *)v = x;
@@ -65,8 +65,9 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
         double x = strtod(arg, &end);
         int integral = o->kind != WS_OPT_FLOAT && o->kind != WS_OPT_DOUBLE;
         if (!*arg || *end || errno || !(x >= o->lo && x <= o->hi) || (integral && x != floor(x))) {
-            fprintf(stderr, integral ? "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n"
-                                     : "%s: --%s wants a number in [%g, %g], got '%s'\n",
+            fprintf(stderr,
+                    integral ? "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n"
+                             : "%s: --%s wants a number in [%g, %g], got '%s'\n",
                     prog, o->name, o->lo, o->hi, arg);
             return -1;
         }
@@ -84,7 +85,7 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
 /* The getopt_long table of cmd's rows and, with model, the model fields' flags
  * (names kept in ff), ended by a zero entry. */
 static void long_options(const ws_cli_opt *opts, int n_opts, unsigned cmd, int model,
-                        field_flags *ff, struct option *lo)
+                         field_flags *ff, struct option *lo)
 {
     int n = 0;
     for (int k = 0; k < n_opts; k++)
@@ -153,7 +154,9 @@ void ws_cli_model_usage(FILE *f)
         /* The older alias first: it is the spelling scripts and docs use. */
         int a = ff.name[1][0] ? 1 : 0;
         snprintf(flag, sizeof flag, "--%s %s%s%s%s%s", ff.name[a],
-                 fd->type == WS_CFG_NAME ? "NAME" : fd->type == WS_CFG_FLOAT ? "X" : "N",
+                 fd->type == WS_CFG_NAME    ? "NAME"
+                 : fd->type == WS_CFG_FLOAT ? "X"
+                                            : "N",
                  a ? ", --" : "", a ? ff.name[0] : "", ff.name[2 + a][0] ? ", --" : "",
                  ff.name[2 + a]);
         snprintf(help, sizeof help, "%s: ", fd->key);

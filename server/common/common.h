@@ -19,12 +19,12 @@ ws_status ws_srv_datadir_lock(const char *data_dir, const char *who, int *fd_out
 
 /* ---- parsed facts ------------------------------------------------------- */
 typedef struct {
-    int n_sym;                          /* 0: a vector fact */
-    const char *sym[WS_MAX_FACT_LEN];   /* borrowed from the job's cJSON body */
+    int n_sym;                        /* 0: a vector fact */
+    const char *sym[WS_MAX_FACT_LEN]; /* borrowed from the job's cJSON body */
     int sym_len[WS_MAX_FACT_LEN];
-    float *vec;                         /* owned, n_vec floats */
+    float *vec; /* owned, n_vec floats */
     int n_vec;
-    int value;                          /* instruction value, or query label (-1 none) */
+    int value; /* instruction value, or query label (-1 none) */
 } ws_srv_fact;
 
 /* ---- per-model online-training settings as JSON (training_settings.c) --- */

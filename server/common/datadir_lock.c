@@ -22,11 +22,12 @@ ws_status ws_srv_datadir_lock(const char *data_dir, const char *who, int *fd_out
     if (fd < 0) return ws_error_set(err, WS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int busy = errno == EWOULDBLOCK;
-        ws_status s = busy ? ws_error_set(err, WS_ERR_CONFLICT,
-                                          "%s is in use by another process (a running worldstated, or "
-                                          "worldstate-train rederive): %s needs it alone",
-                                          data_dir, who)
-                           : ws_error_set(err, WS_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
+        ws_status s =
+            busy ? ws_error_set(err, WS_ERR_CONFLICT,
+                                "%s is in use by another process (a running worldstated, or "
+                                "worldstate-train rederive): %s needs it alone",
+                                data_dir, who)
+                 : ws_error_set(err, WS_ERR_IO, "cannot lock %s: %s", path, strerror(errno));
         close(fd);
         return s;
     }

@@ -34,8 +34,11 @@ ws_status ws_json_only(const cJSON *obj, const char *const *names, ws_error *err
 {
     for (const cJSON *it = obj->child; it; it = it->next) {
         int ok = 0;
-        for (const char *const *n = names; *n && !ok; n++) ok = it->string && !strcmp(it->string, *n);
-        if (!ok) return ws_error_set(err, WS_ERR_INVALID, "unknown field \"%s\"", it->string ? it->string : "");
+        for (const char *const *n = names; *n && !ok; n++)
+            ok = it->string && !strcmp(it->string, *n);
+        if (!ok)
+            return ws_error_set(err, WS_ERR_INVALID, "unknown field \"%s\"",
+                                it->string ? it->string : "");
         /* A duplicated key would make "which one wins" a parser accident. */
         for (const cJSON *o = it->next; o; o = o->next)
             if (o->string && !strcmp(o->string, it->string))
@@ -74,36 +77,43 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
     static const char *const instr_fields[] = {"fact", "vector", "value", NULL};
     static const char *const query_fields[] = {"fact", "vector", NULL};
     const char *what = instruction ? "instructions" : "queries";
-    if (!cJSON_IsObject(o)) return ws_error_set(err, WS_ERR_INVALID, "%s[%d] must be an object", what, idx);
+    if (!cJSON_IsObject(o))
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d] must be an object", what, idx);
     WS_TRY(ws_json_only(o, instruction ? instr_fields : query_fields, err));
     const cJSON *fact = cJSON_GetObjectItemCaseSensitive(o, "fact");
     const cJSON *vec = cJSON_GetObjectItemCaseSensitive(o, "vector");
     if (!!fact == !!vec)
-        return ws_error_set(err, WS_ERR_INVALID, "%s[%d] needs exactly one of \"fact\" or \"vector\"", what, idx);
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "%s[%d] needs exactly one of \"fact\" or \"vector\"", what, idx);
     f->value = -1;
     if (instruction) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
         if (!cJSON_IsBool(v))
-            return ws_error_set(err, WS_ERR_INVALID, "instructions[%d].value must be true or false", idx);
+            return ws_error_set(err, WS_ERR_INVALID, "instructions[%d].value must be true or false",
+                                idx);
         f->value = cJSON_IsTrue(v) ? 1 : 0;
     }
     if (fact) {
         if (!cJSON_IsArray(fact))
-            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact must be an array of strings", what, idx);
+            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact must be an array of strings",
+                                what, idx);
         int n = cJSON_GetArraySize(fact);
         if (n < 1 || n > WS_MAX_FACT_LEN)
-            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact must have 1..%d symbols (the model may allow fewer)",
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "%s[%d].fact must have 1..%d symbols (the model may allow fewer)",
                                 what, idx, WS_MAX_FACT_LEN);
         int i = 0;
         for (const cJSON *s = fact->child; s; s = s->next, i++) {
             if (!cJSON_IsString(s))
-                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] must be a string", what, idx, i);
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] must be a string", what,
+                                    idx, i);
             size_t len = strlen(s->valuestring);
             if (len < 1 || len > WS_SRV_SYMBOL_MAX)
-                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d]: symbols are 1..%d bytes", what, idx, i,
-                                    WS_SRV_SYMBOL_MAX);
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d]: symbols are 1..%d bytes",
+                                    what, idx, i, WS_SRV_SYMBOL_MAX);
             if (!utf8_ok((const unsigned char *)s->valuestring, len))
-                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] is not valid UTF-8", what, idx, i);
+                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] is not valid UTF-8", what,
+                                    idx, i);
             f->sym[i] = s->valuestring;
             f->sym_len[i] = (int)len;
         }
@@ -111,10 +121,12 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
         return WS_OK;
     }
     if (!cJSON_IsArray(vec))
-        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must be an array of numbers", what, idx);
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must be an array of numbers", what,
+                            idx);
     int n = cJSON_GetArraySize(vec);
     if (n < 1 || n > 65536)
-        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must have 1..65536 numbers", what, idx);
+        return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector must have 1..65536 numbers", what,
+                            idx);
     f->vec = malloc(sizeof(float) * (size_t)n);
     if (!f->vec) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     f->n_vec = n;
@@ -122,13 +134,15 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
     for (const cJSON *x = vec->child; x; x = x->next, i++) {
         /* cJSON turns 1e999 into inf; and a double beyond FLT_MAX would become inf as a float. */
         if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || fabs(x->valuedouble) > FLT_MAX)
-            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector[%d] must be a finite number", what, idx, i);
+            return ws_error_set(err, WS_ERR_INVALID, "%s[%d].vector[%d] must be a finite number",
+                                what, idx, i);
         f->vec[i] = (float)x->valuedouble;
     }
     return WS_OK;
 }
 
-ws_status ws_json_facts(const cJSON *arr, int instructions, ws_srv_fact **out, int *n, ws_error *err)
+ws_status ws_json_facts(const cJSON *arr, int instructions, ws_srv_fact **out, int *n,
+                        ws_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -137,25 +151,30 @@ ws_status ws_json_facts(const cJSON *arr, int instructions, ws_srv_fact **out, i
     if (!cJSON_IsArray(arr)) return ws_error_set(err, WS_ERR_INVALID, "%s must be an array", what);
     int count = cJSON_GetArraySize(arr);
     if (count > WS_SRV_MAX_ITEMS)
-        return ws_error_set(err, WS_ERR_INVALID, "at most %d %s per request", WS_SRV_MAX_ITEMS, what);
+        return ws_error_set(err, WS_ERR_INVALID, "at most %d %s per request", WS_SRV_MAX_ITEMS,
+                            what);
     if (count == 0) return WS_OK;
     ws_srv_fact *f = calloc((size_t)count, sizeof *f);
     if (!f) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     *out = f; /* the caller frees (vectors included) even on failure */
     *n = count;
     int i = 0;
-    for (const cJSON *o = arr->child; o; o = o->next, i++) WS_TRY(parse_fact(o, instructions, i, &f[i], err));
+    for (const cJSON *o = arr->child; o; o = o->next, i++)
+        WS_TRY(parse_fact(o, instructions, i, &f[i], err));
     return WS_OK;
 }
 
 ws_status ws_json_labels(const cJSON *arr, ws_srv_fact *q, int n_query, ws_error *err)
 {
-    if (!cJSON_IsArray(arr)) return ws_error_set(err, WS_ERR_INVALID, "labels must be an array of booleans");
+    if (!cJSON_IsArray(arr))
+        return ws_error_set(err, WS_ERR_INVALID, "labels must be an array of booleans");
     if (cJSON_GetArraySize(arr) != n_query)
-        return ws_error_set(err, WS_ERR_INVALID, "labels must have one boolean per query (%d)", n_query);
+        return ws_error_set(err, WS_ERR_INVALID, "labels must have one boolean per query (%d)",
+                            n_query);
     int i = 0;
     for (const cJSON *l = arr->child; l; l = l->next, i++) {
-        if (!cJSON_IsBool(l)) return ws_error_set(err, WS_ERR_INVALID, "labels[%d] must be true or false", i);
+        if (!cJSON_IsBool(l))
+            return ws_error_set(err, WS_ERR_INVALID, "labels[%d] must be true or false", i);
         if (q) q[i].value = cJSON_IsTrue(l) ? 1 : 0;
     }
     return WS_OK;

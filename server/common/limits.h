@@ -4,9 +4,9 @@
 #ifndef WS_SRV_LIMITS_H
 #define WS_SRV_LIMITS_H
 
-#define WS_SRV_MAX_ITEMS 256        /* instructions, queries or labels per request */
-#define WS_SRV_SYMBOL_MAX 128       /* bytes per symbol */
-#define WS_SRV_PATH_MAX 1024
+#define WS_SRV_MAX_ITEMS  256 /* instructions, queries or labels per request */
+#define WS_SRV_SYMBOL_MAX 128 /* bytes per symbol */
+#define WS_SRV_PATH_MAX   1024
 
 /* ---- per-model online-training settings (training_settings.c) ---------- */
 typedef struct {

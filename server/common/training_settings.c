@@ -28,7 +28,8 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
                                        ws_error *err)
 {
     static const char *const names[] = {"enabled", "lr", "update_every", "recall_queries", NULL};
-    if (!cJSON_IsObject(obj)) return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
+    if (!cJSON_IsObject(obj))
+        return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
     WS_TRY(ws_json_only(obj, names, err));
     ws_srv_training n = *t;
     unsigned got = 0;

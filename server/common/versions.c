@@ -125,8 +125,7 @@ ws_status ws_srv_version_load(ws_store *st, int64_t model_id, int64_t version, w
     return WS_OK;
 }
 
-ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from,
-                             ws_error *err)
+ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from, ws_error *err)
 {
     ws_vocab *v = ws_model_vocab(m);
     int n = ws_vocab_size(v) - from;

@@ -34,8 +34,8 @@ void ws_srv_model_rows_free(ws_srv_model_rows *r);
  * build without a shipped one), the checkpoint shipped in worldstated, or one
  * imported through POST /v1/models/{name}/import (which also notes a new
  * version it makes so). */
-#define WS_SRV_NOTE_CREATED "created"
-#define WS_SRV_NOTE_SHIPPED "shipped"
+#define WS_SRV_NOTE_CREATED  "created"
+#define WS_SRV_NOTE_SHIPPED  "shipped"
 #define WS_SRV_NOTE_IMPORTED "imported"
 /* "random", "shipped", "imported", or "unknown" for the note of a version 1. */
 const char *ws_srv_origin_of_note(const char *note);
@@ -80,7 +80,6 @@ ws_status ws_srv_version_publish_vocab(ws_store *st, const char *data_dir, const
                                        ws_error *err);
 /* Records m's symbols from id `from` on in the model's vocabulary (inside the
  * caller's transaction). */
-ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from,
-                             ws_error *err);
+ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from, ws_error *err);
 
 #endif

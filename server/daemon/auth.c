@@ -16,9 +16,11 @@ int ws_auth_is_loopback(const char *host)
 ws_status ws_auth_check(ws_srv *srv, struct MHD_Connection *conn, ws_store_principal *who,
                         ws_error *err)
 {
-    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *h =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!h) {
-        if (!srv->open_mode) return ws_error_set(err, WS_ERR_NOTFOUND, "missing Authorization: Bearer <key>");
+        if (!srv->open_mode)
+            return ws_error_set(err, WS_ERR_NOTFOUND, "missing Authorization: Bearer <key>");
         memset(who, 0, sizeof *who);
         who->tenant = srv->default_tenant;
         strcpy(who->tenant_name, "default");
@@ -30,6 +32,7 @@ ws_status ws_auth_check(ws_srv *srv, struct MHD_Connection *conn, ws_store_princ
     ws_store *st = ws_srv_store(srv, err);
     if (!st) return err->code;
     ws_status s = ws_store_key_verify(st, h + 7, who, err);
-    if (s == WS_ERR_NOTFOUND) return ws_error_set(err, WS_ERR_NOTFOUND, "unknown or revoked API key");
+    if (s == WS_ERR_NOTFOUND)
+        return ws_error_set(err, WS_ERR_NOTFOUND, "unknown or revoked API key");
     return s;
 }

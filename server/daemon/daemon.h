@@ -22,7 +22,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/files.h"
 
-#define WS_SRV_BODY_MAX (1u << 20)  /* request body cap (bytes) */
+#define WS_SRV_BODY_MAX   (1u << 20) /* request body cap (bytes) */
 /* Body cap of POST /v1/models/{name}/import (a checkpoint, spooled to a file):
  * room for a model of about 64M parameters, or 21M with its AdamW state. */
 #define WS_SRV_IMPORT_MAX ((uint64_t)256 << 20)
@@ -36,9 +36,9 @@ typedef struct {
     int batch_wait_us;
     ws_store_durability durability;
     int force_cpu;
-    int64_t max_sessions;     /* per tenant */
-    int request_timeout_ms;   /* engine deadline of a queued job */
-    int max_queue;            /* jobs waiting in the engine before 503 */
+    int64_t max_sessions;   /* per tenant */
+    int request_timeout_ms; /* engine deadline of a queued job */
+    int max_queue;          /* jobs waiting in the engine before 503 */
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);
@@ -49,9 +49,9 @@ typedef struct ws_srv {
     char db_path[WS_SRV_PATH_MAX + 32];
     struct MHD_Daemon *mhd;
     ws_engine *engine;
-    int open_mode;            /* no keys: loopback only, no auth, tenant "default" */
+    int open_mode; /* no keys: loopback only, no auth, tenant "default" */
     int64_t default_tenant;
-    pthread_key_t store_key;  /* one ws_store per HTTP thread */
+    pthread_key_t store_key; /* one ws_store per HTTP thread */
     atomic_int stopping;
 } ws_srv;
 
@@ -81,12 +81,12 @@ typedef struct {
 typedef struct {
     ws_srv *srv;
     struct MHD_Connection *conn;
-    struct ws_http_req *req;  /* the request's state in http.c */
+    struct ws_http_req *req; /* the request's state in http.c */
     const char *method;
     const char *params[WS_HTTP_PARAMS]; /* the route pattern's {…} segments, in order */
     const char *body;
     size_t body_len;
-    char *upload;         /* a FILE route's body (routes.h): the file holding it; a route
+    char *upload; /* a FILE route's body (routes.h): the file holding it; a route
                              that takes it over moves it into its job and sets it to NULL */
     ws_store_principal who;
 } ws_http_ctx;

@@ -30,13 +30,13 @@ typedef struct ws_http_req {
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
     atomic_int job_done; /* set by the job's callback, before it resumes conn */
-    int label;   /* the route's metrics label (routes.h) */
-    double t0; /* ws_clock_mono_s at arrival: the request's duration for metrics */
+    int label;           /* the route's metrics label (routes.h) */
+    double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* a FILE route (POST /v1/models/{name}/import): the body goes to a file */
     int import;
-    uint64_t received;  /* body bytes so far */
-    int spool_fd;       /* -1 once closed */
-    char *spool;        /* its path, until a job takes it over */
+    uint64_t received; /* body bytes so far */
+    int spool_fd;      /* -1 once closed */
+    char *spool;       /* its path, until a job takes it over */
     int spool_failed;
     char spool_msg[256];
 } ws_http_req;
@@ -50,7 +50,8 @@ cJSON *ws_http_error(const char *code, const char *fmt, ...)
     va_end(ap);
     cJSON *root = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(root, "error");
-    if (!e || !cJSON_AddStringToObject(e, "code", code) || !cJSON_AddStringToObject(e, "message", msg)) {
+    if (!e || !cJSON_AddStringToObject(e, "code", code) ||
+        !cJSON_AddStringToObject(e, "message", msg)) {
         cJSON_Delete(root);
         return NULL; /* send_json answers a bodiless 500 */
     }
@@ -254,8 +255,8 @@ static void spool_chunk(ws_http_req *r, const char *data, size_t n)
 static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
                                  const char *url, const char *method)
 {
-    ws_http_ctx c = {.srv = srv, .conn = conn, .req = r, .method = method, .body = r->body,
-                     .body_len = r->len};
+    ws_http_ctx c = {
+        .srv = srv, .conn = conn, .req = r, .method = method, .body = r->body, .body_len = r->len};
     char path[WS_SRV_PATH_MAX];
     ws_route_match m;
     if (route_of(url, path, sizeof path, &c, &m) != 0)
@@ -263,8 +264,8 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     r->label = m.label;
     if (r->too_large) return send_json(conn, r, 413, too_large(r));
     if (r->spool_failed)
-        return send_json(conn, r, 500, ws_http_error("internal", "cannot store the body: %s",
-                                                     r->spool_msg));
+        return send_json(conn, r, 500,
+                         ws_http_error("internal", "cannot store the body: %s", r->spool_msg));
     ws_http_answer a = {0};
     if (!auth_ok(&c, m.auth, &a)) return send_json(conn, r, a.status, a.json);
     if (!m.route && m.allow[0]) return send_405(conn, r, m.allow);
@@ -282,8 +283,8 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     ws_srv *srv = cls;
@@ -367,18 +368,17 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv->cfg.port)};
     if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
-        return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address", srv->cfg.host);
+        return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address",
+                            srv->cfg.host);
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv,
-                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-                                MHD_OPTION_END);
+    srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
+                                (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+                                (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
+                                (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
     if (!srv->mhd)
-        return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)", srv->cfg.host,
-                            srv->cfg.port);
+        return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)",
+                            srv->cfg.host, srv->cfg.port);
     if (srv->cfg.port == 0) { /* --listen host:0 picks a free port: report it */
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
         if (info) srv->cfg.port = info->port;

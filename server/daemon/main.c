@@ -19,9 +19,14 @@
 
 ws_srv_config ws_srv_config_default(void)
 {
-    ws_srv_config c = {.port = 8080, .threads = 4, .max_batch = 64, .batch_wait_us = 2000,
-                       .durability = WS_STORE_DURABILITY_NORMAL, .max_sessions = 100000,
-                       .request_timeout_ms = 30000, .max_queue = 4096};
+    ws_srv_config c = {.port = 8080,
+                       .threads = 4,
+                       .max_batch = 64,
+                       .batch_wait_us = 2000,
+                       .durability = WS_STORE_DURABILITY_NORMAL,
+                       .max_sessions = 100000,
+                       .request_timeout_ms = 30000,
+                       .max_queue = 4096};
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
@@ -96,9 +101,13 @@ typedef struct {
 
 enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
 #define O(f) offsetof(flag_values, f)
+/* clang-format off */
 #define FN(name, f, fn, arg, only, help) {name, WS_OPT_FN, O(f), 0, 0, arg, help, fn, only}
+/* clang-format on */
+/* clang-format off */
 #define NUM(name, kind, f, lo, hi, arg, only, help) \
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
+/* clang-format on */
 static const ws_cli_opt flags[] = {
     FN("data-dir", cfg, parse_data_dir, "D", 0, "SQLite file and checkpoints (./worldstate-data)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
@@ -140,7 +149,8 @@ static int usage(FILE *f)
 static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
 {
     if (mkdir(srv->cfg.data_dir, 0700) != 0 && errno != EEXIST)
-        return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", srv->cfg.data_dir, strerror(errno));
+        return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", srv->cfg.data_dir,
+                            strerror(errno));
     snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
     return ws_store_open(srv->db_path, srv->cfg.durability, 1, st, err);
 }
@@ -148,8 +158,8 @@ static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
 static ws_status print_key(void *ctx, const ws_store_key_info *k)
 {
     (void)ctx;
-    printf("%lld\t%s\t%s...\t%s\t%s\n", (long long)k->id, k->tenant_name, k->prefix, k->admin ? "admin" : "-",
-           k->revoked_ms ? "revoked" : "active");
+    printf("%lld\t%s\t%s...\t%s\t%s\n", (long long)k->id, k->tenant_name, k->prefix,
+           k->admin ? "admin" : "-", k->revoked_ms ? "revoked" : "active");
     return WS_OK;
 }
 
@@ -198,8 +208,10 @@ static int serve(ws_srv *srv)
     ws_store_close(st);
     if (s == WS_OK && n_keys == 0 && !ws_auth_is_loopback(srv->cfg.host))
         s = ws_error_set(&err, WS_ERR_INVALID,
-                         "no API keys exist: refusing to listen on %s (create one with `worldstated key create --tenant T "
-                         "--admin`, or listen on 127.0.0.1)", srv->cfg.host);
+                         "no API keys exist: refusing to listen on %s (create one with "
+                         "`worldstated key create --tenant T "
+                         "--admin`, or listen on 127.0.0.1)",
+                         srv->cfg.host);
     srv->open_mode = n_keys == 0;
     if (s == WS_OK && pthread_key_create(&srv->store_key, close_store) != 0)
         s = ws_error_set(&err, WS_ERR_NOMEM, "cannot create thread key");
@@ -210,8 +222,8 @@ static int serve(ws_srv *srv)
         ws_engine_free(srv->engine);
         return 1;
     }
-    printf("worldstated: listening on http://%s:%d (data %s, backend %s, %s, durability %s)\n", srv->cfg.host,
-           srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
+    printf("worldstated: listening on http://%s:%d (data %s, backend %s, %s, durability %s)\n",
+           srv->cfg.host, srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
            srv->open_mode ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
     fflush(stdout);

@@ -11,7 +11,8 @@
 
 static const int statuses[] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 500, 503};
 #define N_STATUS ((int)(sizeof statuses / sizeof statuses[0]))
-static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                    0.1,    0.25,  0.5,    1,     2.5,  5};
 #define N_LAT ((int)(sizeof lat_bounds / sizeof lat_bounds[0]))
 static const int batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 #define N_BATCH ((int)(sizeof batch_bounds / sizeof batch_bounds[0]))
@@ -117,38 +118,51 @@ struct MHD_Response *ws_metrics_render(ws_srv *srv)
             long long v = atomic_load(&requests[r][s]);
             if (!v) continue;
             if (s < N_STATUS)
-                ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
-                                  ws_route_label_name(r), statuses[s], v);
+                ws_metrics_printf(
+                    &buf, &len, &cap,
+                    "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
+                    ws_route_label_name(r), statuses[s], v);
             else
-                ws_metrics_printf(&buf, &len, &cap, "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
-                                  ws_route_label_name(r), v);
+                ws_metrics_printf(
+                    &buf, &len, &cap,
+                    "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
+                    ws_route_label_name(r), v);
         }
     ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_request_seconds histogram\n");
     long long cum = 0;
     for (int b = 0; b <= N_LAT; b++) {
         cum += atomic_load(&lat_bucket[b]);
         if (b < N_LAT)
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_bucket{le=\"%g\"} %lld\n", lat_bounds[b], cum);
+            ws_metrics_printf(&buf, &len, &cap,
+                              "worldstate_http_request_seconds_bucket{le=\"%g\"} %lld\n",
+                              lat_bounds[b], cum);
         else
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_bucket{le=\"+Inf\"} %lld\n", cum);
+            ws_metrics_printf(&buf, &len, &cap,
+                              "worldstate_http_request_seconds_bucket{le=\"+Inf\"} %lld\n", cum);
     }
-    ws_metrics_printf(&buf, &len, &cap, "worldstate_http_request_seconds_sum %.6f\nworldstate_http_request_seconds_count %lld\n",
-                      (double)atomic_load(&lat_sum_us) * 1e-6, cum);
+    ws_metrics_printf(
+        &buf, &len, &cap,
+        "worldstate_http_request_seconds_sum %.6f\nworldstate_http_request_seconds_count %lld\n",
+        (double)atomic_load(&lat_sum_us) * 1e-6, cum);
     ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_batch_jobs histogram\n");
     cum = 0;
     for (int b = 0; b <= N_BATCH; b++) {
         cum += atomic_load(&batch_bucket[b]);
         if (b < N_BATCH)
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"%d\"} %lld\n", batch_bounds[b], cum);
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"%d\"} %lld\n",
+                              batch_bounds[b], cum);
         else
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"+Inf\"} %lld\n", cum);
+            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"+Inf\"} %lld\n",
+                              cum);
     }
-    ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_sum %lld\nworldstate_batch_jobs_count %lld\n",
+    ws_metrics_printf(&buf, &len, &cap,
+                      "worldstate_batch_jobs_sum %lld\nworldstate_batch_jobs_count %lld\n",
                       (long long)atomic_load(&batch_jobs), (long long)atomic_load(&batch_count));
     ws_metrics_printf(&buf, &len, &cap,
                       "# TYPE worldstate_steps_total counter\nworldstate_steps_total %lld\n"
                       "# TYPE worldstate_queries_total counter\nworldstate_queries_total %lld\n"
-                      "# TYPE worldstate_training_updates_total counter\nworldstate_training_updates_total %lld\n",
+                      "# TYPE worldstate_training_updates_total "
+                      "counter\nworldstate_training_updates_total %lld\n",
                       (long long)atomic_load(&steps_total), (long long)atomic_load(&queries_total),
                       (long long)atomic_load(&train_updates));
     if (srv->engine) engine_metrics(srv->engine, &buf, &len, &cap);

@@ -52,8 +52,7 @@ static ws_status add_origin(ws_store *st, cJSON *o, int64_t id, int64_t version,
     return WS_OK;
 }
 
-ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id,
-                            ws_error *err)
+ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id, ws_error *err)
 {
     *out = NULL;
     ws_store_model m = {0};

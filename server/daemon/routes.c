@@ -5,8 +5,10 @@
 
 #include "routes.h"
 
+/* clang-format off */
 #define WS_ROUTE_ROW(method, pattern, handler, auth, name, body) \
     {#method, pattern, ws_route_##handler, WS_AUTH_##auth, name, WS_ROUTE_BEGIN_##body(handler)},
+/* clang-format on */
 static const ws_route table[] = {WS_ROUTES(WS_ROUTE_ROW)};
 #define N_ROUTES ((int)(sizeof table / sizeof table[0]))
 _Static_assert(N_ROUTES < WS_ROUTE_LABELS, "WS_ROUTE_LABELS: one slot per row and one for other");

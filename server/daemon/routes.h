@@ -18,9 +18,9 @@
 #include "daemon.h"
 
 typedef enum {
-    WS_AUTH_NONE,   /* probes and scrapers carry no keys */
-    WS_AUTH_KEY,    /* any active key (open mode: none needed, tenant "default") */
-    WS_AUTH_ADMIN   /* an admin key: 403 forbidden otherwise */
+    WS_AUTH_NONE, /* probes and scrapers carry no keys */
+    WS_AUTH_KEY,  /* any active key (open mode: none needed, tenant "default") */
+    WS_AUTH_ADMIN /* an admin key: 403 forbidden otherwise */
 } ws_route_auth;
 
 /* clang-format off */
@@ -53,12 +53,12 @@ typedef void ws_route_fn(ws_http_ctx *c, ws_http_answer *a);
  * check, and may refuse (0, the answer in a) before any of the body is read. */
 typedef int ws_route_begin_fn(ws_http_ctx *c, ws_http_answer *a);
 
-#define WS_ROUTE_BEGIN_MEM(handler) NULL
+#define WS_ROUTE_BEGIN_MEM(handler)  NULL
 #define WS_ROUTE_BEGIN_FILE(handler) ws_route_##handler##_begin
 #define WS_ROUTE_DECLARE_MEM(handler)
 #define WS_ROUTE_DECLARE_FILE(handler) ws_route_begin_fn ws_route_##handler##_begin;
 #define WS_ROUTE_DECLARE(method, pattern, handler, auth, name, body) \
-    ws_route_fn ws_route_##handler;                                   \
+    ws_route_fn ws_route_##handler;                                  \
     WS_ROUTE_DECLARE_##body(handler)
 WS_ROUTES(WS_ROUTE_DECLARE)
 

@@ -18,7 +18,8 @@ static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *
     WS_TRY(ws_model_config_from_json(obj, 0, cfg, err));
     /* Keep a model the engine can hold next to others: bound its parameters. */
     if ((int64_t)cfg->d * cfg->d * (cfg->n_upd_layers + cfg->n_ext_layers) > (int64_t)64 << 20)
-        return ws_error_set(err, WS_ERR_INVALID, "config: model too large for this server (d^2 * layers > 64M)");
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "config: model too large for this server (d^2 * layers > 64M)");
     return WS_OK;
 }
 
@@ -27,7 +28,8 @@ static int name_ok(const char *s)
     size_t n = strlen(s);
     if (n < 1 || n > WS_STORE_NAME_MAX) return 0;
     for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i])) return 0;
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
+            return 0;
     return 1;
 }
 
@@ -102,7 +104,7 @@ void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
     strcpy(j->model_name, c->params[0]); /* checked by ws_route_model_import_begin */
-    j->upload = c->upload; /* the job owns the file from here on */
+    j->upload = c->upload;               /* the job owns the file from here on */
     c->upload = NULL;
     ws_http_submit(c, j, a);
 }
@@ -188,7 +190,8 @@ static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
-    if (!st) fail(a, err.code, &err);
+    if (!st)
+        fail(a, err.code, &err);
     else if (!name_ok(c->params[0]))
         fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
     return st && name_ok(c->params[0]) ? st : NULL;

@@ -49,8 +49,9 @@ static int arg_int(ws_http_ctx *c, const char *name, int64_t lo, int64_t hi, int
     long long x = strtoll(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) {
         a->status = 400;
-        a->json = ws_http_error("invalid_request", "query argument %s must be an integer in [%lld, %lld]", name,
-                                (long long)lo, (long long)hi);
+        a->json =
+            ws_http_error("invalid_request", "query argument %s must be an integer in [%lld, %lld]",
+                          name, (long long)lo, (long long)hi);
         return 0;
     }
     *out = x;
@@ -64,7 +65,8 @@ static cJSON *session_json(ws_store *st, const ws_store_session *s)
     ws_store_model m = {0};
     ws_error err;
     cJSON_AddStringToObject(o, "id", s->id);
-    if (ws_store_model_get(st, s->model, &m, &err) == WS_OK) cJSON_AddStringToObject(o, "model", m.name);
+    if (ws_store_model_get(st, s->model, &m, &err) == WS_OK)
+        cJSON_AddStringToObject(o, "model", m.name);
     ws_store_model_clear(&m);
     cJSON_AddNumberToObject(o, "step", (double)s->step);
     cJSON_AddNumberToObject(o, "state_version", (double)s->state_version);
@@ -85,7 +87,8 @@ void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
         ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
         if (s == WS_OK) s = ws_json_only(body, fields, &err);
         const cJSON *mn = body ? cJSON_GetObjectItemCaseSensitive(body, "model") : NULL;
-        if (s == WS_OK && mn && !cJSON_IsString(mn)) s = ws_error_set(&err, WS_ERR_INVALID, "model must be a string");
+        if (s == WS_OK && mn && !cJSON_IsString(mn))
+            s = ws_error_set(&err, WS_ERR_INVALID, "model must be a string");
         if (s != WS_OK) {
             cJSON_Delete(body);
             return fail(a, s, &err);
@@ -150,8 +153,9 @@ void ws_route_sessions_list(ws_http_ctx *c, ws_http_answer *a)
         return fail_code(a, 400, "invalid_request", "after must be a session id");
     list_ctx l = {.arr = cJSON_CreateArray()};
     ws_error err = {0};
-    ws_status s = l.arr ? ws_store_session_list(st, c->who.tenant, after, (int)limit, list_session, &l, &err)
-                        : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    ws_status s =
+        l.arr ? ws_store_session_list(st, c->who.tenant, after, (int)limit, list_session, &l, &err)
+              : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     if (s != WS_OK) {
         cJSON_Delete(l.arr);
         return fail(a, s, &err);
@@ -159,8 +163,10 @@ void ws_route_sessions_list(ws_http_ctx *c, ws_http_answer *a)
     a->status = 200;
     a->json = cJSON_CreateObject();
     cJSON_AddItemToObject(a->json, "sessions", l.arr);
-    if (l.n == limit) cJSON_AddStringToObject(a->json, "next_after", l.last);
-    else cJSON_AddNullToObject(a->json, "next_after");
+    if (l.n == limit)
+        cJSON_AddStringToObject(a->json, "next_after", l.last);
+    else
+        cJSON_AddNullToObject(a->json, "next_after");
 }
 
 static ws_status log_entry(void *ctx, const ws_store_log_entry *e)
@@ -187,8 +193,8 @@ void ws_route_steps_list(ws_http_ctx *c, ws_http_answer *a)
     ws_store_session sess = {0};
     ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
     if (s == WS_OK)
-        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit,
-                                      log_entry, &l, &err)
+        s = l.arr ? ws_store_log_page(st, c->who.tenant, c->params[0], after, (int)limit, log_entry,
+                                      &l, &err)
                   : ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
     ws_store_session_clear(&sess);
     if (s != WS_OK) {
@@ -198,8 +204,10 @@ void ws_route_steps_list(ws_http_ctx *c, ws_http_answer *a)
     a->status = 200;
     a->json = cJSON_CreateObject();
     cJSON_AddItemToObject(a->json, "steps", l.arr);
-    if (l.n == limit) cJSON_AddNumberToObject(a->json, "next_after", (double)l.last_step);
-    else cJSON_AddNullToObject(a->json, "next_after");
+    if (l.n == limit)
+        cJSON_AddNumberToObject(a->json, "next_after", (double)l.last_step);
+    else
+        cJSON_AddNullToObject(a->json, "next_after");
 }
 
 void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
@@ -212,14 +220,16 @@ void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
     if (s != WS_OK) return fail(a, s, &err);
     size_t bytes = (size_t)sess.rows * (size_t)sess.cols * sizeof(float);
     /* The blob is little-endian float32 row-major, exactly as stored. */
-    a->raw = MHD_create_response_from_buffer(bytes, bytes ? (void *)sess.state : "",
-                                             bytes ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+    a->raw =
+        MHD_create_response_from_buffer(bytes, bytes ? (void *)sess.state : "",
+                                        bytes ? MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
     char shape[64], step[32];
     snprintf(shape, sizeof shape, "%d,%d", sess.rows, sess.cols);
     snprintf(step, sizeof step, "%lld", (long long)sess.step);
-    if (a->raw && (MHD_add_response_header(a->raw, "Content-Type", "application/octet-stream") != MHD_YES ||
-                   MHD_add_response_header(a->raw, "X-State-Shape", shape) != MHD_YES ||
-                   MHD_add_response_header(a->raw, "X-Step", step) != MHD_YES)) {
+    if (a->raw &&
+        (MHD_add_response_header(a->raw, "Content-Type", "application/octet-stream") != MHD_YES ||
+         MHD_add_response_header(a->raw, "X-State-Shape", shape) != MHD_YES ||
+         MHD_add_response_header(a->raw, "X-Step", step) != MHD_YES)) {
         MHD_destroy_response(a->raw);
         a->raw = NULL;
     }
@@ -278,7 +288,8 @@ static ws_status log_text(ws_job *j, const cJSON *ins, const cJSON *qs, const cJ
 /* Builds a STEP / QUERY / LABELS job from the body; NULL with *a filled on bad input. */
 static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
-    static const char *const step_fields[] = {"expect_step", "instructions", "queries", "labels", NULL};
+    static const char *const step_fields[] = {"expect_step", "instructions", "queries", "labels",
+                                              NULL};
     static const char *const query_fields[] = {"queries", NULL};
     static const char *const label_fields[] = {"labels", "replace", NULL};
     ws_error err = {0};
@@ -304,16 +315,23 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
     const cJSON *ls = cJSON_GetObjectItemCaseSensitive(body, "labels");
     const cJSON *es = cJSON_GetObjectItemCaseSensitive(body, "expect_step");
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(body, "replace");
-    if (s == WS_OK && es) s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
+    if (s == WS_OK && es)
+        s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
     if (s == WS_OK) s = ws_json_facts(ins, 1, &instr, &n_instr, &err);
     if (s == WS_OK) s = ws_json_facts(qs, 0, &query, &n_query, &err);
-    if (s == WS_OK && kind == WS_JOB_QUERY && !qs) s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
+    if (s == WS_OK && kind == WS_JOB_QUERY && !qs)
+        s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
     if (s == WS_OK && kind == WS_JOB_LABELS) {
-        if (!ls) s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
-        else if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) < 1 || cJSON_GetArraySize(ls) > WS_SRV_MAX_ITEMS)
-            s = ws_error_set(&err, WS_ERR_INVALID, "labels must be an array of 1..%d booleans", WS_SRV_MAX_ITEMS);
-        else s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
-        if (s == WS_OK && rp && !cJSON_IsBool(rp)) s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
+        if (!ls)
+            s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
+        else if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) < 1 ||
+                 cJSON_GetArraySize(ls) > WS_SRV_MAX_ITEMS)
+            s = ws_error_set(&err, WS_ERR_INVALID, "labels must be an array of 1..%d booleans",
+                             WS_SRV_MAX_ITEMS);
+        else
+            s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
+        if (s == WS_OK && rp && !cJSON_IsBool(rp))
+            s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
         j->replace = rp && cJSON_IsTrue(rp);
         if (s == WS_OK) s = labels_take(ls, j, &err);
     } else if (s == WS_OK && ls) {

@@ -20,12 +20,14 @@
 #define TRAIN_EVERY_BATCHES 8
 /* How often the engine looks for versions recorded by other processes: one
  * SELECT over the models table, so a retrained version is served within ~1 s. */
-#define SYNC_EVERY_US 1000000
+#define SYNC_EVERY_US       1000000
 
 ws_engine_config ws_engine_config_default(void)
 {
-    return (ws_engine_config){.durability = WS_STORE_DURABILITY_NORMAL, .max_batch = 64,
-                              .batch_wait_us = 2000, .max_queue = 4096,
+    return (ws_engine_config){.durability = WS_STORE_DURABILITY_NORMAL,
+                              .max_batch = 64,
+                              .batch_wait_us = 2000,
+                              .max_queue = 4096,
                               .job_timeout_ms = 30000};
 }
 
@@ -73,8 +75,10 @@ static int take(ws_engine *e, ws_job **jobs, int max)
         if (in_batch(jobs, n, j)) {
             prev = j;
         } else {
-            if (prev) prev->next = next;
-            else e->head = next;
+            if (prev)
+                prev->next = next;
+            else
+                e->head = next;
             if (e->tail == j) e->tail = prev;
             j->next = NULL;
             jobs[n++] = j;
@@ -89,8 +93,7 @@ static void import_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_job_why why = WS_JOB_FAILED;
-    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &j->result.created, &why,
-                                      &err);
+    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &j->result.created, &why, &err);
     free(j->upload); /* the file is gone or in place: not the job's any more */
     j->upload = NULL;
     if (s != WS_OK) return ws_eng_refuse(j, why, s, "%s", err.msg);
@@ -244,14 +247,17 @@ ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err)
 {
     pthread_mutex_lock(&e->mu);
     ws_status s = WS_OK;
-    if (e->stop) s = ws_error_set(err, WS_ERR_UNSUPPORTED, "the server is shutting down");
+    if (e->stop)
+        s = ws_error_set(err, WS_ERR_UNSUPPORTED, "the server is shutting down");
     else if (e->depth >= e->cfg.max_queue)
         s = ws_error_set(err, WS_ERR_CONFLICT, "engine queue full, retry later");
     if (s == WS_OK) {
         job->next = NULL;
         job->deadline_us = ws_clock_mono_us() + (int64_t)e->cfg.job_timeout_ms * 1000;
-        if (e->tail) e->tail->next = job;
-        else e->head = job;
+        if (e->tail)
+            e->tail->next = job;
+        else
+            e->head = job;
         e->tail = job;
         e->depth++;
         pthread_cond_signal(&e->cv);
@@ -275,7 +281,8 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
     if (!e) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     e->cfg = *cfg;
     pthread_condattr_t ca;
-    int ok = pthread_condattr_init(&ca) == 0 && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+    int ok = pthread_condattr_init(&ca) == 0 &&
+             pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
              pthread_cond_init(&e->cv, &ca) == 0;
     if (!ok || pthread_mutex_init(&e->mu, NULL) != 0) {
         free(e);
@@ -330,12 +337,14 @@ void ws_engine_free(ws_engine *e)
 /* em's public picture (mu held). */
 static ws_engine_model_info info_of(const ws_eng_model *em)
 {
-    ws_engine_model_info m = {.id = em->id, .version = em->version,
+    ws_engine_model_info m = {.id = em->id,
+                              .version = em->version,
                               .examples_ready = em->stats.ready,
                               .examples_labelled = em->stats.examples_labelled,
                               .examples_trained = em->stats.examples_trained,
                               .examples_dropped = em->stats.examples_dropped,
-                              .updates = em->stats.updates, .last_loss = em->stats.last_loss};
+                              .updates = em->stats.updates,
+                              .last_loss = em->stats.last_loss};
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

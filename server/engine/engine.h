@@ -27,14 +27,14 @@
 typedef struct ws_engine ws_engine;
 
 typedef struct {
-    char data_dir[WS_SRV_PATH_MAX];      /* checkpoints live in <data_dir>/models */
-    char db_path[WS_SRV_PATH_MAX + 32];  /* the SQLite database */
+    char data_dir[WS_SRV_PATH_MAX];     /* checkpoints live in <data_dir>/models */
+    char db_path[WS_SRV_PATH_MAX + 32]; /* the SQLite database */
     ws_store_durability durability;
-    int force_cpu;       /* else the best backend found */
-    int max_batch;       /* jobs per batch */
-    int batch_wait_us;   /* how long a batch may wait to fill */
-    int max_queue;       /* queued jobs before ws_engine_submit refuses */
-    int job_timeout_ms;  /* a job still queued this long is failed without running */
+    int force_cpu;      /* else the best backend found */
+    int max_batch;      /* jobs per batch */
+    int batch_wait_us;  /* how long a batch may wait to fill */
+    int max_queue;      /* queued jobs before ws_engine_submit refuses */
+    int job_timeout_ms; /* a job still queued this long is failed without running */
     /* Process-wide counters (may be NULL), called on the engine thread. */
     void (*on_batch)(int n_jobs, int n_steps, int n_queries);
     void (*on_training_update)(void);
@@ -56,38 +56,38 @@ typedef enum {
 
 /* A fact: 1..max_fact_len symbols, or a vector of the model's d_raw numbers. */
 typedef struct {
-    int n_sym;                   /* 0: a vector fact */
-    char *sym[WS_MAX_FACT_LEN];  /* owned, NUL-terminated */
-    float *vec;                  /* owned, n_vec floats */
+    int n_sym;                  /* 0: a vector fact */
+    char *sym[WS_MAX_FACT_LEN]; /* owned, NUL-terminated */
+    float *vec;                 /* owned, n_vec floats */
     int n_vec;
-    int value;                   /* instruction: 0 or 1; query: its label, -1 none */
+    int value; /* instruction: 0 or 1; query: its label, -1 none */
 } ws_job_fact;
 
 /* Why a job failed, where its status alone does not say it. */
 typedef enum {
-    WS_JOB_FAILED,           /* see result.status */
-    WS_JOB_STEP_CONFLICT,    /* the session is not at expect_step (result.step: where it is) */
-    WS_JOB_LABELS_CONFLICT,  /* the step already has other labels, and replace is 0 */
-    WS_JOB_DEADLINE,         /* queued past job_timeout_ms: not run */
-    WS_JOB_SHUTTING_DOWN,    /* the engine stopped before running it */
-    WS_JOB_BAD_CHECKPOINT,   /* import: not a checkpoint, or a model this engine cannot hold */
-    WS_JOB_CONFIG_MISMATCH,  /* import: the checkpoint's config is not the model's */
-    WS_JOB_VOCAB_MISMATCH,   /* import: a symbol id means another symbol in the model */
-    WS_JOB_INCONSISTENT      /* the data directory contradicts itself (a stored state that
+    WS_JOB_FAILED,          /* see result.status */
+    WS_JOB_STEP_CONFLICT,   /* the session is not at expect_step (result.step: where it is) */
+    WS_JOB_LABELS_CONFLICT, /* the step already has other labels, and replace is 0 */
+    WS_JOB_DEADLINE,        /* queued past job_timeout_ms: not run */
+    WS_JOB_SHUTTING_DOWN,   /* the engine stopped before running it */
+    WS_JOB_BAD_CHECKPOINT,  /* import: not a checkpoint, or a model this engine cannot hold */
+    WS_JOB_CONFIG_MISMATCH, /* import: the checkpoint's config is not the model's */
+    WS_JOB_VOCAB_MISMATCH,  /* import: a symbol id means another symbol in the model */
+    WS_JOB_INCONSISTENT     /* the data directory contradicts itself (a stored state that
                                 does not fit its model, a session's model not loaded) */
 } ws_job_why;
 
 typedef struct {
-    ws_status status;      /* WS_OK, or what failed (err.msg says it) */
-    ws_job_why why;        /* when status != WS_OK */
+    ws_status status; /* WS_OK, or what failed (err.msg says it) */
+    ws_job_why why;   /* when status != WS_OK */
     ws_error err;
-    int64_t step;          /* STEP: the step made; QUERY: the session's step; LABELS: the
+    int64_t step; /* STEP: the step made; QUERY: the session's step; LABELS: the
                               step labelled; WS_JOB_STEP_CONFLICT: the session's step */
-    float *p;              /* STEP, QUERY: one probability per query (owned) */
+    float *p;     /* STEP, QUERY: one probability per query (owned) */
     int n_p;
-    int64_t model_version; /* STEP, QUERY: the version that answered */
-    int training_example;  /* LABELS: the labelled step is now a training example */
-    int created;           /* MODEL_IMPORT: 1 a new model, 0 a new version of one */
+    int64_t model_version;    /* STEP, QUERY: the version that answered */
+    int training_example;     /* LABELS: the labelled step is now a training example */
+    int created;              /* MODEL_IMPORT: 1 a new model, 0 a new version of one */
     ws_srv_training training; /* TRAINING_SET: the settings now in force */
 } ws_job_result;
 
@@ -101,25 +101,25 @@ struct ws_job {
     /* STEP, QUERY, LABELS */
     int64_t tenant;
     char session[WS_STORE_ID_LEN + 1];
-    int64_t expect_step;       /* STEP: apply only at this step; -1 any */
+    int64_t expect_step;        /* STEP: apply only at this step; -1 any */
     ws_job_fact *instr, *query; /* owned arrays (STEP: both; QUERY: queries) */
     int n_instr, n_query;
-    int has_labels;            /* STEP: the queries' values are client labels */
-    int64_t label_step;        /* LABELS: the step labelled */
-    int *labels;               /* LABELS: owned, n_labels of 0 or 1 */
+    int has_labels;     /* STEP: the queries' values are client labels */
+    int64_t label_step; /* LABELS: the step labelled */
+    int *labels;        /* LABELS: owned, n_labels of 0 or 1 */
     int n_labels;
-    int replace;               /* LABELS: overwrite different labels */
+    int replace; /* LABELS: overwrite different labels */
     /* The step log's JSON text of what was sent (owned; written by the front
      * end, as it lists the log): STEP instr_json and query_json, labels_json
      * when labelled; LABELS labels_json. */
     char *instr_json, *query_json, *labels_json;
     /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT */
     char model_name[WS_STORE_NAME_MAX + 1];
-    ws_model_config cfg;       /* MODEL_CREATE */
-    uint64_t seed;             /* MODEL_CREATE */
-    ws_srv_training training;  /* MODEL_CREATE: the settings; TRAINING_SET: new values */
-    unsigned training_fields;  /* TRAINING_SET: which (WS_SRV_TRAINING_* bits) */
-    char *upload;              /* MODEL_IMPORT: the checkpoint's file (owned path); the
+    ws_model_config cfg;      /* MODEL_CREATE */
+    uint64_t seed;            /* MODEL_CREATE */
+    ws_srv_training training; /* MODEL_CREATE: the settings; TRAINING_SET: new values */
+    unsigned training_fields; /* TRAINING_SET: which (WS_SRV_TRAINING_* bits) */
+    char *upload;             /* MODEL_IMPORT: the checkpoint's file (owned path); the
                                   engine moves it into place or removes it, ws_job_free
                                   removes it from a job that never ran */
     /* completion */

@@ -16,26 +16,26 @@ typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
     ws_model *m;
-    ws_exec *x;           /* the engine thread's context on m: serving and training */
+    ws_exec *x; /* the engine thread's context on m: serving and training */
     ws_model_config cfg;
     int64_t version;
-    int64_t unloadable;   /* a recorded version that failed to load: not tried again */
-    int vocab_stored;     /* symbols already in SQLite; the rest go with the next commit */
+    int64_t unloadable; /* a recorded version that failed to load: not tried again */
+    int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_online_trainer *trainer;
     ws_online_stats stats; /* published copy for other threads (under mu) */
     ws_batch *batch;
-    float *w_dev;         /* max_batch states on the backend */
-    float *w_host;        /* max_batch states on the host */
+    float *w_dev;  /* max_batch states on the backend */
+    float *w_host; /* max_batch states on the host */
 } ws_eng_model;
 
 struct ws_engine {
     ws_engine_config cfg;
-    ws_store *st;         /* the engine thread's own connection */
+    ws_store *st; /* the engine thread's own connection */
     ws_backend *be;
     pthread_t thread;
     int started;
-    pthread_mutex_t mu;   /* guards the queue and the model table */
+    pthread_mutex_t mu; /* guards the queue and the model table */
     pthread_cond_t cv;
     ws_job *head, *tail;
     int depth, stop;
@@ -46,7 +46,8 @@ struct ws_engine {
 /* engine_models.c */
 ws_status ws_eng_models_load(ws_engine *e, ws_error *err);
 ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
-                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out, ws_error *err);
+                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out,
+                              ws_error *err);
 /* Adds model `name` served from m (owned: freed on failure), whose version 1
  * is already written at `path`: records the model, version 1 with `note` and
  * m's vocabulary in one transaction. On failure nothing stays: no row, and no

@@ -103,8 +103,8 @@ static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, ws_
     return WS_OK;
 }
 
-static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file,
-                                ws_job_why *why, ws_error *err)
+static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file, ws_job_why *why,
+                                ws_error *err)
 {
     ws_model *m = NULL;
     WS_TRY(load_checked(e, file, &m, why, err));
@@ -148,8 +148,8 @@ ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, 
 }
 
 /* Writes the shipped checkpoint into a temporary file of models/. */
-static ws_status shipped_to_file(ws_engine *e, const unsigned char *bytes, size_t len,
-                                 char *path, size_t cap, ws_error *err)
+static ws_status shipped_to_file(ws_engine *e, const unsigned char *bytes, size_t len, char *path,
+                                 size_t cap, ws_error *err)
 {
     int fd;
     WS_TRY(ws_srv_upload_create(e->cfg.data_dir, path, cap, &fd, err));
@@ -189,8 +189,10 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
         snprintf(msg, sizeof msg, "%s", err->msg);
         return ws_error_set(err, s, "the shipped default model cannot be created: %s", msg);
     }
-    fprintf(stderr, "worldstated: created the model \"default\" from the shipped checkpoint "
-                    "(%zu bytes)\n", len);
+    fprintf(stderr,
+            "worldstated: created the model \"default\" from the shipped checkpoint "
+            "(%zu bytes)\n",
+            len);
     return WS_OK;
 }
 

@@ -136,8 +136,10 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
     if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, note, err);
     if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
-    if (s == WS_OK) s = ws_store_commit(e->st, err);
-    else if (ctext && ttext) ws_store_rollback(e->st, NULL);
+    if (s == WS_OK)
+        s = ws_store_commit(e->st, err);
+    else if (ctext && ttext)
+        ws_store_rollback(e->st, NULL);
     free(ctext);
     free(ttext);
     return s;
@@ -210,7 +212,8 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
         char path[WS_SRV_PATH_MAX + 128];
         ws_srv_ckpt_path(e->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT)
-            fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path, strerror(errno));
+            fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path,
+                    strerror(errno));
     }
     return WS_OK;
 }
@@ -263,11 +266,14 @@ void ws_eng_models_sync(ws_engine *e)
         int64_t v = rows.rows[i].version;
         if (em && em->version != v && em->unloadable != v) {
             if (adopt_version(e, em, v, &err) == WS_OK) {
-                fprintf(stderr, "worldstated: model %s: serving version %lld, recorded by another process\n",
-                        em->name, (long long)v);
+                fprintf(
+                    stderr,
+                    "worldstated: model %s: serving version %lld, recorded by another process\n",
+                    em->name, (long long)v);
             } else { /* keep serving the loaded version; say so once */
                 em->unloadable = v;
-                fprintf(stderr, "worldstated: model %s: cannot load version %lld, still serving %lld: %s\n",
+                fprintf(stderr,
+                        "worldstated: model %s: cannot load version %lld, still serving %lld: %s\n",
                         em->name, (long long)v, (long long)em->version, err.msg);
             }
         }

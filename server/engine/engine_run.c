@@ -14,12 +14,12 @@ typedef struct {
     ws_job *j;
     ws_store_session sess;
     ws_eng_model *em;
-    int32_t *ids; /* (n_instr + n_query) rows of S ids, -1 padded (vector rows all -1) */
+    int32_t *ids;   /* (n_instr + n_query) rows of S ids, -1 padded (vector rows all -1) */
     uint64_t *hash; /* the same rows: each symbol's hash of its bytes (its fixed code, also
                        for a symbol past the vocabulary's capacity), 0 padded */
-    int row;      /* trajectory in the model's batch */
-    int q_off;    /* first answer in the probs array */
-    int live;     /* still to be answered by the run */
+    int row;        /* trajectory in the model's batch */
+    int q_off;      /* first answer in the probs array */
+    int live;       /* still to be answered by the run */
 } item;
 
 static void fail_item(item *it, ws_job_why why, ws_status s, const char *msg)
@@ -34,12 +34,17 @@ static int check_facts(item *it, const ws_job_fact *f, int n, const char *what)
     char msg[160];
     for (int i = 0; i < n; i++) {
         if (f[i].n_sym > c->max_fact_len) {
-            snprintf(msg, sizeof msg, "%s[%d]: this model takes at most %d symbols per fact", what, i, c->max_fact_len);
+            snprintf(msg, sizeof msg, "%s[%d]: this model takes at most %d symbols per fact", what,
+                     i, c->max_fact_len);
             return fail_item(it, WS_JOB_FAILED, WS_ERR_INVALID, msg), 0;
         }
         if (!f[i].n_sym && f[i].n_vec != c->d_raw) {
-            if (c->d_raw) snprintf(msg, sizeof msg, "%s[%d]: vectors must have %d numbers, got %d", what, i, c->d_raw, f[i].n_vec);
-            else snprintf(msg, sizeof msg, "%s[%d]: this model takes no vectors (d_raw = 0)", what, i);
+            if (c->d_raw)
+                snprintf(msg, sizeof msg, "%s[%d]: vectors must have %d numbers, got %d", what, i,
+                         c->d_raw, f[i].n_vec);
+            else
+                snprintf(msg, sizeof msg, "%s[%d]: this model takes no vectors (d_raw = 0)", what,
+                         i);
             return fail_item(it, WS_JOB_FAILED, WS_ERR_INVALID, msg), 0;
         }
     }
@@ -58,7 +63,8 @@ static void prepare(ws_engine *e, item *it)
         return ws_eng_refuse(j, WS_JOB_INCONSISTENT, WS_ERR_NOTFOUND,
                              "the session's model is not loaded");
     it->live = 1;
-    if (it->sess.rows && (size_t)it->sess.rows * (size_t)it->sess.cols != ws_model_state_floats(it->em->m))
+    if (it->sess.rows &&
+        (size_t)it->sess.rows * (size_t)it->sess.cols != ws_model_state_floats(it->em->m))
         return fail_item(it, WS_JOB_INCONSISTENT, WS_ERR_FORMAT,
                          "stored state does not fit the model");
     if (j->kind == WS_JOB_STEP && j->expect_step >= 0 && j->expect_step != it->sess.step) {
@@ -68,7 +74,8 @@ static void prepare(ws_engine *e, item *it)
                              "session is at step %lld, not %lld", (long long)it->sess.step,
                              (long long)j->expect_step);
     }
-    if (!check_facts(it, j->instr, j->n_instr, "instructions") || !check_facts(it, j->query, j->n_query, "queries"))
+    if (!check_facts(it, j->instr, j->n_instr, "instructions") ||
+        !check_facts(it, j->query, j->n_query, "queries"))
         return;
     int S = it->em->cfg.max_fact_len, rows = j->n_instr + j->n_query;
     it->ids = malloc(sizeof(int32_t) * (size_t)S * (size_t)(rows ? rows : 1));
@@ -78,8 +85,8 @@ static void prepare(ws_engine *e, item *it)
     for (int r = 0; r < rows; r++) {
         const ws_job_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
         for (int k = 0; k < S; k++) {
-            ws_sym s = k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1)
-                                    : (ws_sym){-1, 0};
+            ws_sym s =
+                k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1) : (ws_sym){-1, 0};
             it->ids[(size_t)r * S + k] = s.id;
             it->hash[(size_t)r * S + k] = s.hash;
         }
@@ -89,7 +96,8 @@ static void prepare(ws_engine *e, item *it)
 /* Row r of the item's facts as symbols (id and hash). */
 static const ws_sym *row_syms(const item *it, int r, int S, ws_sym *out)
 {
-    for (int k = 0; k < S; k++) out[k] = (ws_sym){it->ids[(size_t)r * S + k], it->hash[(size_t)r * S + k]};
+    for (int k = 0; k < S; k++)
+        out[k] = (ws_sym){it->ids[(size_t)r * S + k], it->hash[(size_t)r * S + k]};
     return out;
 }
 
@@ -104,15 +112,16 @@ static ws_status add_facts(ws_batch *b, const item *it, int S)
     }
     for (int i = 0; i < j->n_query; i++) {
         const ws_job_fact *f = &j->query[i];
-        WS_TRY(f->n_sym ? ws_batch_add_query_syms(b, row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
-                        : ws_batch_add_query_raw(b, f->vec, -1));
+        WS_TRY(f->n_sym
+                   ? ws_batch_add_query_syms(b, row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
+                   : ws_batch_add_query_raw(b, f->vec, -1));
     }
     return WS_OK;
 }
 
 /* Builds and runs the model on the live items of kind `kind` of one model. */
-static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, ws_job_kind kind, float **probs,
-                           int *n_traj, ws_error *err)
+static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, ws_job_kind kind,
+                           float **probs, int *n_traj, ws_error *err)
 {
     ws_batch *b = em->batch;
     size_t T = ws_model_state_floats(em->m);
@@ -128,15 +137,18 @@ static ws_status run_model(ws_engine *e, ws_eng_model *em, item *items, int n, w
         WS_TRY(ws_batch_begin_traj(b, kind == WS_JOB_STEP && from_w0));
         WS_TRY(add_facts(b, it, S));
         float *dst = em->w_dev + (size_t)it->row * T;
-        if (!from_w0) WS_TRY(ws_backend_upload(e->be, dst, it->sess.state, sizeof(float) * T));
-        else if (kind == WS_JOB_QUERY) WS_TRY(ws_model_state_init(em->m, em->w_dev, it->row, 1, err));
+        if (!from_w0)
+            WS_TRY(ws_backend_upload(e->be, dst, it->sess.state, sizeof(float) * T));
+        else if (kind == WS_JOB_QUERY)
+            WS_TRY(ws_model_state_init(em->m, em->w_dev, it->row, 1, err));
     }
     if (!*n_traj) return WS_OK;
     int nq = ws_batch_n_query(b);
     *probs = malloc(sizeof(float) * (size_t)(nq ? nq : 1));
     if (!*probs) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     ws_step_result res;
-    if (kind == WS_JOB_QUERY) return nq ? ws_exec_query(em->x, b, em->w_dev, *probs, &res, err) : WS_OK;
+    if (kind == WS_JOB_QUERY)
+        return nq ? ws_exec_query(em->x, b, em->w_dev, *probs, &res, err) : WS_OK;
     WS_TRY(ws_exec_step(em->x, b, em->w_dev, em->w_dev, WS_STEP_INFER, 1.0f, *probs, &res, err));
     return ws_backend_download(e->be, em->w_host, em->w_dev, sizeof(float) * T * (size_t)*n_traj);
 }
@@ -171,8 +183,10 @@ static ws_status flush_vocab(ws_engine *e, ws_eng_model *em, ws_error *err)
 static ws_status end_commit(ws_engine *e, ws_eng_model *em, int vocab_now, ws_status s,
                             ws_error *err)
 {
-    if (s == WS_OK) s = ws_store_commit(e->st, err);
-    else ws_store_rollback(e->st, NULL);
+    if (s == WS_OK)
+        s = ws_store_commit(e->st, err);
+    else
+        ws_store_rollback(e->st, NULL);
     if (s == WS_OK) em->vocab_stored = vocab_now;
     return s;
 }
@@ -184,10 +198,16 @@ static void observe(ws_eng_model *em, item *it, int64_t step)
     for (int i = 0; i < j->n_instr; i++) iv[i] = j->instr[i].value, vec |= !j->instr[i].n_sym;
     for (int i = 0; i < j->n_query; i++) lb[i] = j->query[i].value, vec |= !j->query[i].n_sym;
     int S = em->cfg.max_fact_len;
-    ws_online_step ts = {.session = j->session, .step = step, .w_prev = it->sess.rows ? it->sess.state : NULL,
-                          .instr_ids = it->ids, .instr_val = iv, .n_instr = j->n_instr,
-                          .query_ids = it->ids + (size_t)j->n_instr * S, .labels = j->has_labels ? lb : NULL,
-                          .n_query = j->n_query, .has_vectors = vec};
+    ws_online_step ts = {.session = j->session,
+                         .step = step,
+                         .w_prev = it->sess.rows ? it->sess.state : NULL,
+                         .instr_ids = it->ids,
+                         .instr_val = iv,
+                         .n_instr = j->n_instr,
+                         .query_ids = it->ids + (size_t)j->n_instr * S,
+                         .labels = j->has_labels ? lb : NULL,
+                         .n_query = j->n_query,
+                         .has_vectors = vec};
     ws_online_observe(em->trainer, &em->tr, &ts);
 }
 
@@ -205,8 +225,10 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
         cJSON *ans = ws_srv_answers_json(probs + it->q_off, it->j->n_query);
         char *ans_text = ans ? cJSON_PrintUnformatted(ans) : NULL;
         cJSON_Delete(ans);
-        ws_store_log_entry entry = {.instructions_json = it->j->instr_json, .queries_json = it->j->query_json,
-                                    .labels_json = it->j->labels_json, .answers_json = ans_text,
+        ws_store_log_entry entry = {.instructions_json = it->j->instr_json,
+                                    .queries_json = it->j->query_json,
+                                    .labels_json = it->j->labels_json,
+                                    .answers_json = ans_text,
                                     .model_version = em->version};
         int64_t cur = 0;
         ws_error e1 = {0};
@@ -250,7 +272,8 @@ static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, c
 {
     ws_error err = {0};
     ws_status s = WS_OK;
-    if (ws_vocab_size(ws_model_vocab(em->m)) > em->vocab_stored) { /* queries may name new symbols */
+    if (ws_vocab_size(ws_model_vocab(em->m)) >
+        em->vocab_stored) { /* queries may name new symbols */
         int vocab_now = ws_vocab_size(ws_model_vocab(em->m));
         s = ws_store_begin(e->st, &err);
         if (s == WS_OK) s = flush_vocab(e, em, &err);
@@ -263,12 +286,15 @@ static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, c
         ws_error e1 = err;
         ws_status s1 = s == WS_OK ? set_answers(it->j, probs + it->q_off, em->version, &e1) : s;
         it->j->result.step = it->sess.step;
-        if (s1 != WS_OK) ws_eng_fail(it->j, s1, &e1);
-        else ws_eng_finish(it->j);
+        if (s1 != WS_OK)
+            ws_eng_fail(it->j, s1, &e1);
+        else
+            ws_eng_finish(it->j);
     }
 }
 
-static void fail_group(ws_eng_model *em, item *items, int n, ws_job_kind kind, ws_status s, const ws_error *err)
+static void fail_group(ws_eng_model *em, item *items, int n, ws_job_kind kind, ws_status s,
+                       const ws_error *err)
 {
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
@@ -292,13 +318,16 @@ static void label_job(ws_engine *e, ws_job *j)
     ws_store_session sess = {0};
     int n_query = -2;
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 0, &sess, &err);
-    if (s == WS_OK) s = ws_store_log_page(e->st, j->tenant, j->session, j->label_step - 1, 1, count_queries, &n_query, &err);
+    if (s == WS_OK)
+        s = ws_store_log_page(e->st, j->tenant, j->session, j->label_step - 1, 1, count_queries,
+                              &n_query, &err);
     if (s == WS_OK && n_query == -2) s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such step");
     if (s == WS_OK && n_query != j->n_labels)
-        s = ws_error_set(&err, WS_ERR_INVALID, "step %lld has %d queries: send one label each", (long long)j->label_step,
-                         n_query);
+        s = ws_error_set(&err, WS_ERR_INVALID, "step %lld has %d queries: send one label each",
+                         (long long)j->label_step, n_query);
     if (s == WS_OK)
-        s = ws_store_log_set_labels(e->st, j->tenant, j->session, j->label_step, j->labels_json, j->replace, &err);
+        s = ws_store_log_set_labels(e->st, j->tenant, j->session, j->label_step, j->labels_json,
+                                    j->replace, &err);
     if (s != WS_OK) {
         ws_store_session_clear(&sess);
         if (s == WS_ERR_CONFLICT) return ws_eng_refuse(j, WS_JOB_LABELS_CONFLICT, s, "%s", err.msg);
@@ -306,9 +335,9 @@ static void label_job(ws_engine *e, ws_job *j)
     }
     ws_eng_model *em = ws_eng_model_by_id(e, sess.model);
     ws_store_session_clear(&sess);
-    j->result.training_example = em && em->tr.enabled &&
-                                 ws_online_label(em->trainer, j->session, j->label_step,
-                                                 j->labels, j->n_labels);
+    j->result.training_example =
+        em && em->tr.enabled &&
+        ws_online_label(em->trainer, j->session, j->label_step, j->labels, j->n_labels);
     if (em) ws_eng_model_stats_publish(e, em);
     j->result.step = j->label_step;
     ws_eng_finish(j);
@@ -326,8 +355,10 @@ void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n)
     int n_steps = 0, n_queries = 0;
     for (int i = 0; i < n; i++) {
         items[i].j = jobs[i];
-        if (jobs[i]->kind == WS_JOB_LABELS) label_job(e, jobs[i]);
-        else prepare(e, &items[i]);
+        if (jobs[i]->kind == WS_JOB_LABELS)
+            label_job(e, jobs[i]);
+        else
+            prepare(e, &items[i]);
         if (items[i].live) {
             n_steps += jobs[i]->kind == WS_JOB_STEP;
             n_queries += jobs[i]->n_query;
@@ -341,9 +372,12 @@ void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n)
             int n_traj = 0;
             ws_error err = {0};
             ws_status s = run_model(e, em, items, n, kind, &probs, &n_traj, &err);
-            if (s != WS_OK) fail_group(em, items, n, kind, s, &err);
-            else if (n_traj && kind == WS_JOB_STEP) commit_steps(e, em, items, n, probs);
-            else if (n_traj) answer_queries(e, em, items, n, probs);
+            if (s != WS_OK)
+                fail_group(em, items, n, kind, s, &err);
+            else if (n_traj && kind == WS_JOB_STEP)
+                commit_steps(e, em, items, n, probs);
+            else if (n_traj)
+                answer_queries(e, em, items, n, probs);
             free(probs);
         }
     }

@@ -14,8 +14,7 @@
 #include "server/common/limits.h"
 #include "files.h"
 
-ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int *fd,
-                               ws_error *err)
+ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int *fd, ws_error *err)
 {
     int n = snprintf(path, cap, "%s/models/" WS_SRV_UPLOAD_PREFIX "XXXXXX", data_dir);
     if (n < 0 || (size_t)n >= cap) {

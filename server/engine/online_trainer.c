@@ -21,17 +21,17 @@
 #include "server/common/recall.h"
 #include "online_trainer.h"
 
-#define RING 256
+#define RING           256
 #define CACHE_SESSIONS 512
-#define TRAIN_CHUNK 8
+#define TRAIN_CHUNK    8
 
 typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     int64_t step;
     float *w_prev; /* NULL: the trajectory starts from W_0 */
     int n_instr, n_query, n_recall;
-    int32_t *ids;  /* (n_instr + n_query + n_recall) rows of S ids */
-    int8_t *vals;  /* instruction values, query labels (-1 unknown), recall labels */
+    int32_t *ids; /* (n_instr + n_query + n_recall) rows of S ids */
+    int8_t *vals; /* instruction values, query labels (-1 unknown), recall labels */
 } example;
 
 typedef struct {
@@ -89,7 +89,8 @@ void ws_online_free(ws_online_trainer *t, ws_model *m)
 {
     if (!t) return;
     for (int i = 0; i < RING; i++) example_free(t->pending[i]);
-    for (int i = 0; i < t->n_ready; i++) example_free(t->ready[i]); /* the tail holds stale pointers */
+    for (int i = 0; i < t->n_ready; i++)
+        example_free(t->ready[i]); /* the tail holds stale pointers */
     free(t->cache);
     ws_batch_free(t->batch);
     ws_backend_release(ws_model_backend(m), t->w_in);
@@ -123,7 +124,8 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     fact_cache *c = cache_of(t, st->session);
     c->last_use = ++t->tick;
     int S = t->S;
-    for (int i = 0; i < st->n_instr; i++) ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_val[i]);
+    for (int i = 0; i < st->n_instr; i++)
+        ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_val[i]);
     if (!tr->enabled || st->has_vectors) return;
     int n_recall = c->facts.n < tr->recall_queries ? c->facts.n : tr->recall_queries;
     example *e = calloc(1, sizeof *e);
@@ -139,9 +141,11 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     if (st->w_prev) memcpy(e->w_prev, st->w_prev, sizeof(float) * t->state_floats);
     size_t row = (size_t)S;
     memcpy(e->ids, st->instr_ids, sizeof(int32_t) * row * (size_t)st->n_instr);
-    memcpy(e->ids + row * (size_t)st->n_instr, st->query_ids, sizeof(int32_t) * row * (size_t)st->n_query);
+    memcpy(e->ids + row * (size_t)st->n_instr, st->query_ids,
+           sizeof(int32_t) * row * (size_t)st->n_query);
     for (int i = 0; i < st->n_instr; i++) e->vals[i] = (int8_t)st->instr_val[i];
-    for (int i = 0; i < st->n_query; i++) e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
+    for (int i = 0; i < st->n_query; i++)
+        e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
     for (int i = 0; i < n_recall; i++) {
         int k = ws_recall_draw(&c->facts, &t->rng);
         int r = st->n_instr + st->n_query + i;
@@ -171,7 +175,8 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     t->n_pending++;
 }
 
-int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels, int n)
+int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
+                    int n)
 {
     for (int i = 0; i < t->n_pending; i++) {
         int slot = (t->pending_head + i) % RING;
@@ -205,7 +210,8 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t)
     return s;
 }
 
-ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated, ws_error *err)
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated,
+                        ws_error *err)
 {
     ws_model *m = ws_exec_model(x);
     *updated = 0;
@@ -220,9 +226,11 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
         example *e = t->ready[i];
         s = ws_batch_begin_traj(b, e->w_prev == NULL);
         for (int k = 0; k < e->n_instr && s == WS_OK; k++)
-            s = ws_batch_add_instr(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S), e->vals[k]);
+            s = ws_batch_add_instr(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S),
+                                   e->vals[k]);
         for (int k = e->n_instr; k < e->n_instr + e->n_query + e->n_recall && s == WS_OK; k++)
-            s = ws_batch_add_query(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S), e->vals[k]);
+            s = ws_batch_add_query(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S),
+                                   e->vals[k]);
         if (s == WS_OK && e->w_prev)
             s = ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, e->w_prev,
                                   sizeof(float) * t->state_floats);

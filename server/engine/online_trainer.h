@@ -18,7 +18,7 @@ typedef struct {
     const int32_t *query_ids;
     const int *labels; /* NULL: not labelled */
     int n_query;
-    int has_vectors;   /* raw vector facts: not trained on */
+    int has_vectors; /* raw vector facts: not trained on */
 } ws_online_step;
 
 typedef struct {
@@ -31,7 +31,8 @@ ws_status ws_online_new(ws_online_trainer **out, ws_model *m, ws_error *err);
 void ws_online_free(ws_online_trainer *t, ws_model *m);
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st);
 /* Labels that arrived later; 1 if the step was still remembered and is now an example. */
-int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels, int n);
+int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
+                    int n);
 int ws_online_ready(const ws_online_trainer *t);
 /* Forgets the gradients summed towards the next AdamW step (the engine replaced
  * the model they were summed into); examples and recall facts are kept. */
@@ -40,6 +41,7 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
 /* One training pass over up to 8 ready examples in context x (on the model the
  * trainer was made for); *updated = 1 after an AdamW step (the caller
  * checkpoints the new version). */
-ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated, ws_error *err);
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated,
+                        ws_error *err);
 
 #endif

@@ -23,11 +23,11 @@
 /* ---- logged steps (offline_log.c) -------------------------------------- */
 
 typedef struct {
-    int32_t ids[WS_MAX_FACT_LEN]; /* symbol ids, -1 padded */
+    int32_t ids[WS_MAX_FACT_LEN];   /* symbol ids, -1 padded */
     uint64_t hash[WS_MAX_FACT_LEN]; /* the symbols' hashes (their fixed codes), 0 padded */
-    int n_ids;                    /* 0: a raw vector fact */
-    float *vec;                   /* d_raw floats (owned) for a vector fact */
-    int val;                      /* instruction value, or query label (-1: none) */
+    int n_ids;                      /* 0: a raw vector fact */
+    float *vec;                     /* d_raw floats (owned) for a vector fact */
+    int val;                        /* instruction value, or query label (-1: none) */
 } ws_off_fact;
 
 /* The symbols of a symbolic fact (n_ids of them) as a batch takes them. */
@@ -94,7 +94,7 @@ void ws_off_cursor_free(ws_off_cursor *k);
 
 /* A trajectory row: one session being replayed. */
 typedef struct {
-    int session;             /* index into the corpus */
+    int session; /* index into the corpus */
     ws_off_cursor cursor;
     const ws_off_step *step; /* the step this batch applies */
     int first, last;         /* it is the session's first / last step */
@@ -119,8 +119,8 @@ void ws_off_replay_begin(ws_off_replay *r, const int *order, int n);
  * session of the pass; a session deleted meanwhile ends unreported.
  * *n_rows = rows stepped: 0 when the pass is over. */
 ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_scale,
-                             ws_off_queries_fn queries, ws_off_end_fn end, void *ctx,
-                             int *n_rows, ws_step_result *res, ws_error *err);
+                             ws_off_queries_fn queries, ws_off_end_fn end, void *ctx, int *n_rows,
+                             ws_step_result *res, ws_error *err);
 
 /* ---- the commands (offline_export.c, offline_retrain.c, offline_rederive.c) */
 

@@ -53,15 +53,16 @@ static ws_status add_jsonl(void *value, const char *path, ws_error *err)
 enum { EXPORT = 1, RETRAIN = 2, REDERIVE = 4 };
 
 #define O(f) offsetof(ws_off_options, f)
+/* clang-format off */
 #define NUM(name, kind, f, lo, hi, arg, only, help) \
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
+/* clang-format on */
 static const ws_cli_opt flags[] = {
     NUM("data-dir", WS_OPT_STR, data_dir, 0, 0, "D", 0, "the daemon's data directory"),
     NUM("model", WS_OPT_STR, model, 0, 0, "NAME", 0, "the model (export: every model when absent)"),
     NUM("session", WS_OPT_STR, session, 0, 0, "ID", 0, "only this session"),
     NUM("epochs", WS_OPT_INT, epochs, 1, 1e6, "N", RETRAIN, "retrain: passes over the sessions"),
-    {"jsonl", WS_OPT_FN, 0, 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl,
-     RETRAIN},
+    {"jsonl", WS_OPT_FN, 0, 0, 0, "FILE", "retrain: on an export (repeatable)", add_jsonl, RETRAIN},
     NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN,
         "retrain: recall queries a step (default: the model's)"),
     NUM("rollout", WS_OPT_I64, rollout, 1, 1e15, "N", RETRAIN,
@@ -74,11 +75,9 @@ static const ws_cli_opt flags[] = {
     NUM("warmup", WS_OPT_INT, tc.warmup, 0, 1e9, "N", RETRAIN, "retrain: warmup steps"),
     NUM("min-lr-ratio", WS_OPT_FLOAT, tc.min_lr_ratio, 0, 1, "X", RETRAIN,
         "retrain: cosine decays to lr times X"),
-    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", RETRAIN,
-        "retrain: global-norm clipping"),
+    NUM("clip", WS_OPT_FLOAT, tc.clip_norm, 0, 1e9, "X", RETRAIN, "retrain: global-norm clipping"),
     NUM("wd", WS_OPT_FLOAT, tc.weight_decay, 0, 10, "X", RETRAIN, "retrain: AdamW weight decay"),
-    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN,
-        "retrain: recall sampling and order"),
+    NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN, "retrain: recall sampling and order"),
     NUM("threads", WS_OPT_INT, threads, 0, 256, "N", RETRAIN | REDERIVE,
         "retrain, rederive: CPU threads"),
     NUM("version", WS_OPT_I64, version, 1, 1e15, "V", REDERIVE,
@@ -90,25 +89,25 @@ static const ws_cli_opt flags[] = {
 
 void ws_off_usage(FILE *f)
 {
-    fprintf(f,
-            "on a daemon's data directory:\n"
-            "       worldstate-train export   --data-dir D [--model NAME] [--session ID] >F\n"
-            "       worldstate-train retrain  --data-dir D --model NAME [flags]\n"
-            "       worldstate-train rederive --data-dir D --model NAME [flags]\n"
-            "export writes each session's step log as JSON Lines (the API's step-log items\n"
-            "plus \"session\" and \"model\"); retrain replays the logs (or --jsonl files) from\n"
-            "W_0 with truncated gradients for N epochs and publishes a new version, which a\n"
-            "running daemon serves within about a second; rederive replays every session\n"
-            "under one version (default: the current one) and stores the states it ends in\n"
-            "(not while the daemon runs).\n");
+    fprintf(f, "on a daemon's data directory:\n"
+               "       worldstate-train export   --data-dir D [--model NAME] [--session ID] >F\n"
+               "       worldstate-train retrain  --data-dir D --model NAME [flags]\n"
+               "       worldstate-train rederive --data-dir D --model NAME [flags]\n"
+               "export writes each session's step log as JSON Lines (the API's step-log items\n"
+               "plus \"session\" and \"model\"); retrain replays the logs (or --jsonl files) from\n"
+               "W_0 with truncated gradients for N epochs and publishes a new version, which a\n"
+               "running daemon serves within about a second; rederive replays every session\n"
+               "under one version (default: the current one) and stores the states it ends in\n"
+               "(not while the daemon runs).\n");
     ws_cli_usage(f, flags, (int)(sizeof flags / sizeof *flags), ~0u);
 }
 
 /* Fills o from argv (argv[1] is the command); 0 on a usage error (printed). */
 static int parse(int argc, char **argv, ws_off_options *o)
 {
-    unsigned cmd = !strcmp(argv[1], "export") ? EXPORT : !strcmp(argv[1], "retrain") ? RETRAIN
-                                                                                      : REDERIVE;
+    unsigned cmd = !strcmp(argv[1], "export")    ? EXPORT
+                   : !strcmp(argv[1], "retrain") ? RETRAIN
+                                                 : REDERIVE;
     memset(o, 0, sizeof *o);
     o->epochs = 1, o->recall = -1;
     o->tc = ws_train_config_default();
@@ -138,7 +137,7 @@ int ws_off_main(int argc, char **argv)
         return 2;
     }
     ws_error err = {0};
-    ws_status s = !strcmp(argv[1], "export")  ? ws_off_export(&o, stdout, &err)
+    ws_status s = !strcmp(argv[1], "export")    ? ws_off_export(&o, stdout, &err)
                   : !strcmp(argv[1], "retrain") ? ws_off_retrain(&o, &err)
                                                 : ws_off_rederive(&o, &err);
     if (s == WS_OK) return 0;

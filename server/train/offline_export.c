@@ -47,9 +47,12 @@ static ws_status export_model(ws_store *st, const ws_srv_model_row *m, const cha
         int64_t before;
         do {
             before = l.lines;
-            s = ws_store_log_page(st, c.sessions[i].tenant, c.sessions[i].id, l.last, PAGE, write_line, &l, err);
+            s = ws_store_log_page(st, c.sessions[i].tenant, c.sessions[i].id, l.last, PAGE,
+                                  write_line, &l, err);
         } while (s == WS_OK && l.lines - before == PAGE);
-        if (l.failed) s = ws_error_set(err, s, "export: %s", l.failed == 1 ? "out of memory" : "cannot write");
+        if (l.failed)
+            s = ws_error_set(err, s, "export: %s",
+                             l.failed == 1 ? "out of memory" : "cannot write");
         if (s == WS_ERR_NOTFOUND) s = WS_OK; /* deleted since the listing: gone */
         *lines += l.lines;
         *sessions += l.lines > 0;
@@ -71,8 +74,11 @@ ws_status ws_off_export(const ws_off_options *o, FILE *out, ws_error *err)
         s = export_model(st, &models.rows[i], o->session, out, &sessions, &lines, err);
     }
     if (s == WS_OK && fflush(out) != 0) s = ws_error_set(err, WS_ERR_IO, "export: cannot write");
-    if (s == WS_OK && o->model && n_models == 0) s = ws_error_set(err, WS_ERR_NOTFOUND, "no model %s", o->model);
-    if (s == WS_OK) fprintf(stderr, "export: %lld sessions, %lld steps\n", (long long)sessions, (long long)lines);
+    if (s == WS_OK && o->model && n_models == 0)
+        s = ws_error_set(err, WS_ERR_NOTFOUND, "no model %s", o->model);
+    if (s == WS_OK)
+        fprintf(stderr, "export: %lld sessions, %lld steps\n", (long long)sessions,
+                (long long)lines);
     ws_srv_model_rows_free(&models);
     ws_store_close(st);
     return s;

@@ -23,11 +23,12 @@ static ws_status take_facts(ws_model *m, ws_srv_fact *f, int n, ws_off_fact *out
     const ws_model_config *c = ws_model_config_of(m);
     for (int i = 0; i < n; i++) {
         if (f[i].n_sym > c->max_fact_len)
-            return ws_error_set(err, WS_ERR_INVALID, "%s[%d]: the model takes at most %d symbols per fact",
-                                what, i, c->max_fact_len);
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "%s[%d]: the model takes at most %d symbols per fact", what, i,
+                                c->max_fact_len);
         if (!f[i].n_sym && f[i].n_vec != c->d_raw)
-            return ws_error_set(err, WS_ERR_INVALID, "%s[%d]: vectors of this model have %d numbers", what,
-                                i, c->d_raw);
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "%s[%d]: vectors of this model have %d numbers", what, i, c->d_raw);
         for (int k = 0; k < WS_MAX_FACT_LEN; k++) {
             ws_sym s = k < f[i].n_sym ? ws_vocab_sym(ws_model_vocab(m), f[i].sym[k],
                                                      (size_t)f[i].sym_len[k], 0)
@@ -80,13 +81,15 @@ ws_status ws_off_step_parse(ws_model *m, int64_t step, const cJSON *instructions
 }
 
 /* Parses a database log entry (its JSON texts) into *out. */
-static ws_status parse_entry(ws_model *m, const ws_store_log_entry *e, ws_off_step *out, ws_error *err)
+static ws_status parse_entry(ws_model *m, const ws_store_log_entry *e, ws_off_step *out,
+                             ws_error *err)
 {
     cJSON *ins = cJSON_Parse(e->instructions_json), *qs = cJSON_Parse(e->queries_json);
     cJSON *ls = e->labels_json ? cJSON_Parse(e->labels_json) : NULL;
     ws_status s = ins && qs && (ls || !e->labels_json)
                       ? ws_off_step_parse(m, e->step, ins, qs, ls, out, err)
-                      : ws_error_set(err, WS_ERR_FORMAT, "step %lld: unreadable log entry", (long long)e->step);
+                      : ws_error_set(err, WS_ERR_FORMAT, "step %lld: unreadable log entry",
+                                     (long long)e->step);
     if (s == WS_OK) out->model_version = e->model_version;
     cJSON_Delete(ins);
     cJSON_Delete(qs);
@@ -138,7 +141,8 @@ ws_status ws_off_corpus_from_db(ws_off_corpus *c, int64_t model_id, const char *
     list_ctx l = {c, session, rollout, err};
     WS_TRY(ws_store_session_each_of_model(c->st, model_id, list_one, &l, err));
     if (session && c->n == 0)
-        return ws_error_set(err, WS_ERR_NOTFOUND, "model %s has no session %s", c->model_name, session);
+        return ws_error_set(err, WS_ERR_NOTFOUND, "model %s has no session %s", c->model_name,
+                            session);
     return WS_OK;
 }
 
@@ -158,7 +162,8 @@ static ws_status add_line(ws_off_corpus *c, const cJSON *o, int64_t rollout, ws_
     const cJSON *sess = cJSON_GetObjectItemCaseSensitive(o, "session");
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(o, "model");
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(o, "step");
-    if (!cJSON_IsString(sess) || !sess->valuestring[0] || strlen(sess->valuestring) > WS_STORE_ID_LEN)
+    if (!cJSON_IsString(sess) || !sess->valuestring[0] ||
+        strlen(sess->valuestring) > WS_STORE_ID_LEN)
         return ws_error_set(err, WS_ERR_INVALID, "\"session\" must name the session in 1..%d bytes",
                             WS_STORE_ID_LEN);
     if (model && (!cJSON_IsString(model) || strcmp(model->valuestring, c->model_name) != 0)) {
@@ -170,7 +175,8 @@ static ws_status add_line(ws_off_corpus *c, const cJSON *o, int64_t rollout, ws_
     ws_off_session *s = session_named(c, sess->valuestring, err);
     if (!s) return WS_ERR_NOMEM;
     if (n != s->state_step + 1) /* state_step: the last step read */
-        return ws_error_set(err, WS_ERR_INVALID, "session %s: step %lld follows step %lld (steps must run 1, 2, ...)",
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "session %s: step %lld follows step %lld (steps must run 1, 2, ...)",
                             s->id, (long long)n, (long long)s->state_step);
     s->state_step = n;
     if (rollout > 0 && n > rollout) return WS_OK;
@@ -181,7 +187,8 @@ static ws_status add_line(ws_off_corpus *c, const cJSON *o, int64_t rollout, ws_
     }
     WS_TRY(ws_off_step_parse(c->m, n, cJSON_GetObjectItemCaseSensitive(o, "instructions"),
                              cJSON_GetObjectItemCaseSensitive(o, "queries"),
-                             cJSON_GetObjectItemCaseSensitive(o, "labels"), &s->steps[s->n_steps], err));
+                             cJSON_GetObjectItemCaseSensitive(o, "labels"), &s->steps[s->n_steps],
+                             err));
     s->n_steps++;
     return WS_OK;
 }
@@ -207,9 +214,11 @@ ws_status ws_off_corpus_from_jsonl(ws_off_corpus *c, const char *path, int64_t r
             ws_error_set(err, s, "%s:%ld: %s", path, no, inner.msg);
         }
     }
-    if (s == WS_OK && ferror(f)) s = ws_error_set(err, WS_ERR_IO, "reading %s: %s", path, strerror(errno));
+    if (s == WS_OK && ferror(f))
+        s = ws_error_set(err, WS_ERR_IO, "reading %s: %s", path, strerror(errno));
     free(line);
-    if (f != stdin && fclose(f) != 0 && s == WS_OK) s = ws_error_set(err, WS_ERR_IO, "closing %s", path);
+    if (f != stdin && fclose(f) != 0 && s == WS_OK)
+        s = ws_error_set(err, WS_ERR_IO, "closing %s", path);
     return s;
 }
 
@@ -254,8 +263,8 @@ static ws_status page_one(void *ctx, const ws_store_log_entry *e)
     ws_off_cursor *k = p->k;
     if (k->next + k->n_page >= k->sess->n_steps) return WS_OK; /* beyond the steps to replay */
     if (e->step != k->next + k->n_page + 1)
-        return ws_error_set(p->err, WS_ERR_FORMAT, "session %s: the log lacks step %lld", k->sess->id,
-                            (long long)(k->next + k->n_page + 1));
+        return ws_error_set(p->err, WS_ERR_FORMAT, "session %s: the log lacks step %lld",
+                            k->sess->id, (long long)(k->next + k->n_page + 1));
     WS_TRY(parse_entry(p->m, e, &k->page[k->n_page], p->err));
     k->n_page++;
     return WS_OK;
@@ -278,10 +287,11 @@ ws_status ws_off_cursor_next(ws_off_corpus *c, ws_off_cursor *k, const ws_off_st
             if (!k->page) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
         }
         page_ctx p = {k, c->m, err};
-        WS_TRY(ws_store_log_page(c->st, k->sess->tenant, k->sess->id, k->next, PAGE, page_one, &p, err));
+        WS_TRY(ws_store_log_page(c->st, k->sess->tenant, k->sess->id, k->next, PAGE, page_one, &p,
+                                 err));
         if (k->n_page == 0)
-            return ws_error_set(err, WS_ERR_FORMAT, "session %s: the log ends before step %lld", k->sess->id,
-                                (long long)(k->next + 1));
+            return ws_error_set(err, WS_ERR_FORMAT, "session %s: the log ends before step %lld",
+                                k->sess->id, (long long)(k->next + 1));
     }
     k->next++;
     *out = &k->page[k->pos++];

@@ -50,13 +50,14 @@ static ws_status store_state(void *ctx, ws_off_row *r, const float *w, ws_error 
     ws_store_session old = {0};
     WS_TRY(ws_store_session_get(x->c->st, s->tenant, s->id, 1, &old, err));
     int same = old.step == s->n_steps && old.state_version == x->version &&
-               (size_t)old.rows * (size_t)old.cols == n && !memcmp(old.state, x->host, sizeof(float) * n);
+               (size_t)old.rows * (size_t)old.cols == n &&
+               !memcmp(old.state, x->host, sizeof(float) * n);
     ws_store_session_clear(&old);
     if (same) return x->identical++, WS_OK;
     x->rewritten++;
     if (x->dry_run) return WS_OK;
-    return ws_store_session_set_state(x->c->st, s->tenant, s->id, s->n_steps, x->host, x->cfg->n_state, x->cfg->d,
-                                      x->version, err);
+    return ws_store_session_set_state(x->c->st, s->tenant, s->id, s->n_steps, x->host,
+                                      x->cfg->n_state, x->cfg->d, x->version, err);
 }
 
 static ws_status replay_all(rederive_ctx *x, int batch, ws_error *err)
@@ -73,7 +74,8 @@ static ws_status replay_all(rederive_ctx *x, int batch, ws_error *err)
     if (s == WS_OK) ws_off_replay_begin(rp, order, x->c->n);
     for (int n = 1; s == WS_OK && n > 0;) {
         ws_step_result res;
-        s = ws_off_replay_step(rp, WS_STEP_INFER, 1.0f, count_versions, store_state, x, &n, &res, err);
+        s = ws_off_replay_step(rp, WS_STEP_INFER, 1.0f, count_versions, store_state, x, &n, &res,
+                               err);
     }
     ws_off_replay_free(rp);
     free(order);
@@ -98,10 +100,12 @@ ws_status ws_off_rederive(const ws_off_options *o, ws_error *err)
         const ws_off_corpus *c = &w.corpus;
         long at_zero = 0;
         for (int i = 0; i < c->n; i++) at_zero += c->sessions[i].n_steps == 0;
-        printf("{\"rederive\":\"%s\",\"version\":%lld,\"sessions\":%d,\"steps\":%lld,\"identical\":%ld,"
+        printf("{\"rederive\":\"%s\",\"version\":%lld,\"sessions\":%d,\"steps\":%lld,\"identical\":"
+               "%ld,"
                "\"%s\":%ld,\"at_step_0\":%ld,\"steps_of_other_versions\":%ld,\"seconds\":%.3f}\n",
                o->model, (long long)x.version, c->n, (long long)ws_off_corpus_steps(c), x.identical,
-               o->dry_run ? "would_rewrite" : "rewritten", x.rewritten, at_zero, x.other_version_steps, secs);
+               o->dry_run ? "would_rewrite" : "rewritten", x.rewritten, at_zero,
+               x.other_version_steps, secs);
     }
     free(x.host);
     ws_off_work_close(&w);

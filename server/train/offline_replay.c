@@ -12,13 +12,13 @@ struct ws_off_replay {
     ws_off_corpus *c;
     ws_backend *be;
     ws_batch *batch;
-    ws_exec *x;            /* the replay's own context on the corpus's model */
-    float *w;              /* device: one state per row */
+    ws_exec *x; /* the replay's own context on the corpus's model */
+    float *w;   /* device: one state per row */
     size_t state_floats;
     ws_off_row *rows;
     int cap, n_busy;
     const int *order;
-    int n_order, next;     /* the pass: sessions order[next..n_order) are still to come */
+    int n_order, next; /* the pass: sessions order[next..n_order) are still to come */
 };
 
 ws_status ws_off_replay_new(ws_off_replay **out, ws_off_corpus *c, int rows, ws_error *err)
@@ -84,8 +84,9 @@ static ws_status add_row(ws_off_replay *r, ws_off_row *row, ws_off_queries_fn qu
     for (int k = 0; k < st->n_instr; k++) {
         const ws_off_fact *f = &st->facts[k];
         ws_sym syms[WS_MAX_FACT_LEN];
-        WS_TRY(f->n_ids ? ws_batch_add_instr_syms(r->batch, ws_off_fact_syms(f, syms), f->n_ids, f->val)
-                        : ws_batch_add_instr_raw(r->batch, f->vec, f->val));
+        WS_TRY(f->n_ids
+                   ? ws_batch_add_instr_syms(r->batch, ws_off_fact_syms(f, syms), f->n_ids, f->val)
+                   : ws_batch_add_instr_raw(r->batch, f->vec, f->val));
     }
     return queries ? queries(ctx, row, r->batch, err) : WS_OK;
 }
@@ -108,8 +109,8 @@ static ws_status retire(ws_off_replay *r, int i, ws_error *err)
 }
 
 ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_scale,
-                             ws_off_queries_fn queries, ws_off_end_fn end, void *ctx,
-                             int *n_rows, ws_step_result *res, ws_error *err)
+                             ws_off_queries_fn queries, ws_off_end_fn end, void *ctx, int *n_rows,
+                             ws_step_result *res, ws_error *err)
 {
     memset(res, 0, sizeof *res);
     /* Every busy row takes its next step; a session deleted since the listing is
@@ -117,9 +118,12 @@ ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_sca
     for (int i = 0; i < r->n_busy;) {
         ws_off_row *row = &r->rows[i];
         ws_status s = ws_off_cursor_next(r->c, &row->cursor, &row->step, err);
-        if (s == WS_ERR_NOTFOUND) WS_TRY(retire(r, i, err));
-        else if (s != WS_OK) return s;
-        else i++;
+        if (s == WS_ERR_NOTFOUND)
+            WS_TRY(retire(r, i, err));
+        else if (s != WS_OK)
+            return s;
+        else
+            i++;
     }
     *n_rows = r->n_busy;
     if (r->n_busy == 0) return WS_OK;

@@ -37,7 +37,8 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
     targets_ctx *c = ctx;
     const ws_off_step *st = r->step;
     for (int k = 0; k < st->n_instr; k++)
-        if (st->facts[k].n_ids) ws_recall_tell(&r->recall, c->S, st->facts[k].ids, st->facts[k].val);
+        if (st->facts[k].n_ids)
+            ws_recall_tell(&r->recall, c->S, st->facts[k].ids, st->facts[k].val);
     for (int k = st->n_instr; k < st->n_instr + st->n_query; k++) {
         const ws_off_fact *f = &st->facts[k];
         ws_sym syms[WS_MAX_FACT_LEN];
@@ -48,7 +49,8 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
     int n = r->recall.n < c->recall ? r->recall.n : c->recall;
     for (int i = 0; i < n; i++) {
         int k = ws_recall_draw(&r->recall, &c->rng);
-        WS_TRY(ws_batch_add_query(b, r->recall.ids[k], id_len(r->recall.ids[k], c->S), r->recall.val[k]));
+        WS_TRY(ws_batch_add_query(b, r->recall.ids[k], id_len(r->recall.ids[k], c->S),
+                                  r->recall.val[k]));
     }
     return WS_OK;
 }
@@ -62,9 +64,9 @@ static void shuffle(int *a, int n, uint64_t *rng)
 }
 
 typedef struct {
-    long iter;          /* model steps (batches) so far */
+    long iter;            /* model steps (batches) so far */
     int64_t steps, total; /* trajectory steps so far / in all epochs */
-    double loss;        /* Σ loss·labelled over the epoch */
+    double loss;          /* Σ loss·labelled over the epoch */
     long labelled, correct;
 } progress;
 
@@ -75,8 +77,8 @@ static ws_status epoch(ws_off_replay *rp, ws_model *m, const ws_train_config *tc
     for (;;) {
         int n = 0;
         ws_step_result res;
-        WS_TRY(ws_off_replay_step(rp, WS_STEP_TRAIN, 1.0f / (float)tc->update_every, add_targets, NULL, tg,
-                                  &n, &res, err));
+        WS_TRY(ws_off_replay_step(rp, WS_STEP_TRAIN, 1.0f / (float)tc->update_every, add_targets,
+                                  NULL, tg, &n, &res, err));
         if (n == 0) return WS_OK;
         p->steps += n;
         p->loss += (double)res.loss * res.n_labelled;
@@ -88,7 +90,8 @@ static ws_status epoch(ws_off_replay *rp, ws_model *m, const ws_train_config *tc
 }
 
 /* The recall queries per step: the option, else the model's online setting. */
-static ws_status recall_count(const ws_off_options *o, const ws_store_model *row, int *out, ws_error *err)
+static ws_status recall_count(const ws_off_options *o, const ws_store_model *row, int *out,
+                              ws_error *err)
 {
     if (o->recall >= 0) return *out = o->recall, WS_OK;
     ws_srv_training tr = ws_srv_training_default();
@@ -106,7 +109,8 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
     for (int i = 0; i < c->n; i++) order[i] = i;
     ws_off_replay *rp = NULL;
     ws_status s = ws_off_replay_new(&rp, c, o->tc.batch, err);
-    targets_ctx tg = {ws_model_config_of(c->m)->max_fact_len, recall, o->tc.seed * 0x9E3779B97F4A7C15ULL | 1};
+    targets_ctx tg = {ws_model_config_of(c->m)->max_fact_len, recall,
+                      o->tc.seed * 0x9E3779B97F4A7C15ULL | 1};
     uint64_t rng = tg.rng ^ 0x5EEDULL;
     progress p = {.total = ws_off_corpus_steps(c) * o->epochs};
     if (s == WS_OK) s = ws_model_zero_grads(c->m, err);
@@ -117,8 +121,9 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
         p.loss = 0, p.labelled = p.correct = 0;
         s = epoch(rp, c->m, &o->tc, &tg, &p, err);
         if (s == WS_OK)
-            printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels and recall), %.1f s\n", e,
-                   o->epochs, p.labelled ? p.loss / (double)p.labelled : 0.0,
+            printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels and recall), "
+                   "%.1f s\n",
+                   e, o->epochs, p.labelled ? p.loss / (double)p.labelled : 0.0,
                    p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled,
                    ws_clock_mono_s() - t0);
         fflush(stdout);
@@ -138,21 +143,29 @@ ws_status ws_off_retrain(const ws_off_options *o, ws_error *err)
     ws_status s = ws_off_work_open(&w, o, 0, err);
     ws_off_corpus *c = &w.corpus;
     if (s == WS_OK) s = recall_count(o, &w.row, &recall, err);
-    if (s == WS_OK && o->n_jsonl == 0) s = ws_off_corpus_from_db(c, w.row.id, o->session, o->rollout, err);
-    for (int i = 0; s == WS_OK && i < o->n_jsonl; i++) s = ws_off_corpus_from_jsonl(c, o->jsonl[i], o->rollout, err);
+    if (s == WS_OK && o->n_jsonl == 0)
+        s = ws_off_corpus_from_db(c, w.row.id, o->session, o->rollout, err);
+    for (int i = 0; s == WS_OK && i < o->n_jsonl; i++)
+        s = ws_off_corpus_from_jsonl(c, o->jsonl[i], o->rollout, err);
     int64_t steps = ws_off_corpus_steps(c);
-    if (s == WS_OK && steps == 0) s = ws_error_set(err, WS_ERR_INVALID, "no logged steps to train on");
+    if (s == WS_OK && steps == 0)
+        s = ws_error_set(err, WS_ERR_INVALID, "no logged steps to train on");
     if (s == WS_OK) {
-        printf("retrain %s from version %lld: %d sessions, %lld steps%s, %d epochs, batch %d, %d recall queries per step\n",
+        printf("retrain %s from version %lld: %d sessions, %lld steps%s, %d epochs, batch %d, %d "
+               "recall queries per step\n",
                o->model, (long long)w.version, c->n, (long long)steps,
-               c->lines_skipped ? " (lines of other models skipped)" : "", o->epochs, o->tc.batch, recall);
+               c->lines_skipped ? " (lines of other models skipped)" : "", o->epochs, o->tc.batch,
+               recall);
         s = train_corpus(o, c, recall, err);
     }
     char note[160];
-    snprintf(note, sizeof note, "retrain: %d epochs over %d sessions (%lld steps) from version %lld", o->epochs, c->n,
+    snprintf(note, sizeof note,
+             "retrain: %d epochs over %d sessions (%lld steps) from version %lld", o->epochs, c->n,
              (long long)steps, (long long)w.version);
     int64_t version = 0;
-    if (s == WS_OK) s = ws_srv_version_publish(c->st, o->data_dir, o->model, w.row.id, c->m, -1, note, &version, err);
+    if (s == WS_OK)
+        s = ws_srv_version_publish(c->st, o->data_dir, o->model, w.row.id, c->m, -1, note, &version,
+                                   err);
     if (s == WS_OK) printf("published %s version %lld\n", o->model, (long long)version);
     ws_off_work_close(&w);
     return s;

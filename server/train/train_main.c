@@ -59,7 +59,9 @@ static ws_status parse_lifetime(void *value, const char *s, ws_error *err)
 /* The flags that are not model-config fields (those come from the config's
  * field table: cli.h). Task flags left out keep the task's defaults. */
 #define O(f) offsetof(options, f)
+/* clang-format off */
 #define NUM(name, kind, f, lo, hi, arg, help) {name, kind, O(f), lo, hi, arg, help, NULL, 0}
+/* clang-format on */
 static const ws_cli_opt flags[] = {
     NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "a built-in task (facts; the list is below)"),
     NUM("entities", WS_OPT_INT, tp.entities, 1, 1024, "N", "facts, conj: entities"),
@@ -77,8 +79,7 @@ static const ws_cli_opt flags[] = {
     NUM("live-facts-min", WS_OPT_INT, tp.live_facts_min, 1, 4096, "N",
         "memory: least of the most facts"),
     NUM("max-arity", WS_OPT_INT, tp.max_arity, 1, 4, "N", "memory: most symbols a fact"),
-    NUM("instr-per-step", WS_OPT_INT, tp.instr_per_step, 1, 64, "N",
-        "memory: instructions a step"),
+    NUM("instr-per-step", WS_OPT_INT, tp.instr_per_step, 1, 64, "N", "memory: instructions a step"),
     NUM("override-rate", WS_OPT_FLOAT, tp.override_rate, 0, 1, "X",
         "memory: how often a told fact is overridden"),
     NUM("active-rate", WS_OPT_FLOAT, tp.active_rate, 0, 1, "X",
@@ -108,8 +109,7 @@ static const ws_cli_opt flags[] = {
     {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons", parse_horizons, 0},
     NUM("trajectories", WS_OPT_INT, ec.n_traj, 1, 65536, "N", "eval: trajectories"),
     NUM("window", WS_OPT_INT, ec.window, 1, 1e6, "N", "eval: steps averaged at a horizon"),
-    NUM("eval-seed", WS_OPT_U64, ec.seed, 0, (double)UINT64_MAX, "N",
-        "eval: seed of fresh worlds"),
+    NUM("eval-seed", WS_OPT_U64, ec.seed, 0, (double)UINT64_MAX, "N", "eval: seed of fresh worlds"),
     NUM("no-eval", WS_OPT_SET, eval_at_end, 0, 0, NULL, "train: no evaluation at the end"),
 };
 #undef NUM
@@ -139,7 +139,10 @@ static int parse_args(int argc, char **argv, options *o)
     o->mc.d = 64, o->mc.n_state = 16, o->mc.vocab_cap = 512, o->mc.n_overflow = 16;
     o->tc = ws_train_config_default();
     o->tc.seed = 1;
-    o->ec = (ws_eval_config){.n_traj = 64, .window = 4, .seed = 0xE7A1ULL, .n_horizons = 4,
+    o->ec = (ws_eval_config){.n_traj = 64,
+                             .window = 4,
+                             .seed = 0xE7A1ULL,
+                             .n_horizons = 4,
                              .horizons = {8, 100, 1000, 10000}};
     o->threads = 0;
     o->eval_at_end = 1;
@@ -165,15 +168,17 @@ static void progress_line(const ws_train_stats *s, int tty)
 {
     if (!tty) return;
     double eta = s->progress > 0 ? s->elapsed * (1.0 - s->progress) / s->progress : 0;
-    fprintf(stderr, "\r  iter %7ld | loss %.4f | acc %6.2f%% | lr %.2e | %7.0f steps/s | ETA %4.0fs ",
+    fprintf(stderr,
+            "\r  iter %7ld | loss %.4f | acc %6.2f%% | lr %.2e | %7.0f steps/s | ETA %4.0fs ",
             s->iter, s->loss, 100.0 * s->accuracy, s->lr, s->steps_per_s, eta);
 }
 
 static void log_line(FILE *log, const ws_train_stats *s)
 {
     if (!log) return;
-    fprintf(log, "{\"iter\":%ld,\"optim_steps\":%ld,\"elapsed\":%.2f,\"loss\":%.5f,"
-                 "\"accuracy\":%.5f,\"lr\":%.3e,\"grad_norm\":%.4f,\"steps_per_s\":%.1f}\n",
+    fprintf(log,
+            "{\"iter\":%ld,\"optim_steps\":%ld,\"elapsed\":%.2f,\"loss\":%.5f,"
+            "\"accuracy\":%.5f,\"lr\":%.3e,\"grad_norm\":%.4f,\"steps_per_s\":%.1f}\n",
             s->iter, s->optim_steps, s->elapsed, s->loss, s->accuracy, s->lr, s->grad_norm,
             s->steps_per_s);
     fflush(log);

@@ -15,8 +15,11 @@
 _Static_assert(sizeof(float) == sizeof(int) && sizeof(ws_model_config) % sizeof(int) == 0,
                "every ws_model_config field is an int or a float (N_FIELDS counts them so)");
 
-static const char *const mixer_names[WS_MIXER_COUNT] = {"mha", "simplicial2", "compositional",
-                                                        "rmc", "rn"};
+static const char *const mixer_names[WS_MIXER_COUNT] = {
+#define WS_MIXER(KIND, name, role) #name,
+#include "mixer_list.h"
+#undef WS_MIXER
+};
 static const char *const symbol_code_names[WS_SYMBOLS_COUNT] = {"table", "hashed"};
 
 /* Bounds keep every buffer size far inside size_t and int row counts. */
@@ -143,7 +146,8 @@ static ws_status validate_mixers(const ws_model_config *c, ws_error *err)
         WS_TRY(ws_updater_variant_find(c->upd_mixer)->validate(c, err));
     } else {
         return ws_error_set(err, WS_ERR_INVALID, "config: upd_mixer %s cannot mix the Updater",
-                            ws_mixer_name(c->upd_mixer) ? ws_mixer_name(c->upd_mixer) : "(unknown)");
+                            ws_mixer_name(c->upd_mixer) ? ws_mixer_name(c->upd_mixer)
+                                                        : "(unknown)");
     }
     if (ws_mixer_find(c->ext_mixer)) {
         WS_TRY(ws_mixer_find(c->ext_mixer)->validate(c, WS_MIX_CROSS, err));
@@ -151,7 +155,8 @@ static ws_status validate_mixers(const ws_model_config *c, ws_error *err)
         WS_TRY(ws_readout_variant_find(c->ext_mixer)->validate(c, err));
     } else {
         return ws_error_set(err, WS_ERR_INVALID, "config: ext_mixer %s cannot read the Extractor",
-                            ws_mixer_name(c->ext_mixer) ? ws_mixer_name(c->ext_mixer) : "(unknown)");
+                            ws_mixer_name(c->ext_mixer) ? ws_mixer_name(c->ext_mixer)
+                                                        : "(unknown)");
     }
     return WS_OK;
 }

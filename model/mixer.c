@@ -1,23 +1,43 @@
-/* mixer.c — the registry of mixers by kind (mixer.h). A mixer joins by adding
- * its table here. */
+/* mixer.c — the registry of mixers by kind (mixer.h), built from
+ * mixer_list.h: a mixer joins by its line there. */
 #include "mixer.h"
 
-extern const ws_mixer ws_mixer_mha;
-extern const ws_readout_variant ws_readout_rn;
-extern const ws_mixer ws_mixer_simplicial2;
-extern const ws_mixer ws_mixer_compositional;
-extern const ws_updater_variant ws_updater_rmc;
+/* Each role's registry entry type, so that one line of mixer_list.h declares
+ * ws_<role>_<name> with its type. */
+typedef ws_mixer ws_role_mixer;
+typedef ws_updater_variant ws_role_updater;
+typedef ws_readout_variant ws_role_readout;
+enum { ROLE_mixer, ROLE_updater, ROLE_readout };
 
-static const ws_mixer *const block_mixers[] = {&ws_mixer_mha, &ws_mixer_simplicial2,
-                                               &ws_mixer_compositional};
-static const ws_updater_variant *const updater_variants[] = {&ws_updater_rmc};
-static const ws_readout_variant *const readout_variants[] = {&ws_readout_rn};
+#define WS_MIXER(KIND, name, role) extern const ws_role_##role ws_##role##_##name;
+#include "mixer_list.h"
+#undef WS_MIXER
 
-#define FIND(table, kind)                                                  \
-    for (size_t i = 0; i < sizeof(table) / sizeof((table)[0]); i++)       \
-        if ((table)[i] && (table)[i]->kind == (kind)) return (table)[i];  \
-    return NULL
+static const struct {
+    int kind, role;
+    const void *impl;
+} registry[] = {
+#define WS_MIXER(KIND, name, role) {WS_MIXER_##KIND, ROLE_##role, &ws_##role##_##name},
+#include "mixer_list.h"
+#undef WS_MIXER
+};
 
-const ws_mixer *ws_mixer_find(int kind) { FIND(block_mixers, kind); }
-const ws_updater_variant *ws_updater_variant_find(int kind) { FIND(updater_variants, kind); }
-const ws_readout_variant *ws_readout_variant_find(int kind) { FIND(readout_variants, kind); }
+static const void *find(int kind, int role)
+{
+    for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
+        if (registry[i].kind == kind && registry[i].role == role) return registry[i].impl;
+    return NULL;
+}
+
+const ws_mixer *ws_mixer_find(int kind)
+{
+    return find(kind, ROLE_mixer);
+}
+const ws_updater_variant *ws_updater_variant_find(int kind)
+{
+    return find(kind, ROLE_updater);
+}
+const ws_readout_variant *ws_readout_variant_find(int kind)
+{
+    return find(kind, ROLE_readout);
+}

@@ -26,11 +26,9 @@
 
 /* The mixers a block can use (model/mixer.h, ../shared/MIXERS.md). */
 typedef enum {
-    WS_MIXER_MHA = 0,           /* multi-head dot-product attention (default) */
-    WS_MIXER_SIMPLICIAL2 = 1,   /* 2-simplicial attention with virtual entities */
-    WS_MIXER_COMPOSITIONAL = 2, /* searches x retrievals */
-    WS_MIXER_RMC = 3,           /* Updater only: gated relational memory core */
-    WS_MIXER_RN = 4,            /* Extractor only: relation-network readout */
+#define WS_MIXER(KIND, name, role) WS_MIXER_##KIND,
+#include "mixer_list.h"
+#undef WS_MIXER
     WS_MIXER_COUNT
 } ws_mixer_kind;
 

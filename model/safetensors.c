@@ -310,7 +310,8 @@ static ws_status parse_entry(const char *path, const cJSON *e, ws_st_tensor *t,
                             path, name);
     if (off[0] > off[1])
         return ws_error_set(err, WS_ERR_FORMAT,
-                            "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] has begin > end",
+                            "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
+                            "] has begin > end",
                             path, name, off[0], off[1]);
     if (off[1] - off[0] != (uint64_t)numel * WS_ST_ELEM)
         return ws_error_set(err, WS_ERR_FORMAT,
@@ -776,7 +777,10 @@ static ws_status fsync_dir_of(const char *path, ws_error *err)
     return WS_OK;
 }
 
-static int write_all(FILE *fp, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, fp) == n; }
+static int write_all(FILE *fp, const void *p, size_t n)
+{
+    return n == 0 || fwrite(p, 1, n, fp) == n;
+}
 
 ws_status ws_st_writer_write(ws_st_writer *w, const char *path, ws_error *err)
 {
@@ -834,7 +838,8 @@ ws_status ws_st_writer_write(ws_st_writer *w, const char *path, ws_error *err)
     }
     what = "write";
     int ok = write_all(fp, len_le, 8) && write_all(fp, hdr, n_hdr);
-    for (int i = 0; ok && i < w->n; i++) ok = write_all(fp, w->entries[i].data, w->entries[i].bytes);
+    for (int i = 0; ok && i < w->n; i++)
+        ok = write_all(fp, w->entries[i].data, w->entries[i].bytes);
     if (!ok || fflush(fp) != 0) {
         e = errno;
         goto fail_open;

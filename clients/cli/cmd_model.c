@@ -81,6 +81,18 @@ static void print_model(const ws_client_model *m)
            (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
 }
 
+/* Prints a model as JSON or text, then frees it. */
+static int show_model(cli_ctx *ctx, ws_client_model *m)
+{
+    int rc = CLI_EXIT_OK;
+    if (ctx->json)
+        rc = cli_print_json(cli_model_json(m));
+    else
+        print_model(m);
+    ws_client_model_free(m);
+    return rc;
+}
+
 static int list(cli_ctx *ctx)
 {
     ws_client_model_list l;
@@ -130,12 +142,7 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     ws_client_error e;
     if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK)
         return cli_fail(&e, "model create");
-    if (ctx->json)
-        rc = cli_print_json(cli_model_json(&m));
-    else
-        print_model(&m);
-    ws_client_model_free(&m);
-    return rc;
+    return show_model(ctx, &m);
 }
 
 /* import NAME FILE */
@@ -185,12 +192,7 @@ static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
     ws_client_model m;
     if (ws_client_model_get(ctx->client, name, &m, &e) != WS_CLIENT_OK)
         return cli_fail(&e, "model status");
-    if (ctx->json)
-        rc = cli_print_json(cli_model_json(&m));
-    else
-        print_model(&m);
-    ws_client_model_free(&m);
-    return rc;
+    return show_model(ctx, &m);
 }
 
 int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)

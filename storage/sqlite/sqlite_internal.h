@@ -177,84 +177,10 @@ ws_status ws_sqlite__model_exists(ws_sqlite *s, int64_t id, ws_error *err);
 ws_status ws_sqlite__session_find(ws_sqlite *s, int64_t tenant, const char *id, int64_t *sid,
                                   int64_t *step, ws_error *err);
 
-/* ---- the operations (store_ops.h has their contract), by file ---- */
-/* connection.c */
-ws_status ws_sqlite_open(const char *path, ws_store_durability durability, int create,
-                         ws_store **out, ws_error *err);
-void ws_sqlite_close(ws_store *store);
-ws_status ws_sqlite_get_info(ws_store *store, ws_store_info *out, ws_error *err);
-ws_status ws_sqlite_integrity_check(ws_store *store, ws_error *err);
-ws_status ws_sqlite_checkpoint(ws_store *store, ws_error *err);
-/* txn.c */
-ws_status ws_sqlite_begin(ws_store *store, ws_error *err);
-ws_status ws_sqlite_commit(ws_store *store, ws_error *err);
-ws_status ws_sqlite_rollback(ws_store *store, ws_error *err);
-int ws_sqlite_in_transaction(const ws_store *store);
-/* tenants.c, keys.c */
-ws_status ws_sqlite_tenant_ensure(ws_store *store, const char *name, int64_t *id, ws_error *err);
-ws_status ws_sqlite_tenant_find(ws_store *store, const char *name, int64_t *id, ws_error *err);
-ws_status ws_sqlite_key_insert(ws_store *store, const char *tenant_name, int admin,
-                               const char *note, const char *hash, const char *prefix,
-                               int64_t *key_id, ws_error *err);
-ws_status ws_sqlite_key_find(ws_store *store, const char *hash, ws_store_principal *out,
-                             ws_error *err);
-ws_status ws_sqlite_key_list(ws_store *store, ws_store_key_fn fn, void *ctx, ws_error *err);
-ws_status ws_sqlite_key_revoke(ws_store *store, int64_t key_id, ws_error *err);
-ws_status ws_sqlite_key_count_active(ws_store *store, int64_t *n, ws_error *err);
-/* models.c */
-ws_status ws_sqlite_model_create(ws_store *store, const char *name, const char *config_json,
-                                 const char *training_json, int64_t *id, ws_error *err);
-ws_status ws_sqlite_model_get(ws_store *store, int64_t id, ws_store_model *out, ws_error *err);
-ws_status ws_sqlite_model_find(ws_store *store, const char *name, ws_store_model *out,
-                               ws_error *err);
-ws_status ws_sqlite_model_list(ws_store *store, ws_store_model_fn fn, void *ctx, ws_error *err);
-ws_status ws_sqlite_model_set_training(ws_store *store, int64_t id, const char *training_json,
-                                       ws_error *err);
-ws_status ws_sqlite_model_delete(ws_store *store, int64_t id, ws_error *err);
-ws_status ws_sqlite_version_add(ws_store *store, int64_t model, int64_t version,
-                                const char *path, const char *note, ws_error *err);
-ws_status ws_sqlite_version_max(ws_store *store, int64_t model, int64_t *max, ws_error *err);
-ws_status ws_sqlite_version_get(ws_store *store, int64_t model, int64_t version,
-                                ws_store_version *out, ws_error *err);
-ws_status ws_sqlite_version_list(ws_store *store, int64_t model, ws_store_version_fn fn,
-                                 void *ctx, ws_error *err);
-ws_status ws_sqlite_model_set_current(ws_store *store, int64_t model, int64_t version,
-                                      ws_error *err);
-/* vocab.c */
-ws_status ws_sqlite_vocab_count(ws_store *store, int64_t model, int64_t *n, ws_error *err);
-ws_status ws_sqlite_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
-                                 const char *const *symbols, ws_error *err);
-ws_status ws_sqlite_vocab_load(ws_store *store, int64_t model, ws_store_vocab_fn fn, void *ctx,
-                               ws_error *err);
-/* sessions.c */
-ws_status ws_sqlite_session_create(ws_store *store, int64_t tenant, int64_t model,
-                                   const float *state, int32_t rows, int32_t cols,
-                                   int64_t state_version, int64_t max_sessions,
-                                   char id_out[WS_STORE_ID_LEN + 1], ws_error *err);
-ws_status ws_sqlite_session_get(ws_store *store, int64_t tenant, const char *id, int with_state,
-                                ws_store_session *out, ws_error *err);
-ws_status ws_sqlite_session_delete(ws_store *store, int64_t tenant, const char *id,
-                                   ws_error *err);
-ws_status ws_sqlite_session_count(ws_store *store, int64_t tenant, int64_t *n, ws_error *err);
-ws_status ws_sqlite_session_list(ws_store *store, int64_t tenant, const char *after_id,
-                                 int limit, ws_store_session_fn fn, void *ctx, ws_error *err);
-ws_status ws_sqlite_session_each_of_model(ws_store *store, int64_t model,
-                                          ws_store_session_fn fn, void *ctx, ws_error *err);
-/* steps.c */
-ws_status ws_sqlite_apply_step(ws_store *store, int64_t tenant, const char *session_id,
-                               int64_t expect_prev_step, const float *state, int32_t rows,
-                               int32_t cols, const ws_store_log_entry *entry,
-                               int64_t *current_step, ws_error *err);
-ws_status ws_sqlite_session_set_state(ws_store *store, int64_t tenant, const char *session_id,
-                                      int64_t expect_step, const float *state, int32_t rows,
-                                      int32_t cols, int64_t state_version, ws_error *err);
-ws_status ws_sqlite_log_set_labels(ws_store *store, int64_t tenant, const char *session_id,
-                                   int64_t step, const char *labels_json, int replace,
-                                   ws_error *err);
-ws_status ws_sqlite_log_page(ws_store *store, int64_t tenant, const char *session_id,
-                             int64_t after_step, int limit, ws_store_log_fn fn, void *ctx,
-                             ws_error *err);
-ws_status ws_sqlite_log_each(ws_store *store, int64_t tenant, const char *session_id,
-                             ws_store_log_fn fn, void *ctx, ws_error *err);
+/* ---- the operations (store_op_list.h), ws_sqlite_<name>: connection.c, txn.c,
+ * tenants.c, keys.c, models.c, vocab.c, sessions.c, steps.c ---- */
+#define WS_STORE_OP(ret, name, params) ret ws_sqlite_##name params;
+#include "storage/store_op_list.h"
+#undef WS_STORE_OP
 
 #endif

@@ -61,7 +61,6 @@ typedef struct {
 } ws_mix_call;
 
 typedef struct ws_mixer_s {
-    int kind; /* ws_mixer_kind (its name: model.h ws_mixer_name) */
     unsigned modes; /* WS_MIX_SELF | WS_MIX_CROSS that it can fill */
     /* Checks the config fields it reads (range, divisibility) for this mode. */
     ws_status (*validate)(const ws_model_config *c, ws_mix_mode mode, ws_error *err);
@@ -88,7 +87,6 @@ typedef struct ws_mixer_s {
  * w_prev may alias w_out: forward saves in act whatever backward needs of it.
  * scratch is the plan's shared mixer scratch (scratch_floats). */
 typedef struct ws_updater_variant_s {
-    int kind;
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
     /* registers "upd.*": the blocks' offsets in o->upd[l] (cross, mlp), LN_w's in
@@ -105,7 +103,6 @@ typedef struct ws_updater_variant_s {
  * query rows with its T state rows (p->n_ext_segs segments; host copies in
  * p_host_seg_ext). backward accumulates into d_q, d_w and the parameter grads. */
 typedef struct ws_readout_variant_s {
-    int kind;
     ws_status (*validate)(const ws_model_config *c, ws_error *err);
     int (*supported)(const ws_backend *be);
     /* registers "ext.rn.*", its offsets in p */

@@ -113,7 +113,7 @@ static ws_status backward(const ws_mix_call *call)
 }
 
 const ws_mixer ws_mixer_mha = {
-    .kind = WS_MIXER_MHA, .modes = WS_MIX_SELF | WS_MIX_CROSS,
+    .modes = WS_MIX_SELF | WS_MIX_CROSS,
     .validate = validate, .supported = supported, .layout = layout, .act_floats = act_floats,
     .scratch_floats = scratch_floats, .forward = forward, .backward = backward,
 };

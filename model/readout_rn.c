@@ -230,7 +230,7 @@ static ws_status backward(ws_exec *x, float *act, float *scratch, const float *q
 }
 
 const ws_readout_variant ws_readout_rn = {
-    .kind = WS_MIXER_RN, .validate = validate, .supported = supported,
+    .validate = validate, .supported = supported,
     .layout = layout, .act_floats = act_floats, .scratch_floats = scratch_floats,
     .forward = forward, .backward = backward,
 };

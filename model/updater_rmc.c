@@ -437,7 +437,7 @@ static ws_status validate(const ws_model_config *c, ws_error *err)
 static int supported(const ws_backend *be) { return be->ops->rmc != NULL; }
 
 const ws_updater_variant ws_updater_rmc = {
-    .kind = WS_MIXER_RMC, .validate = validate, .supported = supported,
+    .validate = validate, .supported = supported,
     .layout = layout, .act_floats = act_floats, .scratch_floats = scratch_floats,
     .forward = forward, .backward = backward,
 };

@@ -113,6 +113,10 @@ static void test_nul_and_controls(void **state)
     ws_ts_req(&D, "POST", "/v1/sessions", NULL, "{\"model\\u0000\":\"default\"}", &r);
     assert_error(&r, 400, "invalid_request");
     ws_ts_resp_free(&r);
+    ws_ts_req(&D, "POST", "/v1/sessions", NULL, "{\"model\":\"def\\u0001ault\"}", &r);
+    assert_error(&r, 400, "invalid_request");
+    assert_non_null(strstr(message(&r), "model contains a control character"));
+    ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
     const char *nul = "{\"instructions\":[{\"fact\":[\"a\\u0000b\",\"c\"],\"value\":true}]}";
     step(id, nul, strlen(nul), &r);
@@ -139,6 +143,26 @@ static void test_nul_and_controls(void **state)
     ws_ts_http(&D, "POST", "/v1/sessions", NULL, zero, sizeof zero - 1, &r);
     assert_error(&r, 400, "bad_json");
     ws_ts_resp_free(&r);
+}
+
+/* A key's note (printed by `key list`, tab-separated) is checked the same way. */
+static void test_key_note(void **state)
+{
+    (void)state;
+    char dir[256], cmd[1024];
+    ws_ts_tmpdir(dir, sizeof dir);
+    const char *daemon = getenv("WS_DAEMON");
+    assert_non_null(daemon);
+    snprintf(cmd, sizeof cmd,
+             "'%s' key create --tenant t --note \"$(printf 'a\\tb')\" --data-dir '%s' "
+             ">/dev/null 2>&1",
+             daemon, dir);
+    assert_int_not_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd,
+             "'%s' key create --tenant t --note 'caf\xC3\xA9' --data-dir '%s' >/dev/null 2>&1",
+             daemon, dir);
+    assert_int_equal(system(cmd), 0);
+    ws_ts_cleanup(dir);
 }
 
 /* Item 10: numbers follow RFC 8259 (cJSON took "00", "1." and control bytes
@@ -238,7 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_symbols), cmocka_unit_test(test_nul_and_controls),
         cmocka_unit_test(test_numbers),      cmocka_unit_test(test_lr_stored),
-        cmocka_unit_test(test_framing),
+        cmocka_unit_test(test_framing),      cmocka_unit_test(test_key_note),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

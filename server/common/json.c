@@ -119,7 +119,7 @@ ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_err
     return WS_OK;
 }
 
-ws_status ws_json_text(const char *s, size_t max, const char *field, ws_error *err)
+ws_status ws_srv_text_check(const char *s, size_t max, const char *field, ws_error *err)
 {
     size_t len = strlen(s);
     if (len < 1 || len > max)
@@ -198,7 +198,7 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
                                     idx, i);
             char field[64];
             snprintf(field, sizeof field, "%s[%d].fact[%d]", what, idx, i);
-            WS_TRY(ws_json_text(s->valuestring, WS_SRV_SYMBOL_MAX, field, err));
+            WS_TRY(ws_srv_text_check(s->valuestring, WS_SRV_SYMBOL_MAX, field, err));
             f->sym[i] = s->valuestring;
             f->sym_len[i] = (int)strlen(s->valuestring);
         }

@@ -173,8 +173,8 @@ static void test_numbers(void **state)
     char id[33];
     ws_ts_resp r;
     assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
-    const char *bad[] = {"{\"expect_step\":00}", "{\"expect_step\":\x01 0}", "{\"expect_step\":-0.}",
-                         "{\"expect_step\":0e}", "{\"expect_step\":0.0.0}",
+    const char *bad[] = {"{\"expect_step\":00}", "{\"expect_step\":\x01 0}",
+                         "{\"expect_step\":-0.}", "{\"expect_step\":0e}", "{\"expect_step\":0.0.0}",
                          "{\"queries\":[{\"vector\":[1.]}]}", "{\"queries\":[{\"vector\":[.5]}]}",
                          "{\"queries\":[{\"vector\":[01]}]}"};
     for (int i = 0; i < 8; i++) {
@@ -189,7 +189,8 @@ static void test_numbers(void **state)
     step(id, body, (size_t)n, &r);
     assert_error(&r, 400, "bad_json");
     ws_ts_resp_free(&r);
-    const char *ok = "{\"expect_step\":0,\"instructions\":[{\"fact\":[\"a\",\"c\"],\"value\":true}]}";
+    const char *ok =
+        "{\"expect_step\":0,\"instructions\":[{\"fact\":[\"a\",\"c\"],\"value\":true}]}";
     assert_int_equal(step(id, ok, strlen(ok), &r), 200);
     ws_ts_resp_free(&r);
 }

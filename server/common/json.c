@@ -15,36 +15,31 @@ static int json_space(char c)
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+/* Index after the digits of s from k on (n bytes in all). */
+static size_t digits_end(const char *s, size_t k, size_t n)
+{
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    return k;
+}
+
 /* Bytes of the RFC 8259 number at s (n bytes left); 0 when it is not one:
  * cJSON hands anything made of [0-9+-.eE] to strtod, so "01", "1." and "1.e5"
  * would pass. */
 static size_t number_len(const char *s, size_t n)
 {
-    size_t k = s[0] == '-', d;
-#define WS_DIGITS(k) \
-    while ((k) < n && s[k] >= '0' && s[k] <= '9') (k)++
-    if (k < n && s[k] == '0') {
-        k++;
-    } else {
-        d = k;
-        WS_DIGITS(k);
-        if (k == d) return 0;
-    }
+    size_t k = s[0] == '-', d = k;
+    k = k < n && s[k] == '0' ? k + 1 : digits_end(s, k, n);
+    if (k == d) return 0;
     if (k < n && s[k] == '.') {
-        d = ++k;
-        WS_DIGITS(k);
-        if (k == d) return 0;
+        d = k + 1;
+        if ((k = digits_end(s, d, n)) == d) return 0;
     }
     if (k < n && (s[k] == 'e' || s[k] == 'E')) {
-        k++;
-        if (k < n && (s[k] == '+' || s[k] == '-')) k++;
-        d = k;
-        WS_DIGITS(k);
-        if (k == d) return 0;
+        d = k + 1 < n && (s[k + 1] == '+' || s[k + 1] == '-') ? k + 2 : k + 1;
+        if ((k = digits_end(s, d, n)) == d) return 0;
     }
-#undef WS_DIGITS
     /* "01" or "1.2.3": a number runs on where the grammar ended it */
-    if (k < n && strchr("0123456789.eE+-", s[k])) return 0;
+    if (k < n && s[k] && strchr("0123456789.eE+-", s[k])) return 0;
     return k;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_utf8.h"
 #include "safetensors.h"
 
 #define ADAM_M "adam.m."
@@ -52,7 +53,7 @@ static ws_status vocab_json(ws_vocab *v, char **out, ws_error *err)
         /* The JSON header must be UTF-8 (safetensors readers reject anything else),
          * but vocabulary symbols are arbitrary byte strings; check before writing
          * so the error can name the symbol. */
-        if (!ws_st_utf8_valid((const unsigned char *)s, strlen(s))) {
+        if (!ws_utf8_valid((const unsigned char *)s, strlen(s))) {
             cJSON_Delete(a);
             return ws_error_set(err, WS_ERR_INVALID,
                                 "checkpoint: vocabulary symbol %d is not valid UTF-8 and cannot "

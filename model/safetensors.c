@@ -28,6 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ws_utf8.h"
+
 /* Tensor data is handed out as-is (no byte swapping), which is only right on a
  * little-endian host. */
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
@@ -46,39 +48,6 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define WS_ST_ELEM 4 /* bytes per element of F32 and I32 */
 
 static const char *dtype_name(ws_st_dtype d) { return d == WS_ST_I32 ? "I32" : "F32"; }
-
-int ws_st_utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned min;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2, min = 0x80, cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3, min = 0x800, cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4, min = 0x10000, cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if (n - i < len) return 0;
-        for (size_t k = 1; k < len; k++) {
-            unsigned cc = s[i + k];
-            if ((cc & 0xC0) != 0x80) return 0;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-        i += len;
-    }
-    return 1;
-}
 
 /* ======================================================================== */
 /* reader                                                                   */
@@ -360,7 +329,7 @@ static ws_status parse_header(const char *path, ws_st_file *f, size_t n_hdr,
 {
     const char *hdr = (const char *)f->buf + 8;
     *offs_out = NULL;
-    if (!ws_st_utf8_valid((const unsigned char *)hdr, n_hdr))
+    if (!ws_utf8_valid((const unsigned char *)hdr, n_hdr))
         return ws_error_set(err, WS_ERR_FORMAT, "%s: header is not valid UTF-8", path);
     /* Raw control characters are never valid JSON (except \t \n \r as whitespace);
      * rejecting them also keeps NUL bytes from silently truncating names. */
@@ -594,7 +563,7 @@ void ws_st_writer_free(ws_st_writer *w)
 
 static int valid_text(const char *s)
 {
-    return ws_st_utf8_valid((const unsigned char *)s, strlen(s));
+    return ws_utf8_valid((const unsigned char *)s, strlen(s));
 }
 
 ws_status ws_st_writer_add(ws_st_writer *w, const char *name, ws_st_dtype dtype, int ndim,

@@ -29,11 +29,6 @@ typedef struct {
 
 typedef struct ws_st_file ws_st_file;
 
-/* Strict UTF-8 check of n bytes (no overlong forms, surrogates or code points
- * beyond U+10FFFF), as Rust's str::from_utf8 which the reference reader applies
- * to the header. */
-int ws_st_utf8_valid(const unsigned char *s, size_t n);
-
 /* Loads and validates a whole file (rules at the top of safetensors.c; they
  * follow the reference reader, plus: F32/I32 only, unique names and keys,
  * no unknown keys in a tensor entry). Tensors keep header order; their data is

@@ -44,7 +44,12 @@ ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e);
 cJSON *ws_srv_answers_json(const float *p, int n);
 
 /* Parsing helpers (json.c). */
+/* A request body: one JSON object, strictly RFC 8259 (UTF-8, number grammar, no
+ * raw control bytes), and no \u0000 in any string (cJSON would cut it there). */
 ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err);
+/* A client's string that becomes a symbol, a name or a note: 1..max bytes of
+ * strict UTF-8 without control characters; field names it in the message. */
+ws_status ws_srv_text_check(const char *s, size_t max, const char *field, ws_error *err);
 /* Every member of obj is one of the names (NULL-terminated list). */
 ws_status ws_json_only(const cJSON *obj, const char *const *names, ws_error *err);
 /* Facts of a step/query body into a job; kind "instructions" or "queries". */

@@ -3,21 +3,105 @@
  * touched, so bad input always ends as a 4xx with nothing changed. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
+#include "base/ws_utf8.h"
+
+static int json_space(char c)
+{
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Index after the digits of s from k on (n bytes in all). */
+static size_t digits_end(const char *s, size_t k, size_t n)
+{
+    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+    return k;
+}
+
+/* Bytes of the RFC 8259 number at s (n bytes left); 0 when it is not one:
+ * cJSON hands anything made of [0-9+-.eE] to strtod, so "01", "1." and "1.e5"
+ * would pass. */
+static size_t number_len(const char *s, size_t n)
+{
+    size_t k = s[0] == '-', d = k;
+    k = k < n && s[k] == '0' ? k + 1 : digits_end(s, k, n);
+    if (k == d) return 0;
+    if (k < n && s[k] == '.') {
+        d = k + 1;
+        if ((k = digits_end(s, d, n)) == d) return 0;
+    }
+    if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+        d = k + 1 < n && (s[k + 1] == '+' || s[k + 1] == '-') ? k + 2 : k + 1;
+        if ((k = digits_end(s, d, n)) == d) return 0;
+    }
+    /* "01" or "1.2.3": a number runs on where the grammar ended it */
+    if (k < n && s[k] && strchr("0123456789.eE+-", s[k])) return 0;
+    return k;
+}
+
+/* What RFC 8259 refuses and cJSON lets through, checked on the raw text: bytes
+ * that are not strict UTF-8, control bytes (cJSON skips any byte <= 0x20 as
+ * whitespace, and takes them raw inside strings), numbers outside the grammar,
+ * and \u0000 in a string: cJSON stops the string there, so "a\u0000b" would be
+ * "a" (a symbol silently truncated, a model name silently another). The rest
+ * (structure, literals, escapes) cJSON checks. */
+static ws_status strict_text(const char *b, size_t n, ws_error *err)
+{
+    if (!ws_utf8_valid((const unsigned char *)b, n))
+        return ws_error_set(err, WS_ERR_FORMAT, "the body is not valid UTF-8");
+    const char *key = "";
+    int key_len = 0; /* the last member name: the field a string belongs to */
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)b[i];
+        if (c == '"') {
+            size_t start = ++i;
+            int nul = 0;
+            for (; i < n && b[i] != '"'; i++) {
+                if ((unsigned char)b[i] < 0x20)
+                    return ws_error_set(err, WS_ERR_FORMAT,
+                                        "a control character in a string must be escaped");
+                if (b[i] == '\\' && ++i + 4 < n && !memcmp(b + i, "u0000", 5)) nul = 1;
+            }
+            if (i >= n) break; /* unterminated: cJSON says so */
+            size_t len = i++ - start, j = i;
+            while (j < n && json_space(b[j])) j++;
+            int is_key = j < n && b[j] == ':';
+            if (nul && is_key)
+                return ws_error_set(err, WS_ERR_INVALID, "a field name contains \\u0000 (NUL)");
+            if (nul)
+                return ws_error_set(err, WS_ERR_INVALID,
+                                    "\"%.*s\": strings may not contain \\u0000 (NUL)", key_len,
+                                    key);
+            if (is_key) key = b + start, key_len = len > 64 ? 64 : (int)len;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t k = number_len(b + i, n - i);
+            if (!k)
+                return ws_error_set(err, WS_ERR_FORMAT, "\"%.*s\": malformed number", key_len, key);
+            i += k;
+        } else if (c < 0x20 && !json_space((char)c)) {
+            return ws_error_set(err, WS_ERR_FORMAT, "a control character outside a string");
+        } else {
+            i++;
+        }
+    }
+    return WS_OK;
+}
 
 ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_error *err)
 {
     *out = NULL;
     if (len == 0) return ws_error_set(err, WS_ERR_FORMAT, "empty body: a JSON object is required");
+    WS_TRY(strict_text(body, len, err));
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) return ws_error_set(err, WS_ERR_FORMAT, "malformed JSON");
     /* Trailing bytes other than whitespace mean the client sent two documents or junk. */
     for (const char *p = end; p && p < body + len; p++) {
-        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+        if (!json_space(*p)) {
             cJSON_Delete(root);
             return ws_error_set(err, WS_ERR_FORMAT, "trailing data after the JSON document");
         }
@@ -27,6 +111,19 @@ ws_status ws_json_parse_object(const char *body, size_t len, cJSON **out, ws_err
         return ws_error_set(err, WS_ERR_INVALID, "the body must be a JSON object");
     }
     *out = root;
+    return WS_OK;
+}
+
+ws_status ws_srv_text_check(const char *s, size_t max, const char *field, ws_error *err)
+{
+    size_t len = strlen(s);
+    if (len < 1 || len > max)
+        return ws_error_set(err, WS_ERR_INVALID, "%s: 1..%zu bytes", field, max);
+    if (!ws_utf8_valid((const unsigned char *)s, len))
+        return ws_error_set(err, WS_ERR_INVALID, "%s is not valid UTF-8", field);
+    if (ws_utf8_has_control((const unsigned char *)s, len))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "%s contains a control character (U+0000..U+001F, U+007F)", field);
     return WS_OK;
 }
 
@@ -57,19 +154,6 @@ ws_status ws_json_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out, cons
                             (long long)hi);
     *out = (int64_t)v->valuedouble;
     return WS_OK;
-}
-
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 9;
-        if (k == 9 || i + k >= n) return 0; /* bad lead byte or truncated sequence */
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xC0) != 0x80) return 0;
-        i += k + 1;
-    }
-    return 1;
 }
 
 static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fact *f, ws_error *err)
@@ -107,15 +191,11 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
             if (!cJSON_IsString(s))
                 return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] must be a string", what,
                                     idx, i);
-            size_t len = strlen(s->valuestring);
-            if (len < 1 || len > WS_SRV_SYMBOL_MAX)
-                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d]: symbols are 1..%d bytes",
-                                    what, idx, i, WS_SRV_SYMBOL_MAX);
-            if (!utf8_ok((const unsigned char *)s->valuestring, len))
-                return ws_error_set(err, WS_ERR_INVALID, "%s[%d].fact[%d] is not valid UTF-8", what,
-                                    idx, i);
+            char field[64];
+            snprintf(field, sizeof field, "%s[%d].fact[%d]", what, idx, i);
+            WS_TRY(ws_srv_text_check(s->valuestring, WS_SRV_SYMBOL_MAX, field, err));
             f->sym[i] = s->valuestring;
-            f->sym_len[i] = (int)len;
+            f->sym_len[i] = (int)strlen(s->valuestring);
         }
         f->n_sym = n;
         return WS_OK;

@@ -18,6 +18,15 @@ void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsi
     if (fields & WS_SRV_TRAINING_RECALL_QUERIES) t->recall_queries = from->recall_queries;
 }
 
+/* The lr as stored (ws_srv_training_json): the float's shortest decimal form,
+ * not its double expansion. */
+static double lr_as_stored(float lr)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.7g", (double)lr);
+    return strtod(text, NULL);
+}
+
 ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *err)
 {
     unsigned fields;
@@ -40,8 +49,15 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         got |= WS_SRV_TRAINING_ENABLED;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "lr"))) {
-        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))
-            return ws_error_set(err, WS_ERR_INVALID, "lr must be a number in (0, 1]");
+        /* The range holds for what is kept (a float, stored as JSON), not for the
+         * double parsed: 1e-46 is 0 as a float, and a start would then refuse
+         * the setting this accepted. */
+        double kept = cJSON_IsNumber(v) ? lr_as_stored((float)v->valuedouble) : 0;
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1) ||
+            !(kept > 0 && kept <= 1))
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "lr must be a number in (0, 1] that is not 0 as a 32-bit float "
+                                "(at least 1.4e-45)");
         n.lr = (float)v->valuedouble;
         got |= WS_SRV_TRAINING_LR;
     }
@@ -66,9 +82,7 @@ cJSON *ws_srv_training_json(const ws_srv_training *t)
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddBoolToObject(o, "enabled", t->enabled);
-    char lr[32]; /* the float's shortest decimal form, not its double expansion */
-    snprintf(lr, sizeof lr, "%.7g", (double)t->lr);
-    cJSON_AddNumberToObject(o, "lr", strtod(lr, NULL));
+    cJSON_AddNumberToObject(o, "lr", lr_as_stored(t->lr));
     cJSON_AddNumberToObject(o, "update_every", t->update_every);
     cJSON_AddNumberToObject(o, "recall_queries", t->recall_queries);
     return o;

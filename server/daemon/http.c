@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "routes.h"
 #include "base/ws_clock.h"
+#include "base/ws_utf8.h"
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
@@ -48,6 +50,7 @@ cJSON *ws_http_error(const char *code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    ws_utf8_scrub(msg); /* messages echo client bytes, maybe cut mid-character */
     cJSON *root = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(root, "error");
     if (!e || !cJSON_AddStringToObject(e, "code", code) ||
@@ -163,16 +166,68 @@ static int auth_ok(ws_http_ctx *c, ws_route_auth need, ws_http_answer *a)
     return 0;
 }
 
+/* MHD decodes %HH in the path (and query arguments) before routing: a decoded
+ * %2F would split a segment in two and a %00 would end the path early
+ * ("/v1/models/a%00b" naming model "a"). Those two stay encoded; the '%' that
+ * remains is in no route's segment (route_of answers 404). */
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls, (void)conn;
+    char *w = s;
+    for (const char *p = s; *p; p++) {
+        int hi = p[0] == '%' ? hex_digit(p[1]) : -1, lo = hi >= 0 ? hex_digit(p[2]) : -1;
+        int byte = hi * 16 + lo;
+        if (lo >= 0 && byte != '/' && byte != 0) {
+            *w++ = (char)byte;
+            p += 2;
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 /* The request's row in the route table (routes.h); c->params point into path.
- * -1 for a path too long or too deep for any route. */
+ * -1 for a path too long or too deep for any route, or one with an encoded '/'
+ * or NUL left in it (unescape). */
 static int route_of(const char *url, char *path, size_t cap, ws_http_ctx *c, ws_route_match *m)
 {
+    if (strchr(url, '%')) return -1;
     char *segs[8];
     int n = split_path(url, path, cap, segs, 8);
     if (n < 0) return -1;
     ws_route_find(c->method, segs, n, m);
     memcpy(c->params, m->params, sizeof c->params);
     return 0;
+}
+
+/* Content-Length headers that disagree: which one frames the body would be a
+ * guess (and a proxy may guess otherwise), so the request is refused. */
+typedef struct {
+    const char *first;
+    int conflict;
+} length_seen;
+
+static enum MHD_Result length_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    length_seen *l = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0) return MHD_YES;
+    if (!l->first)
+        l->first = value ? value : "";
+    else if (strcmp(l->first, value ? value : "") != 0)
+        l->conflict = 1;
+    return MHD_YES;
 }
 
 /* First call of a request (headers only): refuses an announced body over the
@@ -190,8 +245,15 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     if (known) r->label = m.label;
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
-    const char *cl =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    length_seen lengths = {0};
+    if (MHD_get_connection_values(conn, MHD_HEADER_KIND, length_header, &lengths) < 0)
+        return MHD_NO;
+    if (lengths.conflict) {
+        r->replied = 1;
+        return send_json(conn, r, 400,
+                         ws_http_error("invalid_request", "Content-Length headers disagree"));
+    }
+    const char *cl = lengths.first;
     if (cl && strtoull(cl, NULL, 10) > cap) {
         r->too_large = r->replied = 1; /* any body that still arrives is dropped */
         return send_json(conn, r, 413, too_large(r));
@@ -371,11 +433,11 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
         return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address",
                             srv->cfg.host);
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    srv->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR,
-                                (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-                                (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
-                                (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+    srv->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, srv, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!srv->mhd)
         return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)",
                             srv->cfg.host, srv->cfg.port);

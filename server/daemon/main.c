@@ -174,6 +174,9 @@ static int key_command(ws_srv *srv, const flag_values *v, int argc, char **argv)
     ws_error err = {0};
     ws_store *st = NULL;
     ws_status s = open_db(srv, &st, &err);
+    /* The note is printed by `key list` (tab-separated): strict UTF-8, no control bytes. */
+    if (s == WS_OK && create && v->note && v->note[0])
+        s = ws_srv_text_check(v->note, 256, "--note", &err);
     if (s == WS_OK && create) {
         char key[WS_STORE_KEY_LEN + 1];
         int64_t kid;

@@ -89,6 +89,8 @@ void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
         const cJSON *mn = body ? cJSON_GetObjectItemCaseSensitive(body, "model") : NULL;
         if (s == WS_OK && mn && !cJSON_IsString(mn))
             s = ws_error_set(&err, WS_ERR_INVALID, "model must be a string");
+        if (s == WS_OK && mn)
+            s = ws_srv_text_check(mn->valuestring, WS_STORE_NAME_MAX, "model", &err);
         if (s != WS_OK) {
             cJSON_Delete(body);
             return fail(a, s, &err);

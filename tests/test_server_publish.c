@@ -136,18 +136,6 @@ static void test_relative_and_copied_data_dir(void **state)
     ws_ts_cleanup(dir);
 }
 
-/* Flips one byte n bytes before the end of the file at path (tensor data). */
-static void flip_byte(const char *path, long from_end)
-{
-    FILE *f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
-    int c = fgetc(f);
-    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
-    assert_int_equal(fputc(c ^ 1, f), c ^ 1);
-    assert_int_equal(fclose(f), 0);
-}
-
 /* Restarts d on dir and checks that pub serves version `serving` because
  * version `bad` cannot be. */
 static void expect_fallback(ws_ts_daemon *d, const char *dir, int serving, int bad)
@@ -195,7 +183,7 @@ static void test_damaged_version_detected(void **state)
 
     snprintf(cmd, sizeof cmd, "cp %s %s.orig", path, path);
     assert_int_equal(system(cmd), 0);
-    flip_byte(path, 8);
+    ws_test_flip_byte(path, 8, 1);
     expect_fallback(&d, dir, v - 1, v);
     assert_int_equal(access(tmp, F_OK), -1);
 

@@ -891,8 +891,8 @@ static void test_models_and_versions(void **state)
     OK(ws_store_version_add(f.s, f.model, 2, "/ck/life-2.safetensors", SHA, NULL, &e_));
     expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", SHA, NULL, &err), WS_ERR_CONFLICT,
                   &err, "repeated version");
-    expect_status(ws_store_version_add(f.s, 999, 1, "/ck/x", SHA, NULL, &err), WS_ERR_NOTFOUND, &err,
-                  "version of unknown model");
+    expect_status(ws_store_version_add(f.s, 999, 1, "/ck/x", SHA, NULL, &err), WS_ERR_NOTFOUND,
+                  &err, "version of unknown model");
     OK(ws_store_model_get(f.s, f.model, &m, &e_));
     assert_int_equal(m.current_version, 2);
     assert_string_equal(m.training_json, "{\"lr\":0.001}");

@@ -131,18 +131,6 @@ static void test_publish_and_load(void **state)
     ws_store_close(st);
 }
 
-/* One byte of the file at path flipped, n bytes before its end (a tensor's). */
-static void flip_byte(const char *path, long from_end)
-{
-    FILE *f = fopen(path, "r+b");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
-    int c = fgetc(f);
-    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
-    assert_int_equal(fputc(c ^ 0x40, f), c ^ 0x40);
-    assert_int_equal(fclose(f), 0);
-}
-
 static void test_damage_refused(void **state)
 {
     (void)state;
@@ -156,7 +144,7 @@ static void test_damage_refused(void **state)
     char path[256];
     ws_srv_ckpt_path(tmpdir, "dmg", 1, path, sizeof path);
     /* flipped tensor bytes: still a valid checkpoint, but not the one recorded */
-    flip_byte(path, 5);
+    ws_test_flip_byte(path, 8, 1);
     assert_int_equal(ws_srv_version_load(st, tmpdir, id, 1, be, &got, &err), WS_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "damaged"));
     assert_null(got);

@@ -83,12 +83,6 @@ int ws_srv_config_diff(const ws_model_config *ca, const char *a_name, const ws_m
     return same;
 }
 
-int ws_srv_config_equal(const ws_model_config *a, const ws_model_config *b)
-{
-    char why[256];
-    return ws_srv_config_diff(a, "a", b, "b", why, sizeof why);
-}
-
 void ws_srv_ckpt_relpath(const char *name, int64_t version, char *out, size_t cap)
 {
     snprintf(out, cap, "models/%s-v%lld.safetensors", name, (long long)version);
@@ -139,8 +133,7 @@ ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err)
 }
 
 ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
-                                int64_t model_id, int64_t version, const char *note,
-                                ws_error *err)
+                                int64_t model_id, int64_t version, const char *note, ws_error *err)
 {
     char rel[WS_STORE_NAME_MAX + 64], path[WS_SRV_PATH_MAX + 128], sha[65];
     ws_srv_ckpt_relpath(name, version, rel, sizeof rel);
@@ -193,13 +186,13 @@ static ws_status check_config(ws_store *st, int64_t model_id, const ws_model *m,
     char why[256];
     if (s == WS_OK && !ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &rec,
                                           "the model", why, sizeof why))
-        s = ws_error_set(err, WS_ERR_FORMAT, "checkpoint %s is of another configuration: %s",
-                         path, why);
+        s = ws_error_set(err, WS_ERR_FORMAT, "checkpoint %s is of another configuration: %s", path,
+                         why);
     return s;
 }
 
-ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id,
-                              int64_t version, ws_backend *be, ws_model **out, ws_error *err)
+ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id, int64_t version,
+                              ws_backend *be, ws_model **out, ws_error *err)
 {
     *out = NULL;
     ws_store_version v = {0};

@@ -48,7 +48,6 @@ const char *ws_srv_origin_of_note(const char *note);
  * 128 in the model"). */
 int ws_srv_config_diff(const ws_model_config *a, const char *a_name, const ws_model_config *b,
                        const char *b_name, char *why, size_t cap);
-int ws_srv_config_equal(const ws_model_config *a, const ws_model_config *b);
 
 /* The path a version's row records: "models/<name>-v<version>.safetensors". */
 void ws_srv_ckpt_relpath(const char *name, int64_t version, char *out, size_t cap);
@@ -64,8 +63,7 @@ ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err);
  * at its path (ws_srv_ckpt_path), with the file's SHA-256 (inside the
  * caller's transaction: ws_store_version_add). */
 ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
-                                int64_t model_id, int64_t version, const char *note,
-                                ws_error *err);
+                                int64_t model_id, int64_t version, const char *note, ws_error *err);
 
 /* Loads the recorded version `version` of model `model_id` on be, and extends
  * its vocabulary with the model's symbols from SQLite. The file must be the one
@@ -73,8 +71,8 @@ ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *
  * WS_ERR_FORMAT saying which. WS_ERR_NOTFOUND for an unrecorded version; the
  * checkpoint's own errors otherwise (a file removed by retention gives
  * WS_ERR_IO). */
-ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id,
-                              int64_t version, ws_backend *be, ws_model **out, ws_error *err);
+ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id, int64_t version,
+                              ws_backend *be, ws_model **out, ws_error *err);
 
 /* Publishes m's parameters, vocabulary and AdamW state as the model's next
  * version N and makes it current, in one SQLite write transaction: N = the

@@ -102,7 +102,7 @@ static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
                       "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
                       ws_engine_queue_depth(e));
     static const char *const types[] = {"model_version", "model_unloadable_version",
-                                         "training_examples_ready"};
+                                        "training_examples_ready"};
     model_lines l = {buf, len, cap, 0};
     for (l.kind = 0; l.kind < 3; l.kind++) {
         ws_metrics_printf(buf, len, cap, "# TYPE worldstate_%s gauge\n", types[l.kind]);

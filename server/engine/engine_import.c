@@ -217,8 +217,7 @@ void ws_eng_tmp_clean(ws_engine *e)
     /* The data-directory lock makes this the only daemon: any upload is stale. */
     size_t np = strlen(WS_SRV_UPLOAD_PREFIX);
     for (struct dirent *de; (de = readdir(d));) {
-        if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0 &&
-            !stale_checkpoint_tmp(de->d_name))
+        if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0 && !stale_checkpoint_tmp(de->d_name))
             continue;
         char path[WS_SRV_PATH_MAX + 300];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);

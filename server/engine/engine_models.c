@@ -325,16 +325,12 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
 }
 
 /* Serves version `version` of em from now on: the checkpoint replaces the
- * model (same configuration, so the batch and state buffers stay). */
+ * model (the model's recorded configuration, checked by the load, so the batch
+ * and state buffers stay). */
 static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
 {
     ws_model *m = NULL;
     WS_TRY(ws_srv_version_load(e->st, e->cfg.data_dir, em->id, version, e->be, &m, err));
-    if (!ws_srv_config_equal(ws_model_config_of(m), &em->cfg)) {
-        ws_model_free(m);
-        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration",
-                            (long long)version);
-    }
     return ws_eng_model_adopt(e, em, m, version, err);
 }
 

@@ -56,5 +56,6 @@ void ws_store_version_clear(ws_store_version *v)
     if (!v) return;
     free(v->path);
     free(v->note);
+    free(v->sha256);
     memset(v, 0, sizeof *v);
 }

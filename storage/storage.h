@@ -54,7 +54,7 @@
 
 #include "base/ws_status.h"
 
-#define WS_STORE_SCHEMA_VERSION 1        /* PRAGMA user_version of this build */
+#define WS_STORE_SCHEMA_VERSION 2        /* PRAGMA user_version of this build */
 #define WS_STORE_BUSY_TIMEOUT_MS 10000   /* how long a writer waits for the lock */
 #define WS_STORE_ID_LEN 32               /* session id: 128 random bits, lowercase hex */
 #define WS_STORE_KEY_LEN 68              /* API key: "wsk_" + 256 random bits as hex */
@@ -199,17 +199,19 @@ ws_status ws_store_model_delete(ws_store *s, int64_t id, ws_error *err);
 typedef struct {
     int64_t model;
     int64_t version;
-    char *path;   /* checkpoint file */
+    char *path;   /* checkpoint file: relative to the data directory, or absolute */
     char *note;
+    char *sha256; /* the file's SHA-256, 64 hex digits; "" for versions recorded before */
     int64_t created_ms;
 } ws_store_version;
 void ws_store_version_clear(ws_store_version *v);
 
 /* Records a checkpoint (already written atomically by the caller) as `version`
- * and makes it the model's current version. version must exceed every recorded
- * version of the model (WS_ERR_CONFLICT otherwise). note may be NULL. */
+ * with its SHA-256 (64 hex digits) and makes it the model's current version.
+ * version must exceed every recorded version of the model (WS_ERR_CONFLICT
+ * otherwise). note may be NULL. */
 ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, const char *path,
-                               const char *note, ws_error *err);
+                               const char *sha256, const char *note, ws_error *err);
 /* The model's greatest recorded version (0: none). Inside ws_store_begin it
  * cannot change before the commit: choose a new version number there. */
 ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err);

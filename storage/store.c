@@ -175,12 +175,14 @@ ws_status ws_store_model_delete(ws_store *s, int64_t id, ws_error *err)
 }
 
 ws_status ws_store_version_add(ws_store *s, int64_t model, int64_t version, const char *path,
-                               const char *note, ws_error *err)
+                               const char *sha256, const char *note, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
     if (!path || !*path) return ws_error_set(err, WS_ERR_INVALID, "checkpoint path is missing");
+    if (!sha256 || strlen(sha256) != 64)
+        return ws_error_set(err, WS_ERR_INVALID, "checkpoint SHA-256 must be 64 hex digits");
     if (version < 1) return ws_error_set(err, WS_ERR_INVALID, "model versions start at 1");
-    return s->ops->version_add(s, model, version, path, note, err);
+    return s->ops->version_add(s, model, version, path, sha256, note, err);
 }
 
 ws_status ws_store_version_max(ws_store *s, int64_t model, int64_t *max, ws_error *err)

@@ -51,7 +51,7 @@ WS_STORE_OP(ws_status, model_set_training, (ws_store *s, int64_t id, const char 
                                             ws_error *err))
 WS_STORE_OP(ws_status, model_delete, (ws_store *s, int64_t id, ws_error *err))
 WS_STORE_OP(ws_status, version_add, (ws_store *s, int64_t model, int64_t version, const char *path,
-                                     const char *note, ws_error *err))
+                                     const char *sha256, const char *note, ws_error *err))
 WS_STORE_OP(ws_status, version_max, (ws_store *s, int64_t model, int64_t *max, ws_error *err))
 WS_STORE_OP(ws_status, version_get, (ws_store *s, int64_t model, int64_t version,
                                      ws_store_version *out, ws_error *err))

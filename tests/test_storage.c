@@ -16,6 +16,9 @@
 
 #include "storage/sha256.h"
 #include "storage/storage.h"
+
+/* A checkpoint digest for version rows (the storage layer only stores it). */
+#define SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #include "test_util.h"
 
 static char tmpdir[64];
@@ -593,7 +596,7 @@ static void test_rollback_leaves_nothing(void **state)
         OK(ws_store_apply_step(f.s, f.acme, ids[i], 0, w, 2, 2, &e, NULL, &e_));
     const char *syms[] = {"a", "b"};
     OK(ws_store_vocab_append(f.s, f.model, 0, 2, syms, &e_));
-    OK(ws_store_version_add(f.s, f.model, 1, "/x/v1.safetensors", NULL, &e_));
+    OK(ws_store_version_add(f.s, f.model, 1, "/x/v1.safetensors", SHA, NULL, &e_));
     OK(ws_store_rollback(f.s, &e_));
     OK(ws_store_rollback(f.s, &e_)); /* harmless when nothing is open */
 
@@ -884,12 +887,12 @@ static void test_models_and_versions(void **state)
     int64_t max = -1;
     OK(ws_store_version_max(f.s, f.model, &max, &e_));
     assert_int_equal(max, 0);
-    OK(ws_store_version_add(f.s, f.model, 1, "/ck/life-1.safetensors", "init", &e_));
-    OK(ws_store_version_add(f.s, f.model, 2, "/ck/life-2.safetensors", NULL, &e_));
-    expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", NULL, &err), WS_ERR_CONFLICT,
+    OK(ws_store_version_add(f.s, f.model, 1, "/ck/life-1.safetensors", SHA, "init", &e_));
+    OK(ws_store_version_add(f.s, f.model, 2, "/ck/life-2.safetensors", SHA, NULL, &e_));
+    expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", SHA, NULL, &err), WS_ERR_CONFLICT,
                   &err, "repeated version");
-    expect_status(ws_store_version_add(f.s, 999, 1, "/ck/x", NULL, &err), WS_ERR_NOTFOUND, &err,
-                  "version of unknown model");
+    expect_status(ws_store_version_add(f.s, 999, 1, "/ck/x", SHA, NULL, &err), WS_ERR_NOTFOUND,
+                  &err, "version of unknown model");
     OK(ws_store_model_get(f.s, f.model, &m, &e_));
     assert_int_equal(m.current_version, 2);
     assert_string_equal(m.training_json, "{\"lr\":0.001}");
@@ -898,18 +901,19 @@ static void test_models_and_versions(void **state)
     OK(ws_store_model_set_current(f.s, f.model, 1, &e_));
     expect_status(ws_store_model_set_current(f.s, f.model, 9, &err), WS_ERR_NOTFOUND, &err,
                   "unrecorded version");
-    expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", NULL, &err), WS_ERR_CONFLICT,
+    expect_status(ws_store_version_add(f.s, f.model, 2, "/ck/x", SHA, NULL, &err), WS_ERR_CONFLICT,
                   &err, "reused version number");
     OK(ws_store_model_get(f.s, f.model, &m, &e_));
     assert_int_equal(m.current_version, 1);
     ws_store_model_clear(&m);
     OK(ws_store_version_max(f.s, f.model, &max, &e_)); /* the greatest, not the current one */
     assert_int_equal(max, 2);
-    OK(ws_store_version_add(f.s, f.model, 3, "/ck/life-3.safetensors", NULL, &e_));
+    OK(ws_store_version_add(f.s, f.model, 3, "/ck/life-3.safetensors", SHA, NULL, &e_));
     ws_store_version v;
     OK(ws_store_version_get(f.s, f.model, 1, &v, &e_));
     assert_string_equal(v.path, "/ck/life-1.safetensors");
     assert_string_equal(v.note, "init");
+    assert_string_equal(v.sha256, SHA);
     assert_true(v.created_ms > 0);
     ws_store_version_clear(&v);
     version_seen seen = {0};

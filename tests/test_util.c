@@ -102,3 +102,15 @@ int ws_test_rm_tree(const char *p)
     }
     return unlink(p);
 }
+
+void ws_test_flip_byte(const char *path, long from_end, int mask)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
+    int c = fgetc(f);
+    assert_true(c != EOF);
+    assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
+    assert_int_equal(fputc(c ^ mask, f), c ^ mask);
+    assert_int_equal(fclose(f), 0);
+}

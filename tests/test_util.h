@@ -41,4 +41,8 @@ int ws_test_key_bias_slice(const char *name, int d, size_t numel, size_t *off, s
  * 0 when done or when path does not exist, else -1 (errno set). */
 int ws_test_rm_tree(const char *path);
 
+/* XORs mask into the byte from_end bytes before the end of the file at path
+ * (a checkpoint's last tensor: damage its loader alone cannot see). */
+void ws_test_flip_byte(const char *path, long from_end, int mask);
+
 #endif

@@ -1,6 +1,8 @@
 /* versions.c — see versions.h. */
 #include "versions.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "model/checkpoint.h"
+#include "storage/sha256.h"
+#include "limits.h"
 
 static ws_status collect(void *ctx, const ws_store_model *m)
 {
@@ -79,16 +83,63 @@ int ws_srv_config_diff(const ws_model_config *ca, const char *a_name, const ws_m
     return same;
 }
 
-int ws_srv_config_equal(const ws_model_config *a, const ws_model_config *b)
+void ws_srv_ckpt_relpath(const char *name, int64_t version, char *out, size_t cap)
 {
-    char why[256];
-    return ws_srv_config_diff(a, "a", b, "b", why, sizeof why);
+    snprintf(out, cap, "models/%s-v%lld.safetensors", name, (long long)version);
+}
+
+void ws_srv_ckpt_resolve(const char *data_dir, const char *recorded, char *out, size_t cap)
+{
+    if (recorded[0] == '/')
+        snprintf(out, cap, "%s", recorded);
+    else
+        snprintf(out, cap, "%s/%s", data_dir, recorded);
 }
 
 void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
                       size_t cap)
 {
-    snprintf(out, cap, "%s/models/%s-v%lld.safetensors", data_dir, name, (long long)version);
+    char rel[WS_STORE_NAME_MAX + 64];
+    ws_srv_ckpt_relpath(name, version, rel, sizeof rel);
+    ws_srv_ckpt_resolve(data_dir, rel, out, cap);
+}
+
+ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ws_error_set(err, WS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) {
+        close(fd);
+        return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    }
+    ws_store_sha256_ctx c;
+    ws_store_sha256_init(&c);
+    ssize_t n;
+    while ((n = read(fd, buf, CHUNK)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        ws_store_sha256_update(&c, buf, (size_t)n);
+    }
+    int e = errno;
+    free(buf);
+    close(fd); /* read-only: nothing to lose on close */
+    if (n < 0) return ws_error_set(err, WS_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    unsigned char d[WS_STORE_SHA256_BYTES];
+    ws_store_sha256_final(&c, d);
+    for (int i = 0; i < WS_STORE_SHA256_BYTES; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return WS_OK;
+}
+
+ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
+                                int64_t model_id, int64_t version, const char *note, ws_error *err)
+{
+    char rel[WS_STORE_NAME_MAX + 64], path[WS_SRV_PATH_MAX + 128], sha[65];
+    ws_srv_ckpt_relpath(name, version, rel, sizeof rel);
+    ws_srv_ckpt_resolve(data_dir, rel, path, sizeof path);
+    WS_TRY(ws_srv_file_sha256(path, sha, err));
+    return ws_store_version_add(st, model_id, version, rel, sha, note, err);
 }
 
 typedef struct {
@@ -106,15 +157,53 @@ static ws_status vocab_one(void *ctx, int64_t id, const char *sym, size_t len)
     return WS_OK;
 }
 
-ws_status ws_srv_version_load(ws_store *st, int64_t model_id, int64_t version, ws_backend *be,
-                              ws_model **out, ws_error *err)
+/* The file at path is the one recorded: same SHA-256 (rows of older builds
+ * have none and pass). */
+static ws_status check_sha256(const char *path, const char *recorded, ws_error *err)
+{
+    if (!recorded[0]) return WS_OK;
+    char sha[65];
+    WS_TRY(ws_srv_file_sha256(path, sha, err));
+    if (strcmp(sha, recorded) != 0)
+        return ws_error_set(err, WS_ERR_FORMAT,
+                            "checkpoint %s is damaged: its SHA-256 is %.12s..., recorded %.12s...",
+                            path, sha, recorded);
+    return WS_OK;
+}
+
+/* m's configuration is the one the model was created with. */
+static ws_status check_config(ws_store *st, int64_t model_id, const ws_model *m, const char *path,
+                              ws_error *err)
+{
+    ws_store_model row = {0};
+    WS_TRY(ws_store_model_get(st, model_id, &row, err));
+    cJSON *j = cJSON_Parse(row.config_json);
+    ws_store_model_clear(&row);
+    ws_model_config rec;
+    ws_status s = j ? ws_model_config_from_json(j, 1, &rec, err)
+                    : ws_error_set(err, WS_ERR_FORMAT, "the model's recorded config is not JSON");
+    cJSON_Delete(j);
+    char why[256];
+    if (s == WS_OK && !ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &rec,
+                                          "the model", why, sizeof why))
+        s = ws_error_set(err, WS_ERR_FORMAT, "checkpoint %s is of another configuration: %s", path,
+                         why);
+    return s;
+}
+
+ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id, int64_t version,
+                              ws_backend *be, ws_model **out, ws_error *err)
 {
     *out = NULL;
     ws_store_version v = {0};
     WS_TRY(ws_store_version_get(st, model_id, version, &v, err));
+    char path[WS_SRV_PATH_MAX + 128];
+    ws_srv_ckpt_resolve(data_dir, v.path, path, sizeof path);
     ws_model *m = NULL;
-    ws_status s = ws_checkpoint_load(&m, v.path, be, err);
+    ws_status s = check_sha256(path, v.sha256, err);
     ws_store_version_clear(&v);
+    if (s == WS_OK) s = ws_checkpoint_load(&m, path, be, err);
+    if (s == WS_OK) s = check_config(st, model_id, m, path, err);
     vocab_ctx vc = {m ? ws_model_vocab(m) : NULL, err};
     if (s == WS_OK) s = ws_store_vocab_load(st, model_id, vocab_one, &vc, err);
     if (s != WS_OK) {
@@ -156,7 +245,7 @@ ws_status ws_srv_version_publish_vocab(ws_store *st, const char *data_dir, const
     if (s == WS_OK) s = ws_srv_vocab_store(st, model_id, m, vocab_from, err);
     if (s == WS_OK) s = ws_checkpoint_save(m, path, 1, err);
     if (s == WS_OK) written = 1;
-    if (s == WS_OK) s = ws_store_version_add(st, model_id, max + 1, path, note, err);
+    if (s == WS_OK) s = ws_srv_version_record(st, data_dir, name, model_id, max + 1, note, err);
     if (s == WS_OK) s = ws_store_commit(st, err);
     if (s != WS_OK) {
         ws_store_rollback(st, NULL); /* the failure in err is the one to report */

@@ -5,7 +5,10 @@
  * Layout: <data-dir>/models/<name>-v<version>.safetensors, one file per
  * version, never rewritten once recorded. SQLite is the authority on versions
  * (models.current_version) and on the vocabulary (a checkpoint's vocabulary is
- * a prefix of the model's vocab table). */
+ * a prefix of the model's vocab table). A version's row records its path
+ * relative to the data directory ("models/<name>-v<version>.safetensors", so a
+ * data directory works wherever it is and however it was named) and the
+ * file's SHA-256, checked at every load. */
 #ifndef WS_SRV_VERSIONS_H
 #define WS_SRV_VERSIONS_H
 
@@ -45,17 +48,31 @@ const char *ws_srv_origin_of_note(const char *note);
  * 128 in the model"). */
 int ws_srv_config_diff(const ws_model_config *a, const char *a_name, const ws_model_config *b,
                        const char *b_name, char *why, size_t cap);
-int ws_srv_config_equal(const ws_model_config *a, const ws_model_config *b);
 
+/* The path a version's row records: "models/<name>-v<version>.safetensors". */
+void ws_srv_ckpt_relpath(const char *name, int64_t version, char *out, size_t cap);
+/* Where a recorded path lies: a relative one under data_dir; an absolute one
+ * (rows of builds before relative paths) as it is. */
+void ws_srv_ckpt_resolve(const char *data_dir, const char *recorded, char *out, size_t cap);
+/* The file of a version: data_dir + its relative path. */
 void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, char *out,
                       size_t cap);
+/* The SHA-256 of the file at path, as 64 lowercase hex digits. */
+ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err);
+/* Records version `version` of the model, whose checkpoint is already written
+ * at its path (ws_srv_ckpt_path), with the file's SHA-256 (inside the
+ * caller's transaction: ws_store_version_add). */
+ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
+                                int64_t model_id, int64_t version, const char *note, ws_error *err);
 
 /* Loads the recorded version `version` of model `model_id` on be, and extends
- * its vocabulary with the model's symbols from SQLite. WS_ERR_NOTFOUND for an
- * unrecorded version; the checkpoint's own errors otherwise (a file removed by
- * retention gives WS_ERR_IO). */
-ws_status ws_srv_version_load(ws_store *st, int64_t model_id, int64_t version, ws_backend *be,
-                              ws_model **out, ws_error *err);
+ * its vocabulary with the model's symbols from SQLite. The file must be the one
+ * recorded (its SHA-256) and of the model's recorded configuration, else
+ * WS_ERR_FORMAT saying which. WS_ERR_NOTFOUND for an unrecorded version; the
+ * checkpoint's own errors otherwise (a file removed by retention gives
+ * WS_ERR_IO). */
+ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_id, int64_t version,
+                              ws_backend *be, ws_model **out, ws_error *err);
 
 /* Publishes m's parameters, vocabulary and AdamW state as the model's next
  * version N and makes it current, in one SQLite write transaction: N = the

@@ -78,33 +78,36 @@ int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
 typedef struct {
     char **buf;
     size_t *len, *cap;
-    int ready; /* 0: model versions, 1: examples ready */
+    int kind; /* 0: model versions, 1: unloadable versions, 2: examples ready */
 } model_lines;
 
 static void model_line(void *ctx, const ws_engine_model_info *m)
 {
     model_lines *l = ctx;
-    if (l->ready)
+    if (l->kind == 2)
         ws_metrics_printf(l->buf, l->len, l->cap,
                           "worldstate_training_examples_ready{model=\"%s\"} %d\n", m->name,
                           m->examples_ready);
     else
-        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_version{model=\"%s\"} %lld\n",
-                          m->name, (long long)m->version);
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_%sversion{model=\"%s\"} %lld\n",
+                          l->kind ? "unloadable_" : "", m->name,
+                          (long long)(l->kind ? m->unloadable : m->version));
 }
 
-/* Queue depth and, per loaded model, its version and ready examples. */
+/* Queue depth and, per loaded model, its version, the recorded version it
+ * cannot serve (0: none) and ready examples. */
 static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
 {
     ws_metrics_printf(buf, len, cap,
                       "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
                       ws_engine_queue_depth(e));
+    static const char *const types[] = {"model_version", "model_unloadable_version",
+                                        "training_examples_ready"};
     model_lines l = {buf, len, cap, 0};
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_model_version gauge\n");
-    ws_engine_models_each(e, model_line, &l);
-    l.ready = 1;
-    ws_metrics_printf(buf, len, cap, "# TYPE worldstate_training_examples_ready gauge\n");
-    ws_engine_models_each(e, model_line, &l);
+    for (l.kind = 0; l.kind < 3; l.kind++) {
+        ws_metrics_printf(buf, len, cap, "# TYPE worldstate_%s gauge\n", types[l.kind]);
+        ws_engine_models_each(e, model_line, &l);
+    }
 }
 
 struct MHD_Response *ws_metrics_render(ws_srv *srv)

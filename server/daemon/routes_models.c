@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "routes.h"
+#include "server/common/versions.h"
 
 static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
 {
@@ -118,13 +119,16 @@ int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
     return 0;
 }
 
-static void checkpoint(ws_store *st, const ws_store_model *m, ws_http_answer *a)
+static void checkpoint(ws_store *st, const char *data_dir, const ws_store_model *m,
+                       ws_http_answer *a)
 {
     ws_error err = {0};
     ws_store_version v = {0};
     ws_status s = ws_store_version_get(st, m->id, m->current_version, &v, &err);
     if (s != WS_OK) return fail(a, s, &err);
-    int fd = open(v.path, O_RDONLY | O_CLOEXEC);
+    char path[WS_SRV_PATH_MAX + 128];
+    ws_srv_ckpt_resolve(data_dir, v.path, path, sizeof path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) {
         if (fd >= 0) close(fd);
@@ -175,6 +179,7 @@ static cJSON *status_json(const ws_engine_model_info *m)
     if (!o) return NULL;
     cJSON_AddStringToObject(o, "state", "loaded");
     cJSON_AddNumberToObject(o, "serving_version", (double)m->version);
+    cJSON_AddNumberToObject(o, "unloadable_version", (double)m->unloadable);
     cJSON_AddNumberToObject(o, "examples_ready", m->examples_ready);
     cJSON_AddNumberToObject(o, "examples_labelled", (double)m->examples_labelled);
     cJSON_AddNumberToObject(o, "examples_trained", (double)m->examples_trained);
@@ -219,6 +224,6 @@ void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store_model model = {0};
     ws_status s = ws_store_model_find(st, c->params[0], &model, &err);
     if (s != WS_OK) return fail(a, s, &err);
-    checkpoint(st, &model, a);
+    checkpoint(st, c->srv->cfg.data_dir, &model, a);
     ws_store_model_clear(&model);
 }

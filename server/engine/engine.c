@@ -148,11 +148,11 @@ static void train_some(ws_engine *e)
         ws_eng_model *em = &e->models[i];
         if (!ws_online_ready(em->trainer)) continue;
         ws_error err = {0};
-        int updated = 0;
-        ws_status s = ws_online_run(em->trainer, em->x, &em->tr, &updated, &err);
-        if (s == WS_OK && updated) {
+        int due = 0;
+        ws_status s = ws_online_run(em->trainer, em->x, &em->tr, &due, &err);
+        if (s == WS_OK && due) {
             if (e->cfg.on_training_update) e->cfg.on_training_update();
-            s = ws_eng_model_new_version(e, em, &err);
+            s = ws_eng_model_update(e, em, &err);
         }
         if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", em->name, err.msg);
         /* Another process published first: its version wins, serve it now. */
@@ -343,6 +343,7 @@ static ws_engine_model_info info_of(const ws_eng_model *em)
                               .examples_labelled = em->stats.examples_labelled,
                               .examples_trained = em->stats.examples_trained,
                               .examples_dropped = em->stats.examples_dropped,
+                              .unloadable = em->unloadable,
                               .updates = em->stats.updates,
                               .last_loss = em->stats.last_loss};
     memcpy(m.name, em->name, sizeof m.name);

@@ -156,6 +156,7 @@ int ws_engine_queue_depth(ws_engine *e);
 /* A loaded model as the engine serves and trains it. */
 typedef struct {
     int64_t id, version;
+    int64_t unloadable; /* the recorded current version when it cannot be served; 0 none */
     char name[WS_STORE_NAME_MAX + 1];
     int examples_ready;
     int64_t examples_labelled, examples_trained, examples_dropped, updates;

@@ -19,7 +19,8 @@ typedef struct {
     ws_exec *x; /* the engine thread's context on m: serving and training */
     ws_model_config cfg;
     int64_t version;
-    int64_t unloadable; /* a recorded version that failed to load: not tried again */
+    int64_t unloadable; /* a recorded version that failed to load (not tried again): the
+                           current one in SQLite while an older one is served; 0 none */
     int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_online_trainer *trainer;
@@ -62,9 +63,11 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
                              ws_error *err);
 ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
 ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
-/* Publishes the model's current parameters as version+1 (versions.h);
+/* Applies the trainer's summed gradients to em (ws_online_update) and publishes
+ * the result as the model's next version (versions.h); on any failure em's
+ * parameters and AdamW state are those of the version it served before.
  * WS_ERR_CONFLICT when another process published a version meanwhile. */
-ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err);
+ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err);
 /* Serves each model's current version as recorded in SQLite, loading those that
  * another process recorded (api.md, Online training: an external version wins). */
 void ws_eng_models_sync(ws_engine *e);
@@ -84,8 +87,9 @@ ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, 
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
-/* Removes temporary files (WS_SRV_UPLOAD_PREFIX) a crash left in models/. */
-void ws_eng_uploads_clean(ws_engine *e);
+/* Removes the temporary files a crash left in models/: uploads
+ * (WS_SRV_UPLOAD_PREFIX) and checkpoints being saved by a process now gone. */
+void ws_eng_tmp_clean(ws_engine *e);
 
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed). */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);

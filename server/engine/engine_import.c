@@ -9,6 +9,7 @@
  * refused or failed import leaves no file, row or vocabulary entry behind. */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,7 +197,18 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
     return WS_OK;
 }
 
-void ws_eng_uploads_clean(ws_engine *e)
+/* A checkpoint's temporary file ("<file>.tmp.<pid>.<seq>": safetensors.c)
+ * whose writer is gone. A live pid may be an offline retrain writing now. */
+static int stale_checkpoint_tmp(const char *name)
+{
+    const char *t = strstr(name, ".safetensors.tmp.");
+    if (!t) return 0;
+    char *end;
+    long pid = strtol(t + strlen(".safetensors.tmp."), &end, 10);
+    return pid > 0 && *end == '.' && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+void ws_eng_tmp_clean(ws_engine *e)
 {
     char dir[WS_SRV_PATH_MAX + 16];
     snprintf(dir, sizeof dir, "%s/models", e->cfg.data_dir);
@@ -205,7 +217,8 @@ void ws_eng_uploads_clean(ws_engine *e)
     /* The data-directory lock makes this the only daemon: any upload is stale. */
     size_t np = strlen(WS_SRV_UPLOAD_PREFIX);
     for (struct dirent *de; (de = readdir(d));) {
-        if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0) continue;
+        if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0 && !stale_checkpoint_tmp(de->d_name))
+            continue;
         char path[WS_SRV_PATH_MAX + 300];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (unlink(path) != 0 && errno != ENOENT)

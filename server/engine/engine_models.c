@@ -9,7 +9,12 @@
  * fsync, rename) under SQLite's write lock and only then recorded (versions.h),
  * so a crash between the two leaves an unreferenced file, never a referenced
  * missing one. SQLite is the authority on the vocabulary: a checkpoint's
- * vocabulary is a prefix of it. */
+ * vocabulary is a prefix of it.
+ *
+ * Only a published version is ever served: online training applies an update
+ * to the served parameters only inside ws_eng_model_update, which publishes
+ * them before the engine thread serves again and restores the parameters it
+ * had (the published version's) when the publish fails. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,13 +93,40 @@ ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name)
     return NULL;
 }
 
+/* Loads the model's current version into em or, when that file is damaged
+ * (ws_srv_version_load's WS_ERR_FORMAT) or unreadable, the newest older
+ * version that is intact, said on stderr and kept in em->unloadable (shown in
+ * GET /v1/models/{name} and /metrics). No intact version: the daemon does not
+ * start, with the current version's error. */
+static ws_status load_intact(ws_engine *e, const ws_srv_model_row *row, ws_eng_model *em,
+                             ws_error *err)
+{
+    const char *dir = e->cfg.data_dir;
+    em->version = row->version;
+    ws_status s = ws_srv_version_load(e->st, dir, row->id, row->version, e->be, &em->m, err);
+    if (s != WS_ERR_FORMAT && s != WS_ERR_IO) return s;
+    ws_error current = *err;
+    fprintf(stderr, "worldstated: model %s: version %lld cannot be served: %s\n", row->name,
+            (long long)row->version, current.msg);
+    for (int64_t v = row->version - 1; v >= 1; v--) {
+        ws_error older = {0};
+        if (ws_srv_version_load(e->st, dir, row->id, v, e->be, &em->m, &older) != WS_OK) continue;
+        fprintf(stderr, "worldstated: model %s: serving version %lld, the newest intact one\n",
+                row->name, (long long)v);
+        em->version = v, em->unloadable = row->version;
+        return WS_OK;
+    }
+    return ws_error_set(err, s, "model %s has no intact version to serve (version %lld: %s)",
+                        row->name, (long long)row->version, current.msg);
+}
+
 static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
 {
     ws_eng_model *em = table_add(e, err);
     if (!em) return WS_ERR_NOMEM;
-    WS_TRY(ws_srv_version_load(e->st, row->id, row->version, e->be, &em->m, err));
+    WS_TRY(load_intact(e, row, em, err));
     e->n_models++;
-    em->id = row->id, em->version = row->version;
+    em->id = row->id;
     strcpy(em->name, row->name);
     em->tr = ws_srv_training_default();
     cJSON *tj = cJSON_Parse(row->training);
@@ -115,16 +147,16 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     ws_status s = ws_srv_model_rows_read(e->st, &rows, err);
     for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
     ws_srv_model_rows_free(&rows);
-    if (s == WS_OK) ws_eng_uploads_clean(e); /* uploads a crash left behind */
+    if (s == WS_OK) ws_eng_tmp_clean(e); /* temporary files a crash left behind */
     if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
     return s;
 }
 
-/* Records a new model, its version 1 (path, note) and m's vocabulary in one
- * transaction. */
+/* Records a new model, its version 1 (the file at its path, with note) and m's
+ * vocabulary in one transaction. */
 static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
-                              const ws_srv_training *tr, const char *path, const char *note,
-                              int64_t *id, ws_error *err)
+                              const ws_srv_training *tr, const char *note, int64_t *id,
+                              ws_error *err)
 {
     cJSON *cj = ws_model_config_to_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
     char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL;
@@ -134,7 +166,7 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
                                  : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
-    if (s == WS_OK) s = ws_store_version_add(e->st, *id, 1, path, note, err);
+    if (s == WS_OK) s = ws_srv_version_record(e->st, e->cfg.data_dir, name, *id, 1, note, err);
     if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
     if (s == WS_OK)
         s = ws_store_commit(e->st, err);
@@ -158,7 +190,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
      * committed model is always served. */
     ws_status s = model_attach(e, &tmp, err);
     if (s == WS_OK) s = table_reserve(e, err);
-    if (s == WS_OK) s = record_model(e, name, m, tr, path, note, &tmp.id, err);
+    if (s == WS_OK) s = record_model(e, name, m, tr, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
         /* Not recorded: nobody refers to the file (a crash before this point
@@ -197,13 +229,48 @@ ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_con
     return ws_eng_model_install(e, name, m, tr, path, WS_SRV_NOTE_CREATED, out, err);
 }
 
-ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err)
+/* A model's parameters and AdamW state in host memory. */
+typedef struct {
+    float *host; /* parameters, first moments, second moments */
+    int optim_steps;
+} weights_copy;
+
+static ws_status weights_take(ws_model *m, weights_copy *c, ws_error *err)
 {
-    int64_t v = 0;
-    WS_TRY(ws_srv_version_publish(e->st, e->cfg.data_dir, em->name, em->id, em->m, em->version,
+    size_t n = ws_model_n_params(m);
+    ws_backend *be = ws_model_backend(m);
+    c->optim_steps = ws_model_optim_steps(m);
+    c->host = malloc(sizeof(float) * 3 * n);
+    if (!c->host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    ws_status s = ws_backend_download(be, c->host, ws_model_params(m), sizeof(float) * n);
+    if (s == WS_OK) s = ws_backend_download(be, c->host + n, ws_model_adam_m(m), sizeof(float) * n);
+    if (s == WS_OK)
+        s = ws_backend_download(be, c->host + 2 * n, ws_model_adam_v(m), sizeof(float) * n);
+    return s == WS_OK ? WS_OK : ws_error_set(err, s, "cannot copy the model's parameters");
+}
+
+static ws_status weights_put(ws_model *m, const weights_copy *c, ws_error *err)
+{
+    size_t n = ws_model_n_params(m);
+    ws_backend *be = ws_model_backend(m);
+    ws_model_set_optim_steps(m, c->optim_steps);
+    ws_status s = ws_backend_upload(be, ws_model_params(m), c->host, sizeof(float) * n);
+    if (s == WS_OK) s = ws_backend_upload(be, ws_model_adam_m(m), c->host + n, sizeof(float) * n);
+    if (s == WS_OK)
+        s = ws_backend_upload(be, ws_model_adam_v(m), c->host + 2 * n, sizeof(float) * n);
+    return s == WS_OK ? WS_OK : ws_error_set(err, s, "cannot restore the model's parameters");
+}
+
+/* Publishes em's parameters as the version after the greatest recorded one
+ * (one that cannot be served, em->unloadable, is superseded: training goes
+ * on); WS_ERR_CONFLICT when another process published meanwhile. */
+static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    int64_t v = 0, prev = em->unloadable > em->version ? em->unloadable : em->version;
+    WS_TRY(ws_srv_version_publish(e->st, e->cfg.data_dir, em->name, em->id, em->m, prev,
                                   "online training", &v, err));
     pthread_mutex_lock(&e->mu);
-    em->version = v;
+    em->version = v, em->unloadable = 0;
     pthread_mutex_unlock(&e->mu);
     /* Retention: online training makes a version per AdamW step, so only the
      * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
@@ -216,6 +283,22 @@ ws_status ws_eng_model_new_version(ws_engine *e, ws_eng_model *em, ws_error *err
                     strerror(errno));
     }
     return WS_OK;
+}
+
+ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    weights_copy served = {0};
+    ws_status s = weights_take(em->m, &served, err);
+    if (s == WS_OK) s = ws_online_update(em->trainer, em->m, &em->tr, err);
+    if (s == WS_OK) s = publish(e, em, err);
+    /* Not published: the published version's parameters are served again, and
+     * training goes on from them (the update's examples are spent). */
+    ws_error put_err = {0};
+    if (s != WS_OK && served.host && weights_put(em->m, &served, &put_err) != WS_OK)
+        fprintf(stderr, "worldstated: model %s: %s; serving unpublished parameters\n", em->name,
+                put_err.msg);
+    free(served.host);
+    return s;
 }
 
 ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version,
@@ -236,22 +319,18 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
     em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
     ws_online_discard_gradients(em->trainer);
     pthread_mutex_lock(&e->mu);
-    em->version = version;
+    em->version = version, em->unloadable = 0;
     pthread_mutex_unlock(&e->mu);
     return WS_OK;
 }
 
 /* Serves version `version` of em from now on: the checkpoint replaces the
- * model (same configuration, so the batch and state buffers stay). */
+ * model (the model's recorded configuration, checked by the load, so the batch
+ * and state buffers stay). */
 static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, ws_error *err)
 {
     ws_model *m = NULL;
-    WS_TRY(ws_srv_version_load(e->st, em->id, version, e->be, &m, err));
-    if (!ws_srv_config_equal(ws_model_config_of(m), &em->cfg)) {
-        ws_model_free(m);
-        return ws_error_set(err, WS_ERR_FORMAT, "version %lld has another configuration",
-                            (long long)version);
-    }
+    WS_TRY(ws_srv_version_load(e->st, e->cfg.data_dir, em->id, version, e->be, &m, err));
     return ws_eng_model_adopt(e, em, m, version, err);
 }
 

@@ -13,7 +13,8 @@
  * only get their labels stored, for offline retraining). Steps with raw vector
  * facts are not trained on online (their vectors are not kept).
  * The engine calls ws_online_run when it has no serving work: one TRAIN pass
- * over up to 8 ready examples; every update_every examples one AdamW step. */
+ * over up to 8 ready examples; every update_every examples it applies the
+ * summed gradients (ws_online_update) as part of publishing a version. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,11 +211,11 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t)
     return s;
 }
 
-ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated,
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
                         ws_error *err)
 {
     ws_model *m = ws_exec_model(x);
-    *updated = 0;
+    *due = 0;
     int n = t->n_ready < TRAIN_CHUNK ? t->n_ready : TRAIN_CHUNK;
     if (n == 0 || !tr->enabled) return WS_OK;
     ws_batch *b = t->batch;
@@ -247,7 +248,13 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     t->loss_n++;
     t->since_update += n;
     t->calls++;
-    if (t->since_update < tr->update_every) return WS_OK;
+    *due = t->since_update >= tr->update_every;
+    return WS_OK;
+}
+
+ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,
+                           ws_error *err)
+{
     ws_optim_config oc = ws_optim_config_default();
     oc.lr = tr->lr;
     oc.grad_scale = 1.0f / (float)t->calls; /* the mean over the accumulated passes */
@@ -256,6 +263,5 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     t->stats.last_loss = t->loss_sum / (float)t->loss_n;
     t->stats.updates++;
     t->loss_sum = 0, t->loss_n = 0, t->since_update = 0, t->calls = 0;
-    *updated = 1;
     return WS_OK;
 }

@@ -39,9 +39,13 @@ int ws_online_ready(const ws_online_trainer *t);
 void ws_online_discard_gradients(ws_online_trainer *t);
 ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
 /* One training pass over up to 8 ready examples in context x (on the model the
- * trainer was made for); *updated = 1 after an AdamW step (the caller
- * checkpoints the new version). */
-ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *updated,
+ * trainer was made for), its gradients summed into the model's; *due = 1 once
+ * update_every examples are summed: the caller applies them (ws_online_update)
+ * when it publishes the new version. */
+ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
                         ws_error *err);
+/* One AdamW step of m with the summed gradients (which it zeroes). */
+ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,
+                           ws_error *err);
 
 #endif

@@ -26,7 +26,8 @@ ws_status ws_off_work_open(ws_off_work *w, const ws_off_options *o, int64_t vers
     WS_TRY(ws_store_model_find(w->corpus.st, o->model, &w->row, err));
     w->version = version > 0 ? version : w->row.current_version;
     WS_TRY(ws_backend_cpu_new(&w->be, o->threads, err));
-    return ws_srv_version_load(w->corpus.st, w->row.id, w->version, w->be, &w->corpus.m, err);
+    return ws_srv_version_load(w->corpus.st, o->data_dir, w->row.id, w->version, w->be,
+                               &w->corpus.m, err);
 }
 
 void ws_off_work_close(ws_off_work *w)

@@ -210,7 +210,7 @@ ws_status ws_sqlite_version_max(ws_store *store, int64_t model, int64_t *max, ws
 }
 
 ws_status ws_sqlite_version_add(ws_store *store, int64_t model, int64_t version, const char *path,
-                                const char *note, ws_error *err)
+                                const char *sha256, const char *note, ws_error *err)
 {
     ws_sqlite *s = ws_sqlite_of(store);
     ws_sqlite_op op;
@@ -231,6 +231,7 @@ ws_status ws_sqlite_version_add(ws_store *store, int64_t model, int64_t version,
         if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 3, path, err);
         if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 4, note ? note : "", err);
         if (r == WS_OK) r = ws_sqlite__bind_int64(s, st, 5, ws_clock_wall_ms(), err);
+        if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 6, sha256, err);
         if (r == WS_OK) r = ws_sqlite__exec(s, st, err, "storage: recording a model version");
         ws_sqlite__done(st);
     }
@@ -248,12 +249,14 @@ static ws_status read_version(sqlite3_stmt *st, ws_store_version *v, int own, ws
     if (own) {
         ws_status r = ws_sqlite__dup_column(st, 2, &v->path, err);
         if (r == WS_OK) r = ws_sqlite__dup_column(st, 3, &v->note, err);
+        if (r == WS_OK) r = ws_sqlite__dup_column(st, 5, &v->sha256, err);
         if (r != WS_OK) ws_store_version_clear(v);
         return r;
     }
     v->path = (char *)sqlite3_column_text(st, 2);
     v->note = (char *)sqlite3_column_text(st, 3);
-    if (!v->path || !v->note) /* NOT NULL columns: only OOM */
+    v->sha256 = (char *)sqlite3_column_text(st, 5);
+    if (!v->path || !v->note || !v->sha256) /* NOT NULL columns: only OOM */
         return ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory reading a version");
     return WS_OK;
 }

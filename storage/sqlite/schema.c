@@ -90,6 +90,10 @@ static const char *const migrations[WS_STORE_SCHEMA_VERSION] = {
     "  time_ms INTEGER NOT NULL);"
     /* paging by (session, step), one step per session once, cascade deletes */
     "CREATE UNIQUE INDEX step_log_session_step ON step_log(session, step);",
+
+    /* 1 -> 2: each version's checkpoint SHA-256, checked when it is loaded;
+     * versions recorded before have none ('') and load unchecked. */
+    "ALTER TABLE model_versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';",
 };
 
 /* Reads an integer PRAGMA (not prepared once: runs only at open). */

@@ -50,12 +50,12 @@
     X(MODEL_DELETE, "DELETE FROM models WHERE id = ?1")                                     \
     X(MODEL_SESSIONS, "SELECT count(*) FROM sessions WHERE model = ?1")                     \
     X(VERSION_MAX, "SELECT coalesce(max(version), 0) FROM model_versions WHERE model = ?1") \
-    X(VERSION_INSERT, "INSERT INTO model_versions(model, version, path, note, created_ms) " \
-                      "VALUES(?1, ?2, ?3, ?4, ?5)")                                          \
-    X(VERSION_GET, "SELECT model, version, path, note, created_ms FROM model_versions "     \
-                   "WHERE model = ?1 AND version = ?2")                                     \
-    X(VERSION_LIST, "SELECT model, version, path, note, created_ms FROM model_versions "    \
-                    "WHERE model = ?1 ORDER BY version")                                    \
+    X(VERSION_INSERT, "INSERT INTO model_versions(model, version, path, note, created_ms, " \
+                      "sha256) VALUES(?1, ?2, ?3, ?4, ?5, ?6)")                              \
+    X(VERSION_GET, "SELECT model, version, path, note, created_ms, sha256 "                 \
+                   "FROM model_versions WHERE model = ?1 AND version = ?2")                 \
+    X(VERSION_LIST, "SELECT model, version, path, note, created_ms, sha256 "                \
+                    "FROM model_versions WHERE model = ?1 ORDER BY version")                \
     /* vocabulary: ids are dense, so max(id)+1 is the count in one index probe */          \
     X(VOCAB_NEXT, "SELECT coalesce(max(id) + 1, 0) FROM vocab WHERE model = ?1")            \
     X(VOCAB_INSERT, "INSERT INTO vocab(model, id, symbol) VALUES(?1, ?2, ?3)")              \

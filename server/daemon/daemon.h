@@ -3,10 +3,12 @@
  * worldstated is an HTTP edge over the engine library (server/engine/engine.h).
  * Flow: an HTTP thread (ws_http_*) finds the request's row in the route table
  * (routes.h), accumulates the body, checks the key the row asks for
- * (ws_auth_*), and the row's handler either answers from storage directly
- * (session CRUD, log pages, model listings) or parses the JSON body into a
- * native ws_job, hands it to the engine (ws_http_submit) and suspends the
- * connection. The engine thread batches jobs, runs the model, commits one
+ * (ws_auth_*), and the row's handler either answers a read from storage
+ * directly (a session, lists, log pages, model listings) or parses the request
+ * into a native ws_job, hands it to the engine (ws_http_submit) and suspends
+ * the connection: every storage write runs on the engine thread, so that no
+ * HTTP thread (and no connection it serves, /healthz included) waits for
+ * SQLite's write lock. The engine thread batches jobs, runs the model, commits one
  * transaction per group, writes each job's native result and calls the job's
  * callback, which resumes the connection; the HTTP thread then turns the result
  * into a status and JSON (ws_http_job_reply) and sends it. */

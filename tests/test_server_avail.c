@@ -8,16 +8,15 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "db_damage.h"
 #include "test_server_util.h"
 #include "test_util.h"
 
@@ -198,9 +197,9 @@ static long readyz(const ws_ts_daemon *d, char *reason, size_t cap)
     return st;
 }
 
-/* A disk that fills up: the daemon runs under a file-size limit (RLIMIT_FSIZE,
- * SIGXFSZ ignored, so writes past it fail as on a full disk, even as root,
- * where a read-only file would still be writable). */
+/* A disk that fills up: the daemon runs under a file-size limit, so writes
+ * past it fail as on a full disk (even as root, where a read-only file would
+ * still be writable). */
 static void test_storage_full(void **state)
 {
     (void)state;
@@ -212,14 +211,9 @@ static void test_storage_full(void **state)
     assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
     assert_int_equal(ws_ts_stop(&d), 0);
 
-    struct rlimit old, lim;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-    lim = old;
-    lim.rlim_cur = 256 << 10;
-    assert_true(signal(SIGXFSZ, SIG_IGN) != SIG_ERR);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0); /* the daemon inherits it */
+    ws_test_file_limit(256 << 10); /* the daemon inherits it */
     int started = ws_ts_start(&d, dir, NULL);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    ws_test_file_limit(0);
     assert_int_equal(started, 0);
     assert_int_equal(readyz(&d, why, sizeof why), 200);
 
@@ -237,33 +231,6 @@ static void test_storage_full(void **state)
     ws_ts_cleanup(dir);
 }
 
-/* Overwrites the root page of table `name` in the database file with junk. */
-static void corrupt_table(const char *db, const char *name)
-{
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(h,
-                                        "SELECT rootpage, (SELECT page_size FROM pragma_page_size)"
-                                        " FROM sqlite_master WHERE name = ?",
-                                        -1, &st, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    long page = (long)sqlite3_column_int64(st, 0), size = (long)sqlite3_column_int64(st, 1);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    FILE *f = fopen(db, "r+b");
-    assert_non_null(f);
-    char junk[512];
-    memset(junk, 0x5a, sizeof junk);
-    assert_int_equal(fseek(f, (page - 1) * size, SEEK_SET), 0);
-    assert_int_equal(fwrite(junk, 1, sizeof junk, f), sizeof junk);
-    assert_int_equal(fclose(f), 0);
-}
-
 static void test_storage_corrupt(void **state)
 {
     (void)state;
@@ -276,7 +243,7 @@ static void test_storage_corrupt(void **state)
     assert_int_equal(step(&d, id, NULL, 0), 200);
     assert_int_equal(ws_ts_stop(&d), 0);
     snprintf(db, sizeof db, "%s/worldstate.db", dir);
-    corrupt_table(db, "sessions");
+    ws_test_corrupt_root(db, "sessions");
 
     assert_int_equal(ws_ts_start(&d, dir, NULL), 0);
     assert_int_equal(step(&d, id, code, sizeof code), 500);

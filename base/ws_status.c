@@ -28,6 +28,8 @@ const char *ws_status_name(ws_status s)
     case WS_ERR_NOTFOUND: return "not found";
     case WS_ERR_CONFLICT: return "conflict";
     case WS_ERR_STORAGE: return "storage failure";
+    case WS_ERR_UNAVAILABLE: return "storage unavailable";
+    case WS_ERR_CORRUPT: return "storage corrupt";
     }
     return "unknown";
 }

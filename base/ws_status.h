@@ -17,7 +17,10 @@ typedef enum {
     WS_ERR_UNSUPPORTED, /* the build or device lacks what was asked for */
     WS_ERR_NOTFOUND,
     WS_ERR_CONFLICT,
-    WS_ERR_STORAGE
+    WS_ERR_STORAGE,     /* storage is busy (locked past its timeout) or failed otherwise */
+    WS_ERR_UNAVAILABLE, /* storage cannot write now: disk full, I/O error, read-only, gone */
+    WS_ERR_CORRUPT      /* storage is damaged (a bad page, not a database): an operator's
+                           matter, never the request's fault */
 } ws_status;
 
 typedef struct {

@@ -3,7 +3,8 @@
  * and tenant isolation, group commit with a stale expect_step, rollback,
  * bit-exact states (also re-derived ones), the step log, vocabularies, models
  * and versions, API keys (stored hashed only), two writer threads; the data
- * location and its schemes; and SHA-256 against the FIPS 180-4 examples.
+ * location and its schemes; storage errors by kind (a full disk: unavailable,
+ * a damaged page: corrupt); and SHA-256 against the FIPS 180-4 examples.
  * Checks that look past the API into the SQLite file run on SQLite only. */
 #define _GNU_SOURCE /* memmem */
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db_damage.h"
 #include "storage/sha256.h"
 #include "storage/storage.h"
 
@@ -1152,6 +1154,43 @@ static void test_two_writer_threads(void **state)
 
 /* ---- fixture ------------------------------------------------------------------ */
 
+/* Storage errors by kind, as the daemon answers them: a write past a full disk
+ * is WS_ERR_UNAVAILABLE (503 storage_unavailable), a damaged page
+ * WS_ERR_CORRUPT (500 storage_corrupt) — neither a caller's format error. */
+static void test_error_kinds(void **state)
+{
+    (void)state;
+    if (!on_sqlite()) return;
+    fixture f = make_fixture("kinds.db");
+    char id[WS_STORE_ID_LEN + 1], buf[64];
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 0, id, &e_));
+    float *w = make_state(3, 64, 64); /* 16 KiB a step */
+    ws_error err = {0};
+    ws_status st = WS_OK;
+    ws_test_file_limit(256 << 10);
+    for (int step = 0; step < 64 && st == WS_OK; step++) {
+        ws_store_log_entry e = entry_for(step + 1, buf, sizeof buf);
+        st = ws_store_begin(f.s, &err);
+        if (st == WS_OK) st = ws_store_apply_step(f.s, f.acme, id, step, w, 64, 64, &e, NULL, &err);
+        if (st == WS_OK) st = ws_store_commit(f.s, &err);
+    }
+    ws_test_file_limit(0);
+    expect_status(st, WS_ERR_UNAVAILABLE, &err, "a write past a full disk");
+    OK(ws_store_rollback(f.s, &e_));
+    ws_store_close(f.s);
+    free(w);
+
+    char path[128];
+    path_in(path, sizeof path, "kinds.db");
+    ws_test_corrupt_root(path, "sessions");
+    ws_store *s = open_db("kinds.db", WS_STORE_DURABILITY_NORMAL);
+    ws_store_session got = {0};
+    expect_status(ws_store_session_get(s, f.acme, id, 0, &got, &err), WS_ERR_CORRUPT, &err,
+                  "a read of a damaged page");
+    ws_store_session_clear(&got);
+    ws_store_close(s);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1194,6 +1233,7 @@ int main(void)
         cmocka_unit_test(test_models_and_versions),
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
+        cmocka_unit_test(test_error_kinds),
     };
     int failed = cmocka_run_group_tests_name("storage", shared, setup, teardown);
     /* A new backend gets every case by its registry line alone. */

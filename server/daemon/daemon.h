@@ -3,10 +3,12 @@
  * worldstated is an HTTP edge over the engine library (server/engine/engine.h).
  * Flow: an HTTP thread (ws_http_*) finds the request's row in the route table
  * (routes.h), accumulates the body, checks the key the row asks for
- * (ws_auth_*), and the row's handler either answers from storage directly
- * (session CRUD, log pages, model listings) or parses the JSON body into a
- * native ws_job, hands it to the engine (ws_http_submit) and suspends the
- * connection. The engine thread batches jobs, runs the model, commits one
+ * (ws_auth_*), and the row's handler either answers a read from storage
+ * directly (a session, lists, log pages, model listings) or parses the request
+ * into a native ws_job, hands it to the engine (ws_http_submit) and suspends
+ * the connection: every storage write runs on the engine thread, so that no
+ * HTTP thread (and no connection it serves, /healthz included) waits for
+ * SQLite's write lock. The engine thread batches jobs, runs the model, commits one
  * transaction per group, writes each job's native result and calls the job's
  * callback, which resumes the connection; the HTTP thread then turns the result
  * into a status and JSON (ws_http_job_reply) and sends it. */
@@ -39,6 +41,12 @@ typedef struct {
     int64_t max_sessions;   /* per tenant */
     int request_timeout_ms; /* engine deadline of a queued job */
     int max_queue;          /* jobs waiting in the engine before 503 */
+    /* Connection bounds (http.c): a client that opens connections and trickles
+     * bytes holds at most max_connections_per_ip of the max_connections slots,
+     * and each for at most connection_timeout_s without a byte. */
+    int max_connections;
+    int max_connections_per_ip;
+    int connection_timeout_s;
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);
@@ -53,6 +61,10 @@ typedef struct ws_srv {
     int64_t default_tenant;
     pthread_key_t store_key; /* one ws_store per HTTP thread */
     atomic_int stopping;
+    /* WS_ERR_UNAVAILABLE or WS_ERR_CORRUPT while the latest write the engine
+     * reported failed for that reason (0 once one succeeds): /readyz says not
+     * ready without touching storage itself (ws_srv_storage_note). */
+    atomic_int storage_fault;
 } ws_srv;
 
 /* The calling thread's storage connection (opened on first use). */
@@ -100,6 +112,8 @@ void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id,
                             ws_error *err);
 ws_status ws_srv_models_json(ws_store *st, cJSON **out, ws_error *err);
+/* A session as the API shows it (routes_sessions.c); NULL when out of memory. */
+cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s);
 
 /* ---- auth --------------------------------------------------------------- */
 /* Fills who from the Authorization header; WS_ERR_NOTFOUND: 401. */
@@ -112,6 +126,9 @@ int ws_auth_is_loopback(const char *host);
 ws_status ws_srv_engine_start(ws_srv *srv, ws_error *err);
 /* A finished job's result as the API answers it: status + JSON into a. */
 void ws_http_job_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a);
+/* Records the outcome of a write for /readyz: a storage that cannot write or
+ * is damaged makes the daemon not ready until a write succeeds again. */
+void ws_srv_storage_note(ws_srv *srv, ws_status s);
 
 /* ---- metrics ------------------------------------------------------------ */
 /* label: a route label slot (routes.h) */

@@ -71,6 +71,8 @@ int ws_http_status_of(ws_status s, const char **code)
     case WS_ERR_CONFLICT: *code = "conflict"; return 409;
     case WS_ERR_UNSUPPORTED: *code = "unavailable"; return 503;
     case WS_ERR_STORAGE: *code = "storage_busy"; return 503;
+    case WS_ERR_UNAVAILABLE: *code = "storage_unavailable"; return 503;
+    case WS_ERR_CORRUPT: *code = "storage_corrupt"; return 500;
     default: *code = "internal"; return 500;
     }
 }
@@ -368,6 +370,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         ws_http_job_reply(srv, r->job, &a);
         ws_job_free(r->job);
         r->job = NULL;
+        if (a.raw) return send_response(conn, r, a.status, a.raw);
         return send_json(conn, r, a.status, a.json);
     }
     if (*upload_data_size) {
@@ -433,11 +436,18 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
         return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address",
                             srv->cfg.host);
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    /* The bounds keep a flood of slow connections from one client (each
+     * trickling a byte now and then) from taking every slot: MHD refuses its
+     * connections over the per-IP limit at accept and closes any connection
+     * idle for the timeout (a suspended one, waiting on the engine, is exempt:
+     * its job has a deadline). */
     srv->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+        (unsigned)srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)srv->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)srv->cfg.max_connections_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!srv->mhd)
         return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)",
                             srv->cfg.host, srv->cfg.port);

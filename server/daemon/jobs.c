@@ -43,6 +43,8 @@ static const struct {
     {WS_JOB_CONFIG_MISMATCH, 409, "config_mismatch"},
     {WS_JOB_VOCAB_MISMATCH, 409, "vocab_mismatch"},
     {WS_JOB_INCONSISTENT, 500, "internal"},
+    {WS_JOB_MODEL_NOT_FOUND, 404, "model_not_found"},
+    {WS_JOB_SESSION_LIMIT, 409, "session_limit"},
 };
 
 static void failure(const ws_job_result *r, ws_http_answer *a)
@@ -74,13 +76,50 @@ static void model_reply(ws_srv *srv, const ws_job *j, int status, ws_http_answer
     a->json = ws_http_error(code, "%s", err.msg);
 }
 
+/* A created session, read back as GET /v1/sessions/{id} shows it. */
+static void session_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a)
+{
+    ws_error err = {0};
+    ws_store *st = ws_srv_store(srv, &err);
+    ws_store_session sess = {0};
+    ws_status s = st ? ws_store_session_get(st, j->tenant, j->session, 0, &sess, &err) : err.code;
+    if (s == WS_OK && !(a->json = ws_srv_session_json(st, &sess)))
+        s = ws_error_set(&err, WS_ERR_NOMEM, "out of memory");
+    ws_store_session_clear(&sess);
+    if (s == WS_OK) {
+        a->status = 201;
+        return;
+    }
+    const char *code;
+    a->status = ws_http_status_of(s, &code);
+    a->json = ws_http_error(code, "%s", err.msg);
+}
+
+void ws_srv_storage_note(ws_srv *srv, ws_status s)
+{
+    if (s == WS_OK || s == WS_ERR_UNAVAILABLE || s == WS_ERR_CORRUPT)
+        atomic_store(&srv->storage_fault, (int)s);
+}
+
+/* Jobs that write to storage when they succeed (a query writes nothing). */
+static int writes(ws_job_kind k)
+{
+    return k != WS_JOB_QUERY;
+}
+
 void ws_http_job_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a)
 {
     const ws_job_result *r = &j->result;
+    if (r->status != WS_OK || writes(j->kind)) ws_srv_storage_note(srv, r->status);
     if (r->status != WS_OK) return failure(r, a);
     switch (j->kind) {
     case WS_JOB_MODEL_CREATE: return model_reply(srv, j, 201, a);
     case WS_JOB_MODEL_IMPORT: return model_reply(srv, j, r->created ? 201 : 200, a);
+    case WS_JOB_SESSION_CREATE: return session_reply(srv, j, a);
+    case WS_JOB_SESSION_DELETE:
+        a->status = 204;
+        a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        return;
     case WS_JOB_TRAINING_SET:
         a->status = 200;
         a->json = ws_srv_training_json(&r->training);

@@ -26,7 +26,10 @@ ws_srv_config ws_srv_config_default(void)
                        .durability = WS_STORE_DURABILITY_NORMAL,
                        .max_sessions = 100000,
                        .request_timeout_ms = 30000,
-                       .max_queue = 4096};
+                       .max_queue = 4096,
+                       .max_connections = 4096,
+                       .max_connections_per_ip = 64,
+                       .connection_timeout_s = 10};
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
@@ -125,6 +128,12 @@ static const ws_cli_opt flags[] = {
         "sessions per tenant (100000)"),
     NUM("request-timeout-ms", WS_OPT_INT, cfg.request_timeout_ms, 100, 3600000, "N", SERVE,
         "longest a request waits in the engine queue (30000)"),
+    NUM("max-connections", WS_OPT_INT, cfg.max_connections, 16, 65536, "N", SERVE,
+        "open connections in all; more are refused at accept (4096)"),
+    NUM("max-connections-per-ip", WS_OPT_INT, cfg.max_connections_per_ip, 1, 65536, "N", SERVE,
+        "open connections from one client address (64)"),
+    NUM("connection-timeout-s", WS_OPT_INT, cfg.connection_timeout_s, 1, 3600, "N", SERVE,
+        "a connection idle this long (no byte in or out) is closed (10)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),

@@ -76,7 +76,8 @@ const char *ws_route_label_name(int label)
     return label >= 0 && label < N_ROUTES ? table[label].name : "other";
 }
 
-/* The process is up and serving HTTP. */
+/* The process is up and serving HTTP: answered from memory, never from
+ * storage, so that a held lock or a slow disk cannot delay it. */
 void ws_route_healthz(ws_http_ctx *c, ws_http_answer *a)
 {
     (void)c;
@@ -85,22 +86,35 @@ void ws_route_healthz(ws_http_ctx *c, ws_http_answer *a)
     cJSON_AddStringToObject(a->json, "status", "ok");
 }
 
-/* Ready: not shutting down, and storage answers. */
+/* Why the daemon is not ready, or NULL: stopping, the latest write failed
+ * (storage cannot commit), or storage does not answer a read. */
+static const char *not_ready(ws_srv *srv, ws_store_info *info, ws_error *err)
+{
+    if (atomic_load(&srv->stopping)) return "shutting down";
+    switch ((ws_status)atomic_load(&srv->storage_fault)) {
+    case WS_ERR_UNAVAILABLE: return "storage cannot commit: the latest write failed";
+    case WS_ERR_CORRUPT: return "storage is corrupt: the latest write failed";
+    default: break;
+    }
+    ws_store *st = ws_srv_store(srv, err);
+    if (!st || ws_store_get_info(st, info, err) != WS_OK) return err->msg;
+    return NULL;
+}
+
+/* Ready: not shutting down, storage commits and answers. */
 void ws_route_readyz(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
-    ws_store *st = ws_srv_store(c->srv, &err);
     ws_store_info info;
-    int stopping = atomic_load(&c->srv->stopping);
-    int ok = !stopping && st && ws_store_get_info(st, &info, &err) == WS_OK;
+    const char *why = not_ready(c->srv, &info, &err);
     a->json = cJSON_CreateObject();
-    a->status = ok ? 200 : 503;
-    cJSON_AddStringToObject(a->json, "status", ok ? "ready" : "not_ready");
-    if (ok) {
+    a->status = why ? 503 : 200;
+    cJSON_AddStringToObject(a->json, "status", why ? "not_ready" : "ready");
+    if (!why) {
         cJSON_AddStringToObject(a->json, "durability", info.synchronous == 2 ? "full" : "normal");
         cJSON_AddNumberToObject(a->json, "queue_depth", ws_engine_queue_depth(c->srv->engine));
     } else {
-        cJSON_AddStringToObject(a->json, "reason", stopping ? "shutting down" : err.msg);
+        cJSON_AddStringToObject(a->json, "reason", why);
     }
 }
 

@@ -1,5 +1,7 @@
-/* routes_sessions.c — /v1/sessions...: CRUD and the log answer from storage on
- * the HTTP thread; steps, queries and labels become engine jobs. */
+/* routes_sessions.c — /v1/sessions...: reads (a session, lists, the log)
+ * answer from storage on the HTTP thread; every write (create, delete, steps,
+ * queries, labels) becomes an engine job, so that no HTTP thread waits for
+ * SQLite's write lock. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +60,7 @@ static int arg_int(ws_http_ctx *c, const char *name, int64_t lo, int64_t hi, int
     return 1;
 }
 
-static cJSON *session_json(ws_store *st, const ws_store_session *s)
+cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -75,10 +77,23 @@ static cJSON *session_json(ws_store *st, const ws_store_session *s)
     return o;
 }
 
+/* A session-level job (create, delete) for the tenant, or NULL with a 500 in a. */
+static ws_job *session_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
+{
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        fail_code(a, 500, "internal", "out of memory");
+        return NULL;
+    }
+    j->kind = kind;
+    j->tenant = c->who.tenant;
+    if (c->params[0]) snprintf(j->session, sizeof j->session, "%s", c->params[0]);
+    return j;
+}
+
 void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
 {
-    ws_store *st = session_store(c, a);
-    if (!st) return;
+    if (!session_store(c, a)) return;
     static const char *const fields[] = {"model", NULL};
     ws_error err = {0};
     cJSON *body = NULL;
@@ -97,28 +112,16 @@ void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
         }
         if (mn) name = mn->valuestring;
     }
-    ws_store_model m = {0};
-    ws_status s = ws_store_model_find(st, name, &m, &err);
-    if (s == WS_OK) {
-        char id[WS_STORE_ID_LEN + 1];
-        s = ws_store_session_create(st, c->who.tenant, m.id, NULL, 0, 0, m.current_version,
-                                    c->srv->cfg.max_sessions, id, &err);
-        if (s == WS_OK) {
-            ws_store_session sess = {0};
-            s = ws_store_session_get(st, c->who.tenant, id, 0, &sess, &err);
-            if (s == WS_OK) {
-                a->status = 201;
-                a->json = session_json(st, &sess);
-            }
-            ws_store_session_clear(&sess);
-        } else if (s == WS_ERR_CONFLICT) {
-            fail_code(a, 409, "session_limit", err.msg);
-        }
-    } else if (s == WS_ERR_NOTFOUND) {
-        fail_code(a, 404, "model_not_found", "no such model");
+    if (strlen(name) > WS_STORE_NAME_MAX) { /* no model has a longer name */
+        cJSON_Delete(body);
+        return fail_code(a, 404, "model_not_found", "no such model");
     }
-    if (s != WS_OK && !a->json) fail(a, s, &err);
-    ws_store_model_clear(&m);
+    ws_job *j = session_job(c, WS_JOB_SESSION_CREATE, a);
+    if (j) {
+        snprintf(j->model_name, sizeof j->model_name, "%s", name);
+        j->max_sessions = c->srv->cfg.max_sessions;
+        ws_http_submit(c, j, a);
+    }
     cJSON_Delete(body);
 }
 
@@ -364,7 +367,7 @@ void ws_route_session_get(ws_http_ctx *c, ws_http_answer *a)
     ws_status s = ws_store_session_get(st, c->who.tenant, c->params[0], 0, &sess, &err);
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
-    a->json = session_json(st, &sess);
+    a->json = ws_srv_session_json(st, &sess);
     cJSON_AddItemToObject(a->json, "state_shape",
                           cJSON_CreateIntArray((int[]){sess.rows, sess.cols}, 2));
     ws_store_session_clear(&sess);
@@ -372,13 +375,9 @@ void ws_route_session_get(ws_http_ctx *c, ws_http_answer *a)
 
 void ws_route_session_delete(ws_http_ctx *c, ws_http_answer *a)
 {
-    ws_store *st = session_store(c, a);
-    if (!st) return;
-    ws_error err = {0};
-    ws_status s = ws_store_session_delete(st, c->who.tenant, c->params[0], &err);
-    if (s != WS_OK) return fail(a, s, &err);
-    a->status = 204;
-    a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    if (!session_store(c, a)) return;
+    ws_job *j = session_job(c, WS_JOB_SESSION_DELETE, a);
+    if (j) ws_http_submit(c, j, a);
 }
 
 /* A step, query or labels job from the body, handed to the engine. */

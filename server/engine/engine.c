@@ -126,6 +126,8 @@ static void admin_job(ws_engine *e, ws_job *j)
 {
     if (j->kind == WS_JOB_MODEL_IMPORT) return import_job(e, j);
     if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
+    if (j->kind == WS_JOB_SESSION_CREATE || j->kind == WS_JOB_SESSION_DELETE)
+        return ws_eng_session_job(e, j);
     /* WS_JOB_MODEL_CREATE */
     ws_error err = {0};
     ws_eng_model *em;
@@ -219,8 +221,8 @@ static void *engine_main(void *arg)
             if (now > j->deadline_us) /* the client's wait is over: answer without running */
                 ws_eng_refuse(j, WS_JOB_DEADLINE, WS_ERR_UNSUPPORTED,
                               "the job waited too long in the queue");
-            else if (j->kind == WS_JOB_MODEL_CREATE || j->kind == WS_JOB_TRAINING_SET ||
-                     j->kind == WS_JOB_MODEL_IMPORT)
+            else if (j->kind != WS_JOB_STEP && j->kind != WS_JOB_QUERY &&
+                     j->kind != WS_JOB_LABELS) /* one at a time, outside the batch */
                 admin_job(e, j);
             else
                 jobs[m++] = j;

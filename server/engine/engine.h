@@ -46,12 +46,14 @@ ws_engine_config ws_engine_config_default(void);
 
 /* ---- jobs ---------------------------------------------------------------- */
 typedef enum {
-    WS_JOB_STEP,         /* instructions, then queries, on a session's state: a new step */
-    WS_JOB_QUERY,        /* queries on the session's current state: nothing changes */
-    WS_JOB_LABELS,       /* labels for the queries of a committed step */
-    WS_JOB_MODEL_CREATE, /* a new model with random parameters */
-    WS_JOB_TRAINING_SET, /* change some of a model's online-training settings */
-    WS_JOB_MODEL_IMPORT  /* a checkpoint file becomes a model, or a model's next version */
+    WS_JOB_STEP,           /* instructions, then queries, on a session's state: a new step */
+    WS_JOB_QUERY,          /* queries on the session's current state: nothing changes */
+    WS_JOB_LABELS,         /* labels for the queries of a committed step */
+    WS_JOB_MODEL_CREATE,   /* a new model with random parameters */
+    WS_JOB_TRAINING_SET,   /* change some of a model's online-training settings */
+    WS_JOB_MODEL_IMPORT,   /* a checkpoint file becomes a model, or a model's next version */
+    WS_JOB_SESSION_CREATE, /* a session on a model (model_name); its id into session */
+    WS_JOB_SESSION_DELETE  /* a session and its step log */
 } ws_job_kind;
 
 /* A fact: 1..max_fact_len symbols, or a vector of the model's d_raw numbers. */
@@ -73,8 +75,10 @@ typedef enum {
     WS_JOB_BAD_CHECKPOINT,  /* import: not a checkpoint, or a model this engine cannot hold */
     WS_JOB_CONFIG_MISMATCH, /* import: the checkpoint's config is not the model's */
     WS_JOB_VOCAB_MISMATCH,  /* import: a symbol id means another symbol in the model */
-    WS_JOB_INCONSISTENT     /* the data directory contradicts itself (a stored state that
+    WS_JOB_INCONSISTENT,    /* the data directory contradicts itself (a stored state that
                                 does not fit its model, a session's model not loaded) */
+    WS_JOB_MODEL_NOT_FOUND, /* session create: no model of that name */
+    WS_JOB_SESSION_LIMIT    /* session create: the tenant has max_sessions sessions */
 } ws_job_why;
 
 typedef struct {
@@ -98,9 +102,10 @@ typedef void ws_job_done_fn(ws_job *job, void *user);
 
 struct ws_job {
     ws_job_kind kind;
-    /* STEP, QUERY, LABELS */
+    /* STEP, QUERY, LABELS, SESSION_CREATE (session: the new id), SESSION_DELETE */
     int64_t tenant;
     char session[WS_STORE_ID_LEN + 1];
+    int64_t max_sessions;       /* SESSION_CREATE: the tenant's cap (0: none) */
     int64_t expect_step;        /* STEP: apply only at this step; -1 any */
     ws_job_fact *instr, *query; /* owned arrays (STEP: both; QUERY: queries) */
     int n_instr, n_query;
@@ -113,7 +118,7 @@ struct ws_job {
      * end, as it lists the log): STEP instr_json and query_json, labels_json
      * when labelled; LABELS labels_json. */
     char *instr_json, *query_json, *labels_json;
-    /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT */
+    /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT, SESSION_CREATE */
     char model_name[WS_STORE_NAME_MAX + 1];
     ws_model_config cfg;      /* MODEL_CREATE */
     uint64_t seed;            /* MODEL_CREATE */

@@ -91,6 +91,9 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
  * (WS_SRV_UPLOAD_PREFIX) and checkpoints being saved by a process now gone. */
 void ws_eng_tmp_clean(ws_engine *e);
 
+/* engine_sessions.c: WS_JOB_SESSION_CREATE and WS_JOB_SESSION_DELETE. */
+void ws_eng_session_job(ws_engine *e, ws_job *j);
+
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed). */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
 /* Completes a job whose result is written: hands it back through its callback. */

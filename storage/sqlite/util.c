@@ -8,15 +8,18 @@
 ws_status ws_sqlite__sqlfail(ws_sqlite *s, int rc, ws_error *err, const char *what)
 {
     ws_status code;
+    /* By kind, as the API answers it: a lock held too long passes (busy), a
+     * storage that cannot write stays so until an operator acts (unavailable),
+     * a damaged file is neither the request's fault nor transient (corrupt). */
     switch (rc & 0xff) { /* primary code of an extended one */
     case SQLITE_NOMEM: code = WS_ERR_NOMEM; break;
     case SQLITE_IOERR:
     case SQLITE_FULL:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
-    case SQLITE_PERM: code = WS_ERR_IO; break;
+    case SQLITE_PERM: code = WS_ERR_UNAVAILABLE; break;
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: code = WS_ERR_FORMAT; break;
+    case SQLITE_NOTADB: code = WS_ERR_CORRUPT; break;
     default: code = WS_ERR_STORAGE; break; /* BUSY/LOCKED (after the timeout), ... */
     }
     /* sqlite3_errmsg describes the connection's latest failure; use it only

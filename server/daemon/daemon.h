@@ -36,9 +36,10 @@ typedef struct {
     int batch_wait_us;
     ws_store_durability durability;
     int force_cpu;
-    int64_t max_sessions;   /* per tenant */
-    int request_timeout_ms; /* engine deadline of a queued job */
-    int max_queue;          /* jobs waiting in the engine before 503 */
+    int64_t max_sessions;    /* per tenant */
+    int request_timeout_ms;  /* engine deadline of a queued job */
+    int max_queue;           /* jobs waiting in the engine before 503 */
+    size_t max_model_memory; /* bytes all loaded models may take together (0: no bound) */
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);

@@ -351,7 +351,8 @@ static ws_engine_model_info info_of(const ws_eng_model *em)
                               .examples_trained = em->stats.examples_trained,
                               .examples_dropped = em->stats.examples_dropped,
                               .updates = em->stats.updates,
-                              .last_loss = em->stats.last_loss};
+                              .last_loss = em->stats.last_loss,
+                              .memory_bytes = em->bytes};
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

@@ -177,6 +177,7 @@ typedef struct {
     int examples_ready;
     int64_t examples_labelled, examples_trained, examples_dropped, updates;
     float last_loss;
+    size_t memory_bytes; /* ws_engine_model_bytes of its config */
 } ws_engine_model_info;
 
 /* The model of that id: 1 with *out filled, 0 when it is not loaded. */

@@ -7,6 +7,7 @@
  * engine thread, between batches, records and installs it (model_attach and one
  * SQLite transaction: the cheap part) and completes the job. A build holds its
  * name, so a second creation of it is refused as if the model existed. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +54,11 @@ void ws_eng_build_start(ws_engine *e, ws_job *j)
         return ws_eng_refuse(j, WS_JOB_FAILED, WS_ERR_CONFLICT, "model \"%s\" exists",
                              j->model_name);
     ws_error err = {0};
+    ws_status s = ws_model_config_validate(&j->cfg, &err); /* so a refusal below is its size */
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
     ws_eng_build *b = calloc(1, sizeof *b);
     if (!b) return ws_eng_fail(j, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
-    ws_status s = ws_eng_memory_reserve(e, &j->cfg, &b->bytes, &err);
+    s = ws_eng_memory_reserve(e, &j->cfg, &b->bytes, &err);
     if (s != WS_OK) {
         free(b);
         return ws_eng_refuse(j, WS_JOB_MODEL_TOO_LARGE, s, "%s", err.msg);
@@ -120,7 +123,8 @@ void ws_eng_builds_stop(ws_engine *e)
         pthread_join(b->thread, NULL);
         if (b->m) {
             ws_model_free(b->m);
-            if (unlink(b->path) != 0) fprintf(stderr, "worldstated: cannot remove %s\n", b->path);
+            if (unlink(b->path) != 0 && errno != ENOENT)
+                fprintf(stderr, "worldstated: cannot remove %s: %s\n", b->path, strerror(errno));
         }
         ws_eng_memory_release(e, b->bytes);
         ws_eng_refuse(b->job, WS_JOB_SHUTTING_DOWN, WS_ERR_UNSUPPORTED,

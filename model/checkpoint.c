@@ -317,6 +317,12 @@ static ws_status restore_optim(const char *path, const ws_st_file *f, ws_model *
 
 ws_status ws_checkpoint_load(ws_model **out, const char *path, ws_backend *be, ws_error *err)
 {
+    return ws_checkpoint_load_admit(out, path, be, NULL, NULL, err);
+}
+
+ws_status ws_checkpoint_load_admit(ws_model **out, const char *path, ws_backend *be,
+                                   ws_checkpoint_admit_fn *admit, void *ctx, ws_error *err)
+{
     *out = NULL;
     ws_st_file *f = NULL;
     ws_model *m = NULL;
@@ -341,6 +347,7 @@ ws_status ws_checkpoint_load(ws_model **out, const char *path, ws_backend *be, w
     }
     ws_model_config cfg;
     st = parse_config(path, cfg_s, &cfg, err);
+    if (st == WS_OK && admit) st = admit(ctx, &cfg, err);
     if (st != WS_OK) goto fail;
     st = ws_model_new(&m, &cfg, be, 0, err);
     if (st != WS_OK) goto fail;

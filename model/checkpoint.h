@@ -34,5 +34,11 @@ ws_status ws_checkpoint_save(ws_model *m, const char *path, int with_optim, ws_e
  * Corrupt or mismatching files give WS_ERR_FORMAT naming the offending tensor or
  * key; unreadable files WS_ERR_IO. On failure *out is NULL. */
 ws_status ws_checkpoint_load(ws_model **out, const char *path, ws_backend *be, ws_error *err);
+/* ws_checkpoint_load that first asks admit (ctx, the file's config) whether to
+ * build the model at all: its refusal is returned as it is, before the model's
+ * memory is allocated. */
+typedef ws_status ws_checkpoint_admit_fn(void *ctx, const ws_model_config *cfg, ws_error *err);
+ws_status ws_checkpoint_load_admit(ws_model **out, const char *path, ws_backend *be,
+                                   ws_checkpoint_admit_fn *admit, void *ctx, ws_error *err);
 
 #endif

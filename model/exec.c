@@ -33,6 +33,7 @@ void ws_exec_free(ws_exec *x)
 }
 
 ws_model *ws_exec_model(const ws_exec *x) { return x->m; }
+size_t ws_exec_arena_bytes(const ws_exec *x) { return x->arena_bytes; }
 
 static ws_status check_batch(const ws_model *m, const ws_batch *b, const float *w_prev,
                              ws_error *err)

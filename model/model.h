@@ -23,6 +23,7 @@
 #include "vocab.h"
 
 #define WS_MAX_FACT_LEN 16 /* hard upper bound on symbols per fact */
+#define WS_MAX_LAYERS   64 /* hard upper bound on Updater and on Extractor layers */
 
 /* The mixers a block can use (model/mixer.h, ../shared/MIXERS.md). */
 typedef enum {
@@ -244,6 +245,33 @@ ws_status ws_exec_query(ws_exec *x, const ws_batch *batch, const float *w, float
                         ws_step_result *res, ws_error *err);
 
 ws_status ws_model_zero_grads(ws_model *m, ws_error *err);
+
+/* Bytes of the context's activation arena as grown so far. */
+size_t ws_exec_arena_bytes(const ws_exec *x);
+
+/* ---- memory (memory.c) ----------------------------------------------------
+ * What a model of a config takes, computed from the config alone, before
+ * anything is allocated, so that a server can refuse a model it cannot hold.
+ * A batch shape bounds the batches one context runs: up to n_traj trajectories
+ * of up to n_instr instructions and n_query queries each, trained or not. */
+typedef struct {
+    int n_traj, n_instr, n_query, train;
+} ws_batch_shape;
+
+typedef struct {
+    size_t params;  /* parameters, gradients and both AdamW moments (ws_model_new) */
+    size_t vocab;   /* the vocabulary's tables at capacity (its strings not counted) */
+    size_t arena;   /* one context's arena and input staging for the largest shape */
+    size_t states;  /* the caller's world-state buffers */
+    size_t total;
+} ws_model_memory;
+
+/* Fills *out for a model of cfg (validated first), one context running batches
+ * of the n_shapes shapes, and n_states world-state buffers (ws_model_state_floats
+ * floats each) kept beside it. An upper bound: every batch within a shape takes
+ * at most its arena, the largest shape's. */
+ws_status ws_model_memory_of(const ws_model_config *cfg, const ws_batch_shape *shapes,
+                             int n_shapes, size_t n_states, ws_model_memory *out, ws_error *err);
 
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay;

@@ -136,6 +136,10 @@ struct ws_exec {
 /* plan.c: lays out the context's arena for the batch (growing it when needed),
  * fills and uploads the inputs. */
 ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *err);
+/* plan.c: the arena (*arena, as grown for it) and host staging (*staging) bytes
+ * of the largest batch of shape s (ws_model_memory). */
+ws_status ws_plan_bound(const ws_model_config *cfg, const ws_batch_shape *s, size_t *arena,
+                        size_t *staging, ws_error *err);
 
 /* blocks.c: sub-blocks shared by the Updater and the Extractor. x_in is the
  * residual stream; each forward writes act->x_out = x_in + branch(x_in). Each

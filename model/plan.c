@@ -141,6 +141,20 @@ static void fill_symbols(const ws_model *m, ws_plan *h, const ws_batch *b)
     }
 }
 
+/* Trajectory t's attention segments: its state rows over themselves, over its
+ * context (c_null, then its instructions) and, when it has queries, its
+ * queries over its state rows. */
+static void traj_segs(ws_plan *h, int t, int T, int H, int instr_off, int n_instr, int query_off,
+                      int n_query)
+{
+    int c_off = t + instr_off;
+    h->seg_self[t] = (ws_attn_seg){t * T, T, t * T, T, t * H * T * T};
+    h->seg_cross[t] = (ws_attn_seg){t * T, T, c_off, 1 + n_instr, H * T * c_off};
+    if (n_query > 0)
+        h->seg_ext[h->n_ext_segs++] =
+            (ws_attn_seg){query_off, n_query, t * T, T, H * T * query_off};
+}
+
 /* Fills the host staging copy of the inputs from the batch. */
 static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
 {
@@ -161,7 +175,7 @@ static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
     copy_n(h->labels, b->labels, (size_t)b->query.n * sizeof(float));
     h->n_ext_segs = 0;
     for (int t = 0; t < h->B; t++) {
-        int c_off = t + b->instr_off[t], n_keys = 1 + b->n_instr[t];
+        int c_off = t + b->instr_off[t];
         h->ctx_tok[c_off] = -1;
         h->ctx_null[c_off] = 0;
         for (int j = 0; j < b->n_instr[t]; j++) {
@@ -174,11 +188,7 @@ static void fill_inputs(const ws_model *m, ws_plan *h, const ws_batch *b)
             h->ids_w0[r] = b->from_w0[t] ? i : -1;
             h->ids_pos[r] = i;
         }
-        h->seg_self[t] = (ws_attn_seg){t * T, T, t * T, T, t * H * T * T};
-        h->seg_cross[t] = (ws_attn_seg){t * T, T, c_off, n_keys, H * T * c_off};
-        if (b->n_query[t] > 0)
-            h->seg_ext[h->n_ext_segs++] = (ws_attn_seg){
-                b->query_off[t], b->n_query[t], t * T, T, H * T * b->query_off[t]};
+        traj_segs(h, t, T, H, b->instr_off[t], b->n_instr[t], b->query_off[t], b->n_query[t]);
     }
 }
 
@@ -207,6 +217,10 @@ static void set_shapes(const ws_model *m, ws_plan *p)
     for (int l = 0; l < m->cfg.n_ext_layers; l++) p->ext[l].cross.shape = ext;
 }
 
+/* The arena allocated for a layout of `total` bytes: headroom, since shapes
+ * vary step to step. */
+static size_t arena_want(size_t total) { return total + total / 4; }
+
 static ws_status grow_arena(ws_exec *x, size_t total, ws_error *err)
 {
     ws_backend *be = x->m->be;
@@ -214,7 +228,7 @@ static ws_status grow_arena(ws_exec *x, size_t total, ws_error *err)
     ws_backend_release(be, x->arena);
     x->arena = NULL;
     x->arena_bytes = 0;
-    size_t want = total + total / 4; /* headroom: shapes vary step to step */
+    size_t want = arena_want(total);
     if (ws_backend_alloc(be, want, &x->arena) != WS_OK)
         return ws_error_set(err, WS_ERR_NOMEM, "model: cannot allocate %zu bytes of activations",
                             want);
@@ -279,4 +293,59 @@ ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *er
     if (ws_backend_upload(m->be, x->arena, x->staging, in_bytes) != WS_OK)
         return ws_error_set(err, WS_ERR_BACKEND, "model: input upload failed");
     return WS_OK;
+}
+
+/* The batch shape's layout, measured on a model shell: the config and the
+ * parameter offsets (the mixers size their regions from them), no parameters.
+ * Every trajectory full: each region grows with rows, segments and pairs, so no
+ * batch within the shape takes more. */
+ws_status ws_plan_bound(const ws_model_config *cfg, const ws_batch_shape *s, size_t *arena,
+                        size_t *staging, ws_error *err)
+{
+    ws_model m = {.cfg = *cfg,
+                  .upd_variant = ws_updater_variant_find(cfg->upd_mixer),
+                  .readout = ws_readout_variant_find(cfg->ext_mixer)};
+    ws_exec x = {.m = &m};
+    ws_plan *p = &x.plan;
+    int B = s->n_traj > 0 ? s->n_traj : 1, T = cfg->n_state;
+    m.off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m.off.upd);
+    m.off.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m.off.ext);
+    p->upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *p->upd);
+    p->ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *p->ext);
+    ws_attn_seg *segs = calloc(3 * (size_t)B, sizeof *segs);
+    ws_status st = WS_OK;
+    if (!m.off.upd || !m.off.ext || !p->upd || !p->ext || !segs) {
+        st = ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+        goto done;
+    }
+    ws_params_layout(cfg, NULL, NULL, &m.off);
+    p->B = B;
+    p->n_instr = B * s->n_instr;
+    p->n_query = B * s->n_query;
+    p->n_facts = p->n_instr + p->n_query;
+    p->n_ctx = B + p->n_instr;
+    p->n_state_rows = B * T;
+    p->has_raw = cfg->d_raw > 0;
+    p->max_instr = s->n_instr;
+    p->max_query = s->n_query;
+    p->seg_self = segs, p->seg_cross = segs + B, p->seg_ext = segs + 2 * B;
+    for (int t = 0; t < B; t++)
+        traj_segs(p, t, T, cfg->n_heads, t * s->n_instr, s->n_instr, t * s->n_query,
+                  s->n_query);
+    p->seg_self_host = p->seg_self, p->seg_cross_host = p->seg_cross;
+    p->seg_ext_host = p->seg_ext;
+    set_shapes(&m, p);
+    ws_carve c = ws_carve_at(NULL, ARENA_ALIGN);
+    layout_inputs(p, cfg, &c);
+    *staging = ws_carve_end(&c);
+    layout_acts(&x, &c);
+    if (s->train) layout_grads(&m, p, &c);
+    *arena = arena_want(c.off);
+done:
+    free(segs);
+    free(p->upd);
+    free(p->ext);
+    free(m.off.upd);
+    free(m.off.ext);
+    return st;
 }

@@ -14,6 +14,21 @@ struct ws_vocab {
     size_t n_slots;
 };
 
+/* Hash-table slots for a capacity: a power of two, at least twice it. */
+static size_t slots_for(int capacity)
+{
+    size_t n = 16;
+    while (n < (size_t)capacity * 2) n *= 2;
+    return n;
+}
+
+size_t ws_vocab_bytes(int capacity)
+{
+    size_t rows = capacity > 0 ? (size_t)capacity : 1;
+    return sizeof(ws_vocab) + rows * (sizeof(char *) + sizeof(uint64_t)) +
+           slots_for(capacity) * sizeof(int32_t);
+}
+
 ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow)
 {
     *out = NULL;
@@ -22,8 +37,7 @@ ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow)
     if (!v) return WS_ERR_NOMEM;
     v->capacity = capacity;
     v->n_overflow = n_overflow;
-    v->n_slots = 16;
-    while (v->n_slots < (size_t)capacity * 2) v->n_slots *= 2;
+    v->n_slots = slots_for(capacity);
     v->symbols = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof *v->symbols);
     v->hashes = calloc(capacity > 0 ? (size_t)capacity : 1, sizeof *v->hashes);
     v->slots = malloc(v->n_slots * sizeof *v->slots);

@@ -22,6 +22,8 @@ typedef struct {
 } ws_sym;
 
 ws_status ws_vocab_new(ws_vocab **out, int capacity, int n_overflow);
+/* What ws_vocab_new allocates for a capacity (the symbols' strings come later). */
+size_t ws_vocab_bytes(int capacity);
 void ws_vocab_free(ws_vocab *v);
 
 /* The id of sym[0..len). add != 0 grows the vocabulary if sym is new and there

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
+#include "base/ws_clock.h"
 #include "server/engine/engine.h"
 #include "storage/storage.h"
 #include "test_util.h"
@@ -37,18 +40,34 @@ static void on_done(ws_job *j, void *user)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Submits j and returns once its callback ran; the result is in j->result. */
-static void run(ws_job *j)
+static int waiter_done(waiter *w)
 {
-    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    pthread_mutex_lock(&w->mu);
+    int done = w->done;
+    pthread_mutex_unlock(&w->mu);
+    return done;
+}
+
+/* Submits j to e; its callback marks w. */
+static void submit_on(ws_engine *e, ws_job *j, waiter *w)
+{
     ws_error err = {0};
     j->done = on_done;
-    j->user = &w;
-    assert_int_equal(ws_engine_submit(E, j, &err), WS_OK);
+    j->user = w;
+    assert_int_equal(ws_engine_submit(e, j, &err), WS_OK);
+}
+
+/* Submits j to e and returns once its callback ran; the result is in j->result. */
+static void run_on(ws_engine *e, ws_job *j)
+{
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    submit_on(e, j, &w);
     pthread_mutex_lock(&w.mu);
     while (!w.done) pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
 }
+
+static void run(ws_job *j) { run_on(E, j); }
 
 static ws_job *job_new(ws_job_kind kind, const char *session)
 {
@@ -150,19 +169,44 @@ static log_row stored_log(int64_t step)
     return r;
 }
 
+static ws_job *create_job(const char *name, const ws_model_config *c)
+{
+    ws_job *j = job_new(WS_JOB_MODEL_CREATE, "");
+    snprintf(j->model_name, sizeof j->model_name, "%s", name);
+    j->cfg = *c;
+    j->training = ws_srv_training_default();
+    j->seed = 7;
+    return j;
+}
+
+/* d=16, 2 heads, T=4, 1+1 layers, 64 symbols */
+static ws_model_config tiny_config(void)
+{
+    ws_model_config c = ws_model_config_default();
+    c.d = 16, c.n_heads = 2, c.n_state = 4;
+    c.n_upd_layers = 1, c.n_ext_layers = 1, c.vocab_cap = 64;
+    return c;
+}
+
 /* ---- setup: an engine, a small random model, a session on it ----------------- */
+static ws_engine_config engine_config(const char *dir)
+{
+    ws_engine_config cfg = ws_engine_config_default();
+    snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", dir);
+    snprintf(cfg.db_path, sizeof cfg.db_path, "%s/worldstate.db", dir);
+    cfg.force_cpu = 1;
+    cfg.max_batch = 8;
+    cfg.batch_wait_us = 0;
+    return cfg;
+}
+
 static int setup(void **state)
 {
     (void)state;
     const char *tmp = getenv("TMPDIR");
     snprintf(DIR_, sizeof DIR_, "%s/ws_engine_XXXXXX", tmp ? tmp : "/tmp");
     if (!mkdtemp(DIR_)) return -1;
-    ws_engine_config cfg = ws_engine_config_default();
-    snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", DIR_);
-    snprintf(cfg.db_path, sizeof cfg.db_path, "%s/worldstate.db", DIR_);
-    cfg.force_cpu = 1;
-    cfg.max_batch = 8;
-    cfg.batch_wait_us = 0;
+    ws_engine_config cfg = engine_config(DIR_);
     ws_error err = {0};
     if (ws_store_open(cfg.db_path, cfg.durability, 1, &ST, &err) != WS_OK ||
         ws_store_tenant_ensure(ST, "default", &TENANT, &err) != WS_OK ||
@@ -184,20 +228,14 @@ static int teardown(void **state)
 static void test_model_and_session(void **state)
 {
     (void)state;
-    ws_job *j = job_new(WS_JOB_MODEL_CREATE, "");
-    snprintf(j->model_name, sizeof j->model_name, "tiny");
-    j->cfg = ws_model_config_default();
-    j->cfg.d = 16, j->cfg.n_heads = 2, j->cfg.n_state = 4;
-    j->cfg.n_upd_layers = 1, j->cfg.n_ext_layers = 1, j->cfg.vocab_cap = 64;
-    j->training = ws_srv_training_default();
-    j->seed = 7;
+    ws_model_config tiny = tiny_config();
+    ws_job *j = create_job("tiny", &tiny);
     run(j);
     assert_int_equal(j->result.status, WS_OK);
     ws_job_free(j);
     /* the same name again: a conflict, nothing created */
-    j = job_new(WS_JOB_MODEL_CREATE, "");
-    snprintf(j->model_name, sizeof j->model_name, "tiny");
-    j->cfg = ws_model_config_default();
+    ws_model_config def = ws_model_config_default();
+    j = create_job("tiny", &def);
     run(j);
     assert_int_equal(j->result.status, WS_ERR_CONFLICT);
     ws_job_free(j);
@@ -313,12 +351,130 @@ static void test_unknown_session(void **state)
     assert_int_equal(stored_step(), 2);
 }
 
+/* ---- model memory (issue 14, item 1) -------------------------------------- */
+static void add_bytes(void *ctx, const ws_engine_model_info *m)
+{
+    *(size_t *)ctx += m->memory_bytes;
+}
+
+static ws_engine *engine_with_bound(const char *dir, size_t max)
+{
+    ws_engine_config cfg = engine_config(dir);
+    cfg.max_model_memory = max;
+    ws_engine *e = NULL;
+    ws_error err = {0};
+    if (ws_engine_start(&cfg, &e, &err) != WS_OK) fprintf(stderr, "start: %s\n", err.msg);
+    assert_non_null(e);
+    return e;
+}
+
+static void expect_too_large(ws_engine *e, const char *name, const ws_model_config *c)
+{
+    ws_job *j = create_job(name, c);
+    run_on(e, j);
+    printf("%s: %s\n", name, j->result.err.msg);
+    assert_int_equal(j->result.status, WS_ERR_INVALID);
+    assert_int_equal(j->result.why, WS_JOB_MODEL_TOO_LARGE);
+    assert_non_null(strstr(j->result.err.msg, "bytes"));
+    ws_job_free(j);
+}
+
+/* d=4096 passed the old d²·layers bound and took the daemon to 24 GB: refused
+ * before anything is allocated (this process never grows past 1 GiB). A model
+ * that fits alone but not beside the loaded ones is refused too; the bound is
+ * max_model_memory. */
+static void test_model_memory_bound(void **state)
+{
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/bound", DIR_);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    ws_engine *e = engine_with_bound(dir, 0); /* first start: the default model */
+    size_t used = 0;
+    ws_engine_models_each(e, add_bytes, &used);
+    ws_engine_free(e);
+    assert_true(used > 0);
+
+    ws_model_config tiny = tiny_config();
+    ws_engine_config cfg = engine_config(dir);
+    size_t tiny_bytes = 0;
+    ws_error err = {0};
+    assert_int_equal(ws_engine_model_bytes(&cfg, &tiny, &tiny_bytes, &err), WS_OK);
+    /* Room for one tiny model beside the default, not two. */
+    e = engine_with_bound(dir, used + tiny_bytes + tiny_bytes / 2);
+    ws_model_config huge = ws_model_config_default();
+    huge.d = 4096;
+    expect_too_large(e, "huge", &huge);
+    huge = ws_model_config_default();
+    huge.vocab_cap = 1 << 24;
+    expect_too_large(e, "vocab", &huge);
+    huge = ws_model_config_default();
+    huge.d_raw = 65536;
+    expect_too_large(e, "raw", &huge);
+    ws_job *j = create_job("a", &tiny);
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    expect_too_large(e, "b", &tiny);
+    ws_engine_free(e);
+
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+    printf("peak RSS of this test process: %ld KiB\n", ru.ru_maxrss);
+    assert_true(ru.ru_maxrss < 1024 * 1024);
+}
+
+/* A step's longest wait while a large model (6.5M parameters, a 100 MB
+ * checkpoint with its AdamW state) is created beside it, against the longest
+ * without: creation is built off the engine thread, so steps go on (before, a
+ * step waited for all of it). */
+static void test_creation_does_not_block_serving(void **state)
+{
+    (void)state;
+    int64_t base_max = 0, during_max = 0, n_during = 0;
+    for (int i = 0; i < 20; i++) {
+        ws_job *j = step_job(-1);
+        int64_t t0 = ws_clock_mono_us();
+        run(j);
+        int64_t dt = ws_clock_mono_us() - t0;
+        assert_int_equal(j->result.status, WS_OK);
+        if (dt > base_max) base_max = dt;
+        ws_job_free(j);
+    }
+    ws_model_config big = ws_model_config_default();
+    big.d = 256, big.n_heads = 8, big.n_upd_layers = 4, big.n_ext_layers = 4;
+    ws_job *create = create_job("big", &big);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int64_t c0 = ws_clock_mono_us();
+    submit_on(E, create, &w);
+    while (!waiter_done(&w)) {
+        ws_job *j = step_job(-1);
+        int64_t t0 = ws_clock_mono_us();
+        run(j);
+        int64_t dt = ws_clock_mono_us() - t0;
+        assert_int_equal(j->result.status, WS_OK);
+        if (dt > during_max) during_max = dt;
+        n_during++;
+        ws_job_free(j);
+    }
+    int64_t c_us = ws_clock_mono_us() - c0;
+    printf("creation of d=256 4+4 layers: %.0f ms; longest step: %.1f ms without, %.1f ms "
+           "during (%lld steps)\n",
+           c_us / 1e3, base_max / 1e3, during_max / 1e3, (long long)n_during);
+    assert_int_equal(create->result.status, WS_OK);
+    ws_job_free(create);
+    assert_true(n_during >= 2);
+    assert_true(during_max < c_us / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_and_session),
         cmocka_unit_test(test_step_query_labels),
         cmocka_unit_test(test_unknown_session),
+        cmocka_unit_test(test_model_memory_bound),
+        cmocka_unit_test(test_creation_does_not_block_serving),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,6 +7,7 @@
 #define WS_SRV_MAX_ITEMS  256 /* instructions, queries or labels per request */
 #define WS_SRV_SYMBOL_MAX 128 /* bytes per symbol */
 #define WS_SRV_PATH_MAX   1024
+#define WS_SRV_RECALL_MAX 64 /* recall queries the engine may add per training example */
 
 /* ---- per-model online-training settings (training_settings.c) ---------- */
 typedef struct {

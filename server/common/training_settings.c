@@ -68,7 +68,7 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         got |= WS_SRV_TRAINING_UPDATE_EVERY;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "recall_queries"))) {
-        WS_TRY(ws_json_int(v, 0, 64, &x, "recall_queries", err));
+        WS_TRY(ws_json_int(v, 0, WS_SRV_RECALL_MAX, &x, "recall_queries", err));
         n.recall_queries = (int)x;
         got |= WS_SRV_TRAINING_RECALL_QUERIES;
     }

@@ -47,6 +47,7 @@ typedef struct {
     int max_connections;
     int max_connections_per_ip;
     int connection_timeout_s;
+    size_t max_model_memory; /* bytes all loaded models may take together (0: no bound) */
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);

@@ -24,6 +24,7 @@ ws_status ws_srv_engine_start(ws_srv *srv, ws_error *err)
     ec.batch_wait_us = srv->cfg.batch_wait_us;
     ec.max_queue = srv->cfg.max_queue;
     ec.job_timeout_ms = srv->cfg.request_timeout_ms;
+    ec.max_model_memory = srv->cfg.max_model_memory;
     ec.on_batch = on_batch;
     ec.on_training_update = ws_metrics_training_update;
     return ws_engine_start(&ec, &srv->engine, err);
@@ -42,6 +43,7 @@ static const struct {
     {WS_JOB_BAD_CHECKPOINT, 400, "bad_checkpoint"},
     {WS_JOB_CONFIG_MISMATCH, 409, "config_mismatch"},
     {WS_JOB_VOCAB_MISMATCH, 409, "vocab_mismatch"},
+    {WS_JOB_MODEL_TOO_LARGE, 400, "model_too_large"},
     {WS_JOB_INCONSISTENT, 500, "internal"},
     {WS_JOB_MODEL_NOT_FOUND, 404, "model_not_found"},
     {WS_JOB_SESSION_LIMIT, 409, "session_limit"},

@@ -8,6 +8,7 @@
  * (the engine finishes the batch in hand and commits it), then close. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ ws_srv_config ws_srv_config_default(void)
                        .max_queue = 4096,
                        .max_connections = 4096,
                        .max_connections_per_ip = 64,
-                       .connection_timeout_s = 10};
+                       .connection_timeout_s = 10,
+                       .max_model_memory = ws_engine_config_default().max_model_memory};
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
@@ -79,6 +81,22 @@ static ws_status parse_data_dir(void *value, const char *arg, ws_error *err)
     ws_srv_config *c = value;
     if (strlen(arg) >= sizeof c->data_dir) return ws_error_set(err, WS_ERR_INVALID, "too long");
     snprintf(c->data_dir, sizeof c->data_dir, "%s", arg);
+    return WS_OK;
+}
+
+/* Bytes: an integer, optionally with K, M, G or T (powers of 1024). */
+static ws_status parse_bytes(void *value, const char *arg, ws_error *err)
+{
+    static const char units[] = "KMGT";
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(arg, &end, 10);
+    const char *u = *end ? strchr(units, *end) : NULL;
+    int shift = u ? 10 * (int)(u - units + 1) : 0;
+    if (!*arg || *arg == '-' || errno || (*end && (!u || end[1])) || n > (SIZE_MAX >> shift))
+        return ws_error_set(err, WS_ERR_INVALID, "wants bytes, e.g. 4096, 512M or 4G, got '%s'",
+                            arg);
+    *(size_t *)value = (size_t)n << shift;
     return WS_OK;
 }
 
@@ -134,6 +152,9 @@ static const ws_cli_opt flags[] = {
         "open connections from one client address (64)"),
     NUM("connection-timeout-s", WS_OPT_INT, cfg.connection_timeout_s, 1, 3600, "N", SERVE,
         "a connection idle this long (no byte in or out) is closed (10)"),
+    FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
+       "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
+       "refused; 0: no bound (half the RAM)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),

@@ -16,12 +16,9 @@ static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *
 {
     *cfg = ws_model_config_default();
     if (!obj) return WS_OK;
-    WS_TRY(ws_model_config_from_json(obj, 0, cfg, err));
-    /* Keep a model the engine can hold next to others: bound its parameters. */
-    if ((int64_t)cfg->d * cfg->d * (cfg->n_upd_layers + cfg->n_ext_layers) > (int64_t)64 << 20)
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "config: model too large for this server (d^2 * layers > 64M)");
-    return WS_OK;
+    /* Its memory is the engine's to bound (--max-model-memory): it knows the
+     * models loaded beside it. */
+    return ws_model_config_from_json(obj, 0, cfg, err);
 }
 
 static int name_ok(const char *s)

@@ -24,11 +24,15 @@
 
 ws_engine_config ws_engine_config_default(void)
 {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    /* Unknown (sysconf failed): 4 GiB, the half of a small server. */
+    size_t half = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 2 : (size_t)4 << 30;
     return (ws_engine_config){.durability = WS_STORE_DURABILITY_NORMAL,
                               .max_batch = 64,
                               .batch_wait_us = 2000,
                               .max_queue = 4096,
-                              .job_timeout_ms = 30000};
+                              .job_timeout_ms = 30000,
+                              .max_model_memory = half};
 }
 
 void ws_eng_finish(ws_job *j)
@@ -128,12 +132,7 @@ static void admin_job(ws_engine *e, ws_job *j)
     if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
     if (j->kind == WS_JOB_SESSION_CREATE || j->kind == WS_JOB_SESSION_DELETE)
         return ws_eng_session_job(e, j);
-    /* WS_JOB_MODEL_CREATE */
-    ws_error err = {0};
-    ws_eng_model *em;
-    ws_status s = ws_eng_model_create(e, j->model_name, &j->cfg, &j->training, j->seed, &em, &err);
-    if (s != WS_OK) return ws_eng_fail(j, s, &err);
-    ws_eng_finish(j);
+    ws_eng_build_start(e, j); /* WS_JOB_MODEL_CREATE: completes when installed */
 }
 
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)
@@ -197,6 +196,13 @@ static void *engine_main(void *arg)
             ws_eng_models_sync(e);
             pthread_mutex_lock(&e->mu);
             next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
+            continue;
+        }
+        /* between batches: models built off this thread */
+        if (ws_eng_builds_ready(e)) {
+            pthread_mutex_unlock(&e->mu);
+            ws_eng_builds_finish(e);
+            pthread_mutex_lock(&e->mu);
             continue;
         }
         if (!e->head) {
@@ -319,6 +325,7 @@ void ws_engine_stop(ws_engine *e)
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
     e->started = 0;
+    ws_eng_builds_stop(e); /* the engine thread is gone: builds are this thread's */
 }
 
 void ws_engine_free(ws_engine *e)
@@ -347,7 +354,8 @@ static ws_engine_model_info info_of(const ws_eng_model *em)
                               .examples_dropped = em->stats.examples_dropped,
                               .unloadable = em->unloadable,
                               .updates = em->stats.updates,
-                              .last_loss = em->stats.last_loss};
+                              .last_loss = em->stats.last_loss,
+                              .memory_bytes = em->bytes};
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

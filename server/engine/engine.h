@@ -35,21 +35,36 @@ typedef struct {
     int batch_wait_us;  /* how long a batch may wait to fill */
     int max_queue;      /* queued jobs before ws_engine_submit refuses */
     int job_timeout_ms; /* a job still queued this long is failed without running */
+    /* Bytes all loaded models may take together (ws_engine_model_bytes): a model
+     * that would take the total past it is refused before it is allocated.
+     * Models loaded at start count but are never refused. */
+    size_t max_model_memory;
     /* Process-wide counters (may be NULL), called on the engine thread. */
     void (*on_batch)(int n_jobs, int n_steps, int n_queries);
     void (*on_training_update)(void);
 } ws_engine_config;
 
-/* max_batch 64, batch_wait_us 2000, max_queue 4096, job_timeout_ms 30000;
+/* max_batch 64, batch_wait_us 2000, max_queue 4096, job_timeout_ms 30000,
+ * max_model_memory half of the machine's physical memory (the other half for
+ * SQLite's cache, sessions, the HTTP threads and the rest of the machine);
  * data_dir and db_path empty (the caller's to set). */
 ws_engine_config ws_engine_config_default(void);
+/* The bytes an engine of cfg holds for a model of mc: parameters, gradients
+ * and AdamW state, the vocabulary, one context's activation arena for the
+ * largest serving batch (max_batch steps of WS_SRV_MAX_ITEMS instructions and
+ * queries) and the largest online-training batch, the engine's max_batch world
+ * states on device and host, and the online trainer's states and examples.
+ * An upper bound, computed from the config alone (model.h ws_model_memory_of). */
+ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_config *mc, size_t *out,
+                                ws_error *err);
 
 /* ---- jobs ---------------------------------------------------------------- */
 typedef enum {
     WS_JOB_STEP,           /* instructions, then queries, on a session's state: a new step */
     WS_JOB_QUERY,          /* queries on the session's current state: nothing changes */
     WS_JOB_LABELS,         /* labels for the queries of a committed step */
-    WS_JOB_MODEL_CREATE,   /* a new model with random parameters */
+    WS_JOB_MODEL_CREATE,   /* a new model with random parameters (built off the engine
+                              thread: serving goes on meanwhile) */
     WS_JOB_TRAINING_SET,   /* change some of a model's online-training settings */
     WS_JOB_MODEL_IMPORT,   /* a checkpoint file becomes a model, or a model's next version */
     WS_JOB_SESSION_CREATE, /* a session on a model (model_name); its id into session */
@@ -75,6 +90,8 @@ typedef enum {
     WS_JOB_BAD_CHECKPOINT,  /* import: not a checkpoint, or a model this engine cannot hold */
     WS_JOB_CONFIG_MISMATCH, /* import: the checkpoint's config is not the model's */
     WS_JOB_VOCAB_MISMATCH,  /* import: a symbol id means another symbol in the model */
+    WS_JOB_MODEL_TOO_LARGE, /* create, import: the model would take the loaded models
+                               past max_model_memory (err.msg: bytes needed and left) */
     WS_JOB_INCONSISTENT,    /* the data directory contradicts itself (a stored state that
                                 does not fit its model, a session's model not loaded) */
     WS_JOB_MODEL_NOT_FOUND, /* session create: no model of that name */
@@ -166,6 +183,7 @@ typedef struct {
     int examples_ready;
     int64_t examples_labelled, examples_trained, examples_dropped, updates;
     float last_loss;
+    size_t memory_bytes; /* ws_engine_model_bytes of its config */
 } ws_engine_model_info;
 
 /* The model of that id: 1 with *out filled, 0 when it is not loaded. */

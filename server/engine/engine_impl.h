@@ -28,7 +28,12 @@ typedef struct {
     ws_batch *batch;
     float *w_dev;  /* max_batch states on the backend */
     float *w_host; /* max_batch states on the host */
+    size_t bytes;  /* what it takes (ws_engine_model_bytes), counted in mem_used */
 } ws_eng_model;
+
+typedef struct ws_eng_build ws_eng_build;
+
+#define WS_ENG_CKPT_PATH (WS_SRV_PATH_MAX + 128) /* a checkpoint's path (ws_srv_ckpt_path) */
 
 struct ws_engine {
     ws_engine_config cfg;
@@ -42,18 +47,40 @@ struct ws_engine {
     int depth, stop;
     ws_eng_model *models;
     int n_models, cap_models;
+    size_t mem_used;      /* engine thread: loaded models' bytes and those reserved for
+                             models being built or imported */
+    ws_eng_build *builds; /* engine thread: model creations in flight (engine_build.c) */
 };
 
 /* engine_models.c */
 ws_status ws_eng_models_load(ws_engine *e, ws_error *err);
-ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
-                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out,
-                              ws_error *err);
+/* Reserves a model of cfg's bytes (*bytes) in mem_used; WS_ERR_INVALID, with the
+ * bytes needed and left, when that would pass max_model_memory (or cfg is not
+ * valid): nothing is reserved then. */
+ws_status ws_eng_memory_reserve(ws_engine *e, const ws_model_config *cfg, size_t *bytes,
+                                ws_error *err);
+void ws_eng_memory_release(ws_engine *e, size_t bytes);
+/* Counts a model of cfg's bytes (*bytes) in mem_used without a check, for the
+ * models of a start (loaded, or the default one made on first start): the
+ * server never refuses to start over a model it accepted; a total over the
+ * bound is logged. */
+ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              size_t *bytes, ws_error *err);
+/* A new model of cfg with random parameters, written as version 1 of `name` at
+ * *path (WS_ENG_CKPT_PATH bytes): what creation does off the engine thread (it
+ * touches no engine state but the backend, which takes calls from any thread). */
+ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_config *cfg,
+                             uint64_t seed, ws_model **out, char *path, ws_error *err);
+/* Builds and installs model `name` on the calling thread (first start: the
+ * default model of a build that ships none), its bytes counted. */
+ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
+                                  const ws_srv_training *tr, uint64_t seed, ws_error *err);
 /* Adds model `name` served from m (owned: freed on failure), whose version 1
- * is already written at `path`: records the model, version 1 with `note` and
- * m's vocabulary in one transaction. On failure nothing stays: no row, and no
- * file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
+ * is already written at `path`, and whose `bytes` were reserved (the model's
+ * from now on; released on failure): records the model, version 1 with `note`
+ * and m's vocabulary in one transaction. On failure nothing stays: no row, and
+ * no file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
+ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
                                const ws_srv_training *tr, const char *path, const char *note,
                                ws_eng_model **out, ws_error *err);
 /* Serves m (owned, freed on failure; em's configuration) as version `version`
@@ -93,6 +120,20 @@ void ws_eng_tmp_clean(ws_engine *e);
 
 /* engine_sessions.c: WS_JOB_SESSION_CREATE and WS_JOB_SESSION_DELETE. */
 void ws_eng_session_job(ws_engine *e, ws_job *j);
+
+/* engine_build.c: WS_JOB_MODEL_CREATE off the engine thread. */
+/* Checks the name and reserves the memory, then builds on a thread of its own;
+ * the job completes when the engine installs what was built. */
+void ws_eng_build_start(ws_engine *e, ws_job *j);
+/* Installs every finished build and completes its job (engine thread, mu not held). */
+void ws_eng_builds_finish(ws_engine *e);
+/* 1 while a model of that name is being built (its name is taken). */
+int ws_eng_building(ws_engine *e, const char *name);
+/* 1 when a build has finished (mu held). */
+int ws_eng_builds_ready(ws_engine *e);
+/* After the engine thread stopped: waits for every build, discards what was
+ * built and completes its job with WS_JOB_SHUTTING_DOWN. */
+void ws_eng_builds_stop(ws_engine *e);
 
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed). */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);

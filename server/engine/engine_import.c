@@ -29,22 +29,51 @@ static void strip_path(ws_error *err, const char *file)
         memmove(err->msg, err->msg + n + 2, strlen(err->msg + n + 2) + 1);
 }
 
-/* Loads and checks the checkpoint; refusals are WS_JOB_BAD_CHECKPOINT. */
-static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, ws_job_why *why,
-                              ws_error *err)
+/* What a checkpoint's config must pass before its model is built: a new model
+ * fits in the memory left (its bytes are then reserved, or at start counted);
+ * a new version has the model's config. */
+typedef struct {
+    ws_engine *e;
+    const ws_eng_model *em; /* NULL: a new model */
+    int at_start;           /* the shipped default on first start: counted, not refused */
+    const char *name;
+    size_t bytes; /* reserved or counted */
+    ws_job_why why;
+} admit_ctx;
+
+static ws_status admit(void *ctx, const ws_model_config *cfg, ws_error *err)
 {
-    ws_status s = ws_checkpoint_load(out, file, e->be, err);
-    if (s == WS_OK) {
-        const ws_model_config *c = ws_model_config_of(*out);
-        /* The bound POST /v1/models puts on a model, so that the engine can hold
-         * it beside others. */
-        if ((int64_t)c->d * c->d * (c->n_upd_layers + c->n_ext_layers) > (int64_t)64 << 20) {
-            ws_model_free(*out);
-            *out = NULL;
-            s = ws_error_set(err, WS_ERR_INVALID,
-                             "model too large for this server (d^2 * layers > 64M)");
-        }
-    } else {
+    admit_ctx *a = ctx;
+    if (a->em) {
+        char diff[256];
+        if (ws_srv_config_diff(cfg, "the checkpoint", &a->em->cfg, "the model", diff, sizeof diff))
+            return WS_OK;
+        a->why = WS_JOB_CONFIG_MISMATCH;
+        return ws_error_set(err, WS_ERR_CONFLICT,
+                            "the checkpoint's config differs from model %s's: %s (import it "
+                            "under a new name, or train it with the model's config)",
+                            a->em->name, diff);
+    }
+    if (a->at_start) return ws_eng_memory_count(a->e, a->name, cfg, &a->bytes, err);
+    size_t need = 0;
+    ws_status s = ws_eng_memory_reserve(a->e, cfg, &need, err);
+    if (s == WS_OK) a->bytes = need;
+    if (s == WS_ERR_INVALID) a->why = WS_JOB_MODEL_TOO_LARGE; /* cfg is valid: the loader said */
+    return s;
+}
+
+/* Loads and checks the checkpoint; refusals of the file are WS_JOB_BAD_CHECKPOINT,
+ * of its config as admit says. Reserved bytes stay reserved on success only. */
+static ws_status load_checked(ws_engine *e, const char *file, admit_ctx *a, ws_model **out,
+                              ws_job_why *why, ws_error *err)
+{
+    ws_status s = ws_checkpoint_load_admit(out, file, e->be, admit, a, err);
+    if (s != WS_OK && a->bytes) ws_eng_memory_release(e, a->bytes);
+    if (s != WS_OK && a->why != WS_JOB_FAILED) {
+        *why = a->why;
+        return s;
+    }
+    if (s != WS_OK) {
         strip_path(err, file);
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);
@@ -58,22 +87,24 @@ static ws_status load_checked(ws_engine *e, const char *file, ws_model **out, ws
 }
 
 static ws_status import_new(ws_engine *e, const char *name, const char *file, const char *note,
-                            ws_job_why *why, ws_error *err)
+                            int at_start, ws_job_why *why, ws_error *err)
 {
     ws_model *m = NULL;
-    WS_TRY(load_checked(e, file, &m, why, err));
+    admit_ctx a = {.e = e, .at_start = at_start, .name = name, .why = WS_JOB_FAILED};
+    WS_TRY(load_checked(e, file, &a, &m, why, err));
     char path[WS_SRV_PATH_MAX + 128];
     ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, sizeof path);
     /* The file as sent becomes version 1: the bytes just validated. */
     ws_status s = ws_srv_file_commit(file, path, err);
     if (s != WS_OK) {
         ws_model_free(m);
+        ws_eng_memory_release(e, a.bytes);
         unlink(path); /* renamed but not synced, or a stale file: nobody refers to it */
         return s;
     }
     ws_srv_training tr = ws_srv_training_default();
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, &tr, path, note, &em, err);
+    return ws_eng_model_install(e, name, m, a.bytes, &tr, path, note, &em, err);
 }
 
 /* m's vocabulary made the model's: the stored symbols and the checkpoint's
@@ -108,19 +139,10 @@ static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file
                                 ws_error *err)
 {
     ws_model *m = NULL;
-    WS_TRY(load_checked(e, file, &m, why, err));
-    char diff[256];
-    ws_status s = WS_OK;
-    if (!ws_srv_config_diff(ws_model_config_of(m), "the checkpoint", &em->cfg, "the model", diff,
-                            sizeof diff)) {
-        *why = WS_JOB_CONFIG_MISMATCH;
-        s = ws_error_set(err, WS_ERR_CONFLICT,
-                         "the checkpoint's config differs from model %s's: %s (import it under a "
-                         "new name, or train it with the model's config)",
-                         em->name, diff);
-    }
+    admit_ctx a = {.e = e, .em = em, .why = WS_JOB_FAILED};
+    WS_TRY(load_checked(e, file, &a, &m, why, err));
     int store_from = -1;
-    if (s == WS_OK) s = vocab_merge(em, m, &store_from, why, err);
+    ws_status s = vocab_merge(em, m, &store_from, why, err);
     /* The way every version is published (retrain's too): the next number,
      * written and recorded under SQLite's write lock. */
     int64_t v = 0;
@@ -140,8 +162,12 @@ ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, 
     *why = WS_JOB_FAILED;
     ws_eng_model *em = ws_eng_model_by_name(e, name);
     *created = em == NULL;
-    ws_status s = em ? import_version(e, em, file, why, err)
-                     : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, why, err);
+    ws_status s;
+    if (!em && ws_eng_building(e, name)) /* its version 1 is being written */
+        s = ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" is being created", name);
+    else
+        s = em ? import_version(e, em, file, why, err)
+               : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, 0, why, err);
     /* Renamed into place on success (then this finds nothing), else removed. */
     if (unlink(file) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
@@ -174,13 +200,12 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
                 "nothing until it is trained (GET /v1/models shows \"origin\":\"random\")\n");
         ws_model_config cfg = ws_model_config_default();
         cfg.vocab_cap = 4096;
-        ws_eng_model *em;
-        return ws_eng_model_create(e, "default", &cfg, &tr, 1, &em, err);
+        return ws_eng_model_create_now(e, "default", &cfg, &tr, 1, err);
     }
     char tmp[WS_SRV_PATH_MAX + 64];
     WS_TRY(shipped_to_file(e, bytes, len, tmp, sizeof tmp, err));
     ws_job_why why;
-    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, &why, err);
+    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, 1, &why, err);
     if (unlink(tmp) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", tmp, strerror(errno));
     if (s != WS_OK) {

@@ -120,12 +120,60 @@ static ws_status load_intact(ws_engine *e, const ws_srv_model_row *row, ws_eng_m
                         row->name, (long long)row->version, current.msg);
 }
 
+ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_config *mc, size_t *out,
+                                ws_error *err)
+{
+    /* Serving and online training share the model's one context (em->x). */
+    ws_batch_shape shapes[2] = {
+        {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0},
+        ws_online_shape(),
+    };
+    ws_model_memory mm;
+    WS_TRY(ws_model_memory_of(mc, shapes, 2, 2 * (size_t)cfg->max_batch, &mm, err));
+    *out = mm.total + ws_online_bytes(mc);
+    return WS_OK;
+}
+
+ws_status ws_eng_memory_reserve(ws_engine *e, const ws_model_config *cfg, size_t *bytes,
+                                ws_error *err)
+{
+    WS_TRY(ws_engine_model_bytes(&e->cfg, cfg, bytes, err));
+    size_t max = e->cfg.max_model_memory;
+    size_t left = max > e->mem_used ? max - e->mem_used : 0;
+    if (max && *bytes > left)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "model too large: it needs %zu bytes of memory, %zu are left of the "
+                            "%zu that loaded models may take (--max-model-memory)",
+                            *bytes, left, max);
+    e->mem_used += *bytes;
+    return WS_OK;
+}
+
+void ws_eng_memory_release(ws_engine *e, size_t bytes)
+{
+    e->mem_used -= bytes;
+}
+
+ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_config *cfg,
+                              size_t *bytes, ws_error *err)
+{
+    WS_TRY(ws_engine_model_bytes(&e->cfg, cfg, bytes, err));
+    e->mem_used += *bytes;
+    if (e->cfg.max_model_memory && e->mem_used > e->cfg.max_model_memory)
+        fprintf(stderr,
+                "worldstated: WARNING: with model %s the loaded models take %zu bytes, over "
+                "--max-model-memory %zu: no model can be created or imported\n",
+                name, e->mem_used, e->cfg.max_model_memory);
+    return WS_OK;
+}
+
 static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
 {
     ws_eng_model *em = table_add(e, err);
     if (!em) return WS_ERR_NOMEM;
     WS_TRY(load_intact(e, row, em, err));
     e->n_models++;
+    WS_TRY(ws_eng_memory_count(e, row->name, ws_model_config_of(em->m), &em->bytes, err));
     em->id = row->id;
     strcpy(em->name, row->name);
     em->tr = ws_srv_training_default();
@@ -177,15 +225,16 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     return s;
 }
 
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
+ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
                                const ws_srv_training *tr, const char *path, const char *note,
                                ws_eng_model **out, ws_error *err)
 {
     if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
         ws_model_free(m);
+        ws_eng_memory_release(e, bytes);
         return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
     }
-    ws_eng_model tmp = {.m = m};
+    ws_eng_model tmp = {.m = m, .bytes = bytes};
     /* Everything that can fail for want of memory comes before the commit, so a
      * committed model is always served. */
     ws_status s = model_attach(e, &tmp, err);
@@ -193,6 +242,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
     if (s == WS_OK) s = record_model(e, name, m, tr, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
+        ws_eng_memory_release(e, bytes);
         /* Not recorded: nobody refers to the file (a crash before this point
          * leaves it unreferenced, and the next creation of the name replaces it). */
         if (unlink(path) != 0 && errno != ENOENT)
@@ -211,22 +261,33 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m,
     return WS_OK;
 }
 
-ws_status ws_eng_model_create(ws_engine *e, const char *name, const ws_model_config *cfg,
-                              const ws_srv_training *tr, uint64_t seed, ws_eng_model **out,
-                              ws_error *err)
+ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_config *cfg,
+                             uint64_t seed, ws_model **out, char *path, ws_error *err)
 {
-    if (ws_eng_model_by_name(e, name))
-        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" exists", name);
-    ws_model *m = NULL;
-    WS_TRY(ws_model_new(&m, cfg, e->be, seed, err));
-    char path[WS_SRV_PATH_MAX + 128];
-    ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, sizeof path);
-    ws_status s = ws_checkpoint_save(m, path, 1, err);
+    WS_TRY(ws_model_new(out, cfg, e->be, seed, err));
+    ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, WS_ENG_CKPT_PATH);
+    ws_status s = ws_checkpoint_save(*out, path, 1, err);
     if (s != WS_OK) {
-        ws_model_free(m);
+        ws_model_free(*out);
+        *out = NULL;
+    }
+    return s;
+}
+
+ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
+                                  const ws_srv_training *tr, uint64_t seed, ws_error *err)
+{
+    size_t bytes = 0;
+    WS_TRY(ws_eng_memory_count(e, name, cfg, &bytes, err));
+    ws_model *m = NULL;
+    char path[WS_ENG_CKPT_PATH];
+    ws_status s = ws_eng_model_build(e, name, cfg, seed, &m, path, err);
+    if (s != WS_OK) {
+        ws_eng_memory_release(e, bytes);
         return s;
     }
-    return ws_eng_model_install(e, name, m, tr, path, WS_SRV_NOTE_CREATED, out, err);
+    ws_eng_model *em;
+    return ws_eng_model_install(e, name, m, bytes, tr, path, WS_SRV_NOTE_CREATED, &em, err);
 }
 
 /* A model's parameters and AdamW state in host memory. */

@@ -56,6 +56,19 @@ struct ws_online_trainer {
     ws_online_stats stats;
 };
 
+ws_batch_shape ws_online_shape(void)
+{
+    return (ws_batch_shape){TRAIN_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS + WS_SRV_RECALL_MAX, 1};
+}
+
+size_t ws_online_bytes(const ws_model_config *c)
+{
+    size_t state = (size_t)c->n_state * (size_t)c->d * sizeof(float);
+    size_t rows = 2 * WS_SRV_MAX_ITEMS + WS_SRV_RECALL_MAX;
+    size_t one = sizeof(example) + state + rows * ((size_t)c->max_fact_len * sizeof(int32_t) + 1);
+    return 2 * TRAIN_CHUNK * state + 2 * RING * one + CACHE_SESSIONS * sizeof(fact_cache);
+}
+
 static void example_free(example *e)
 {
     if (!e) return;

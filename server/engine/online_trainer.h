@@ -28,6 +28,11 @@ typedef struct {
 } ws_online_stats;
 
 ws_status ws_online_new(ws_online_trainer **out, ws_model *m, ws_error *err);
+/* The largest batch a trainer runs on its model's context (ws_online_run). */
+ws_batch_shape ws_online_shape(void);
+/* What a trainer of a model of c holds at most besides that context: its device
+ * states and its examples (the recall cache's symbol strings not counted). */
+size_t ws_online_bytes(const ws_model_config *c);
 void ws_online_free(ws_online_trainer *t, ws_model *m);
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st);
 /* Labels that arrived later; 1 if the step was still remembered and is now an example. */

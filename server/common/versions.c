@@ -133,13 +133,17 @@ ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err)
 }
 
 ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
-                                int64_t model_id, int64_t version, const char *note, ws_error *err)
+                                int64_t model_id, int64_t version, const char *sha256,
+                                const char *note, ws_error *err)
 {
     char rel[WS_STORE_NAME_MAX + 64], path[WS_SRV_PATH_MAX + 128], sha[65];
     ws_srv_ckpt_relpath(name, version, rel, sizeof rel);
-    ws_srv_ckpt_resolve(data_dir, rel, path, sizeof path);
-    WS_TRY(ws_srv_file_sha256(path, sha, err));
-    return ws_store_version_add(st, model_id, version, rel, sha, note, err);
+    if (!sha256) {
+        ws_srv_ckpt_resolve(data_dir, rel, path, sizeof path);
+        WS_TRY(ws_srv_file_sha256(path, sha, err));
+        sha256 = sha;
+    }
+    return ws_store_version_add(st, model_id, version, rel, sha256, note, err);
 }
 
 typedef struct {
@@ -245,7 +249,8 @@ ws_status ws_srv_version_publish_vocab(ws_store *st, const char *data_dir, const
     if (s == WS_OK) s = ws_srv_vocab_store(st, model_id, m, vocab_from, err);
     if (s == WS_OK) s = ws_checkpoint_save(m, path, 1, err);
     if (s == WS_OK) written = 1;
-    if (s == WS_OK) s = ws_srv_version_record(st, data_dir, name, model_id, max + 1, note, err);
+    if (s == WS_OK)
+        s = ws_srv_version_record(st, data_dir, name, model_id, max + 1, NULL, note, err);
     if (s == WS_OK) s = ws_store_commit(st, err);
     if (s != WS_OK) {
         ws_store_rollback(st, NULL); /* the failure in err is the one to report */

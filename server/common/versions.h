@@ -61,9 +61,11 @@ void ws_srv_ckpt_path(const char *data_dir, const char *name, int64_t version, c
 ws_status ws_srv_file_sha256(const char *path, char hex[65], ws_error *err);
 /* Records version `version` of the model, whose checkpoint is already written
  * at its path (ws_srv_ckpt_path), with the file's SHA-256 (inside the
- * caller's transaction: ws_store_version_add). */
+ * caller's transaction: ws_store_version_add). sha256: the file's, when the
+ * writer computed it (64 hex digits); NULL: the file is read here. */
 ws_status ws_srv_version_record(ws_store *st, const char *data_dir, const char *name,
-                                int64_t model_id, int64_t version, const char *note, ws_error *err);
+                                int64_t model_id, int64_t version, const char *sha256,
+                                const char *note, ws_error *err);
 
 /* Loads the recorded version `version` of model `model_id` on be, and extends
  * its vocabulary with the model's symbols from SQLite. The file must be the one

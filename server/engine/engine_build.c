@@ -26,6 +26,7 @@ struct ws_eng_build {
     ws_status status;
     ws_error err;
     char path[WS_ENG_CKPT_PATH];
+    char sha256[65]; /* of the file at path */
     ws_eng_build *next;
 };
 
@@ -33,7 +34,8 @@ static void *build_main(void *arg)
 {
     ws_eng_build *b = arg;
     ws_job *j = b->job;
-    b->status = ws_eng_model_build(b->e, j->model_name, &j->cfg, j->seed, &b->m, b->path, &b->err);
+    b->status = ws_eng_model_build(b->e, j->model_name, &j->cfg, j->seed, &b->m, b->path, b->sha256,
+                                   &b->err);
     pthread_mutex_lock(&b->e->mu);
     b->done = 1;
     pthread_cond_signal(&b->e->cv); /* the engine thread installs it */
@@ -103,7 +105,7 @@ void ws_eng_builds_finish(ws_engine *e)
         if (s == WS_OK) {
             ws_eng_model *em;
             s = ws_eng_model_install(e, j->model_name, b->m, b->bytes, &j->training, b->path,
-                                     WS_SRV_NOTE_CREATED, &em, &b->err);
+                                     b->sha256, WS_SRV_NOTE_CREATED, &em, &b->err);
         } else {
             ws_eng_memory_release(e, b->bytes);
         }

@@ -67,22 +67,25 @@ void ws_eng_memory_release(ws_engine *e, size_t bytes);
 ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_config *cfg,
                               size_t *bytes, ws_error *err);
 /* A new model of cfg with random parameters, written as version 1 of `name` at
- * *path (WS_ENG_CKPT_PATH bytes): what creation does off the engine thread (it
- * touches no engine state but the backend, which takes calls from any thread). */
+ * *path (WS_ENG_CKPT_PATH bytes), the file's SHA-256 into sha256: what creation
+ * does off the engine thread (it touches no engine state but the backend, which
+ * takes calls from any thread; hashing a large file is as slow as writing it). */
 ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_config *cfg,
-                             uint64_t seed, ws_model **out, char *path, ws_error *err);
+                             uint64_t seed, ws_model **out, char *path, char sha256[65],
+                             ws_error *err);
 /* Builds and installs model `name` on the calling thread (first start: the
  * default model of a build that ships none), its bytes counted. */
 ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
                                   const ws_srv_training *tr, uint64_t seed, ws_error *err);
 /* Adds model `name` served from m (owned: freed on failure), whose version 1
- * is already written at `path`, and whose `bytes` were reserved (the model's
+ * is already written at `path` (its SHA-256: sha256, or NULL to read the file
+ * here), and whose `bytes` were reserved (the model's
  * from now on; released on failure): records the model, version 1 with `note`
  * and m's vocabulary in one transaction. On failure nothing stays: no row, and
  * no file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
 ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *note,
-                               ws_eng_model **out, ws_error *err);
+                               const ws_srv_training *tr, const char *path, const char *sha256,
+                               const char *note, ws_eng_model **out, ws_error *err);
 /* Serves m (owned, freed on failure; em's configuration) as version `version`
  * of em from the next batch on; the gradients summed for the replaced
  * parameters are dropped. */

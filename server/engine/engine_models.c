@@ -203,8 +203,8 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
 /* Records a new model, its version 1 (the file at its path, with note) and m's
  * vocabulary in one transaction. */
 static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
-                              const ws_srv_training *tr, const char *note, int64_t *id,
-                              ws_error *err)
+                              const ws_srv_training *tr, const char *sha256, const char *note,
+                              int64_t *id, ws_error *err)
 {
     cJSON *cj = ws_model_config_to_json(ws_model_config_of(m)), *tj = ws_srv_training_json(tr);
     char *ctext = cj ? cJSON_PrintUnformatted(cj) : NULL;
@@ -214,7 +214,8 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
                                  : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
-    if (s == WS_OK) s = ws_srv_version_record(e->st, e->cfg.data_dir, name, *id, 1, note, err);
+    if (s == WS_OK)
+        s = ws_srv_version_record(e->st, e->cfg.data_dir, name, *id, 1, sha256, note, err);
     if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
     if (s == WS_OK)
         s = ws_store_commit(e->st, err);
@@ -226,8 +227,8 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
 }
 
 ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *note,
-                               ws_eng_model **out, ws_error *err)
+                               const ws_srv_training *tr, const char *path, const char *sha256,
+                               const char *note, ws_eng_model **out, ws_error *err)
 {
     if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
         ws_model_free(m);
@@ -239,7 +240,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
      * committed model is always served. */
     ws_status s = model_attach(e, &tmp, err);
     if (s == WS_OK) s = table_reserve(e, err);
-    if (s == WS_OK) s = record_model(e, name, m, tr, note, &tmp.id, err);
+    if (s == WS_OK) s = record_model(e, name, m, tr, sha256, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
         ws_eng_memory_release(e, bytes);
@@ -262,11 +263,13 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
 }
 
 ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_config *cfg,
-                             uint64_t seed, ws_model **out, char *path, ws_error *err)
+                             uint64_t seed, ws_model **out, char *path, char sha256[65],
+                             ws_error *err)
 {
     WS_TRY(ws_model_new(out, cfg, e->be, seed, err));
     ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, WS_ENG_CKPT_PATH);
     ws_status s = ws_checkpoint_save(*out, path, 1, err);
+    if (s == WS_OK) s = ws_srv_file_sha256(path, sha256, err);
     if (s != WS_OK) {
         ws_model_free(*out);
         *out = NULL;
@@ -280,14 +283,14 @@ ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model
     size_t bytes = 0;
     WS_TRY(ws_eng_memory_count(e, name, cfg, &bytes, err));
     ws_model *m = NULL;
-    char path[WS_ENG_CKPT_PATH];
-    ws_status s = ws_eng_model_build(e, name, cfg, seed, &m, path, err);
+    char path[WS_ENG_CKPT_PATH], sha256[65];
+    ws_status s = ws_eng_model_build(e, name, cfg, seed, &m, path, sha256, err);
     if (s != WS_OK) {
         ws_eng_memory_release(e, bytes);
         return s;
     }
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, bytes, tr, path, WS_SRV_NOTE_CREATED, &em, err);
+    return ws_eng_model_install(e, name, m, bytes, tr, path, sha256, WS_SRV_NOTE_CREATED, &em, err);
 }
 
 /* A model's parameters and AdamW state in host memory. */

@@ -424,6 +424,18 @@ static void test_model_memory_bound(void **state)
     assert_true(ru.ru_maxrss < 1024 * 1024);
 }
 
+/* Runs one step (it must succeed) and raises *max to its wall time (µs). */
+static void timed_step(int64_t *max)
+{
+    ws_job *j = step_job(-1);
+    int64_t t0 = ws_clock_mono_us();
+    run(j);
+    int64_t dt = ws_clock_mono_us() - t0;
+    assert_int_equal(j->result.status, WS_OK);
+    if (dt > *max) *max = dt;
+    ws_job_free(j);
+}
+
 /* A step's longest wait while a large model (6.5M parameters, a 100 MB
  * checkpoint with its AdamW state) is created beside it, against the longest
  * without: creation is built off the engine thread, so steps go on (before, a
@@ -432,31 +444,14 @@ static void test_creation_does_not_block_serving(void **state)
 {
     (void)state;
     int64_t base_max = 0, during_max = 0, n_during = 0;
-    for (int i = 0; i < 20; i++) {
-        ws_job *j = step_job(-1);
-        int64_t t0 = ws_clock_mono_us();
-        run(j);
-        int64_t dt = ws_clock_mono_us() - t0;
-        assert_int_equal(j->result.status, WS_OK);
-        if (dt > base_max) base_max = dt;
-        ws_job_free(j);
-    }
+    for (int i = 0; i < 20; i++) timed_step(&base_max);
     ws_model_config big = ws_model_config_default();
     big.d = 256, big.n_heads = 8, big.n_upd_layers = 4, big.n_ext_layers = 4;
     ws_job *create = create_job("big", &big);
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     int64_t c0 = ws_clock_mono_us();
     submit_on(E, create, &w);
-    while (!waiter_done(&w)) {
-        ws_job *j = step_job(-1);
-        int64_t t0 = ws_clock_mono_us();
-        run(j);
-        int64_t dt = ws_clock_mono_us() - t0;
-        assert_int_equal(j->result.status, WS_OK);
-        if (dt > during_max) during_max = dt;
-        n_during++;
-        ws_job_free(j);
-    }
+    for (; !waiter_done(&w); n_during++) timed_step(&during_max);
     int64_t c_us = ws_clock_mono_us() - c0;
     printf("creation of d=256 4+4 layers: %.0f ms; longest step: %.1f ms without, %.1f ms "
            "during (%lld steps)\n",

@@ -266,7 +266,20 @@ static const char *const model_configs[] = {
     "\"ext_mixer\":\"rn\",\"rn_width\":16}",
 };
 
-/* Creates model `name`; 1 when its creation was acknowledged. */
+void soak_model_register(soak *s, const char *name)
+{
+    pthread_mutex_lock(&s->reg_mu);
+    int i = atomic_load(&s->n_models);
+    if (i < SOAK_MAX_MODELS) {
+        snprintf(s->models[i], sizeof s->models[i], "%s", name);
+        atomic_store(&s->n_models, i + 1);
+    }
+    pthread_mutex_unlock(&s->reg_mu);
+}
+
+/* Creates model `name`; 1 when its creation was acknowledged, or when a retry
+ * after a lost reply found the name taken (the model must then exist and serve:
+ * the checks and the steps below find out). */
 static int create_model(soak *s, ws_client **c, int *gen, const char *name, const char *config, int seed)
 {
     ws_client_training_patch off = WS_CLIENT_TRAINING_KEEP;
@@ -286,7 +299,7 @@ static int create_model(soak *s, ws_client **c, int *gen, const char *name, cons
         /* A retry after a lost reply finds the name taken: made, or being made, by the first. */
         if (st == WS_CLIENT_ERR_HTTP && e.status == 409 && lost) {
             soak_tally_err(&s->tally, SOAK_model_create, &e, 1);
-            return 0;
+            return 1;
         }
         lost |= st == WS_CLIENT_ERR_TRANSPORT;
         if (!soak_retry(s, SOAK_model_create, st, &e, t0)) return 0;
@@ -301,15 +314,12 @@ void *soak_models_main(void *arg)
     int gen = -1;
     int n_configs = (int)(sizeof model_configs / sizeof *model_configs);
     for (int k = 0; !atomic_load(&s->stop) && k < SOAK_MAX_MODELS; k++) {
-        nap(s, s->model_every);
+        nap(s, s->o->model_every);
         char name[16];
         snprintf(name, sizeof name, "m%03d", k);
         if (!create_model(s, &c, &gen, name, model_configs[k % n_configs], k + 1)) continue;
-        pthread_mutex_lock(&s->reg_mu);
-        int i = atomic_load(&s->n_models);
-        memcpy(s->models[i], name, sizeof name);
-        atomic_store(&s->n_models, i + 1);
-        pthread_mutex_unlock(&s->reg_mu);
+        soak_model_register(s, name);
+        atomic_fetch_add(&s->models_created, 1);
         /* The new model serves: a few steps on a session of its own. */
         soak_session *ss = soak_session_new(s, &c, &gen, name);
         for (int t = 0; ss && t < 3 && soak_step(s, &c, &gen, ss) == 0; t++) {}
@@ -324,7 +334,7 @@ void *soak_models_main(void *arg)
 static int key_command(soak *s, const char *verb, const char *arg, char *out, size_t cap)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' key %s %s --data-dir '%s' 2>&1", s->daemon_path, verb, arg, s->dir);
+    snprintf(cmd, sizeof cmd, "'%s' key %s %s --data-dir '%s' 2>&1", s->o->daemon_path, verb, arg, s->dir);
     double t0 = ws_clock_mono_s();
     FILE *p = popen(cmd, "r");
     size_t n = p ? fread(out, 1, cap - 1, p) : 0;
@@ -400,7 +410,7 @@ void *soak_keys_main(void *arg)
 {
     soak *s = arg;
     for (int k = 0; !atomic_load(&s->stop); k++) {
-        nap(s, s->key_every);
+        nap(s, s->o->key_every);
         if (!atomic_load(&s->stop)) key_round(s, k);
     }
     return NULL;

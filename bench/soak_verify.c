@@ -1,11 +1,17 @@
 /* soak_verify.c — what must hold after every restart: each step a client saw
  * applied is in its session's step log as it was told (instructions, queries,
  * labels in the step or acknowledged after it, and the answers acknowledged),
- * the session's step counter is not behind it, and every model whose creation
- * was acknowledged is still there. */
+ * the session's step counter is not behind it, every model whose creation was
+ * acknowledged is still there and serves its recorded current version, the
+ * daemon says it is ready, and no temporary file of a killed writer is left in
+ * models/. */
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/ws_clock.h"
 #include "soak.h"
@@ -107,12 +113,103 @@ static void verify_session(soak *s, ws_client **c, int *gen, soak_session *ss, i
     ss->verified = upto;
 }
 
-void soak_verify(soak *s, int from_zero, soak_check *out)
+/* models/<name>-v<N>.safetensors: 1 with name and N, else 0. */
+static int ckpt_file(const char *file, char *name, size_t cap, int64_t *v)
+{
+    size_t n = strlen(file), ext = strlen(".safetensors");
+    if (n <= ext || strcmp(file + n - ext, ".safetensors") != 0) return 0;
+    const char *dash = NULL;
+    for (const char *p = file; p + 1 < file + n - ext; p++)
+        if (p[0] == '-' && p[1] == 'v') dash = p;
+    char *end;
+    *v = dash ? strtoll(dash + 2, &end, 10) : 0;
+    if (!dash || end != file + n - ext || *v < 1 || (size_t)(dash - file) >= cap) return 0;
+    memcpy(name, file, (size_t)(dash - file));
+    name[dash - file] = '\0';
+    return 1;
+}
+
+/* A temporary file whose writer is gone: an upload (the soak imports nothing)
+ * or a checkpoint's "<file>.tmp.<pid>.<seq>" of a pid not the running daemon's. */
+static int stray_file(const char *file, int pid)
+{
+    const char *t = strstr(file, ".tmp.");
+    return !strncmp(file, ".upload-", 8) || (t && atoi(t + 5) != pid);
+}
+
+/* The version a model serves in the list; -1 when it is not there. */
+static int64_t listed_version(const ws_client_model_list *ml, const char *name)
+{
+    for (int i = 0; i < ml->n; i++)
+        if (!strcmp(ml->items[i].name, name)) return ml->items[i].version;
+    return -1;
+}
+
+static void scan_models(soak *s, ws_client **c, int *gen, int last, soak_check *out)
+{
+    ws_client_model_list ml = {0};
+    ws_client_error e = {0};
+    if (last && (!(*c = soak_client(s, *c, gen, NULL)) || ws_client_model_list_get(*c, &ml, &e) != WS_CLIENT_OK)) {
+        out->failed++;
+        return;
+    }
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/models", s->dir);
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));) {
+        char name[WS_CLIENT_NAME_MAX + 1];
+        int64_t v, served;
+        if (stray_file(de->d_name, atomic_load(&s->pid))) {
+            out->stray_files++;
+            fprintf(stderr, "soak: left in models/ after a restart: %s\n", de->d_name);
+        } else if (last && ckpt_file(de->d_name, name, sizeof name, &v)) {
+            served = listed_version(&ml, name);
+            if (served < 0 || v > served) out->orphan_files++;
+            else if (v > 1 && v <= served - 4) out->excess_files++;
+        }
+    }
+    if (d) closedir(d);
+    else out->failed++;
+    ws_client_model_list_free(&ml);
+}
+
+/* /readyz answers ready within 10 s of the restart. */
+static void check_ready(soak *s, ws_client **c, int *gen, soak_check *out)
+{
+    for (double until = ws_clock_mono_s() + 10; ws_clock_mono_s() < until; usleep(100000)) {
+        ws_client_ready r;
+        ws_client_error e = {0};
+        if ((*c = soak_client(s, *c, gen, NULL)) && ws_client_readyz(*c, &r, &e) == WS_CLIENT_OK && r.ready)
+            return;
+    }
+    out->not_ready++;
+}
+
+void soak_disk(const soak *s, long *files, long *db_kb)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/models", s->dir);
+    DIR *d = opendir(path);
+    *files = 0;
+    for (struct dirent *de; d && (de = readdir(d));) *files += de->d_name[0] != '.';
+    if (d) closedir(d);
+    *db_kb = 0;
+    static const char *const parts[] = {"worldstate.db", "worldstate.db-wal"};
+    for (int i = 0; i < 2; i++) {
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", s->dir, parts[i]);
+        if (stat(path, &sb) == 0) *db_kb += (long)(sb.st_size / 1024);
+    }
+}
+
+void soak_verify(soak *s, int last, soak_check *out)
 {
     ws_client *c = NULL;
     int gen = -1;
+    check_ready(s, &c, &gen, out);
+    scan_models(s, &c, &gen, last, out);
     int n = atomic_load(&s->n_sessions);
-    for (int i = 0; i < n; i++) verify_session(s, &c, &gen, s->sessions[i], from_zero, out);
+    for (int i = 0; i < n; i++) verify_session(s, &c, &gen, s->sessions[i], last, out);
     int m = atomic_load(&s->n_models);
     for (int i = 0; i < m; i++) {
         for (double until = ws_clock_mono_s() + CHECK_PATIENCE_S;;) {
@@ -121,7 +218,10 @@ void soak_verify(soak *s, int from_zero, soak_check *out)
             ws_client_error e = {0};
             double t0 = ws_clock_mono_s();
             ws_client_status st = ws_client_model_get(c, s->models[i], &model, &e);
-            if (st == WS_CLIENT_OK) ws_client_model_free(&model);
+            if (st == WS_CLIENT_OK) {
+                out->unserved += model.status.serving_version != model.version;
+                ws_client_model_free(&model);
+            }
             if (soak_retry(s, SOAK_model_get, st, &e, t0) && ws_clock_mono_s() < until) continue;
             if (st != WS_CLIENT_OK) out->models_lost++;
             break;

@@ -14,7 +14,9 @@
  * seconds the daemon is killed (SIGKILL; every `term-every`-th time SIGTERM,
  * which must exit 0) and restarted on the same data dir; after each restart
  * every step a client saw applied must be in its session's log as told, with
- * the answers acknowledged (lost must be 0; soak_verify.c). The daemon's RSS
+ * the answers acknowledged (lost must be 0), every model created must serve its
+ * recorded version, /readyz must say ready and no temporary file of the killed
+ * daemon may be left in models/ (soak_verify.c). The daemon's RSS
  * and open descriptors are sampled every second. At the end: a clean stop, a
  * restart checking every session's whole log, and PRAGMA integrity_check.
  *
@@ -32,11 +34,16 @@
 
 #include "soak.h"
 
+static const char usage[] = "usage: bench_soak [--seconds 300] [--kill-every 20] [--term-every 5] [--clients 4] "
+                            "[--model-every 10] [--key-every 5] [--keep]\n";
+
+/* 0, 1 for --help, -1 for bad flags. */
 static int parse(int argc, char **argv, soak_options *o, int *keep)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--keep")) *keep = 1;
+        if (!strcmp(argv[i], "--help")) return 1;
+        else if (!strcmp(argv[i], "--keep")) *keep = 1;
         else if (!strcmp(argv[i], "--seconds") && v) o->seconds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kill-every") && v) o->kill_every = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--term-every") && v) o->term_every = atoi(argv[++i]);
@@ -60,11 +67,10 @@ int main(int argc, char **argv)
                       .clients = 4,
                       .model_every = 10,
                       .key_every = 5};
-    int keep = 0;
-    if (parse(argc, argv, &o, &keep) != 0) {
-        fprintf(stderr, "usage: bench_soak [--seconds 300] [--kill-every 20] [--term-every 5] [--clients 4] "
-                        "[--model-every 10] [--key-every 5] [--keep]\n");
-        return 2;
+    int keep = 0, p = parse(argc, argv, &o, &keep);
+    if (p != 0) {
+        fputs(usage, p > 0 ? stdout : stderr);
+        return p > 0 ? 0 : 2;
     }
     soak_result r;
     int ran = soak_run(&o, &r) == 0;

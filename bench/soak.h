@@ -47,18 +47,24 @@ typedef struct {
 typedef struct {
     pthread_mutex_t mu;
     soak_lat lat[SOAK_N_KINDS]; /* seconds, answered requests (2xx) */
+    soak_lat *step_by_cycle;    /* the steps' latencies again, by daemon run */
+    int n_cycles;
+    atomic_int cycle;           /* the daemon run now */
     soak_err_row err[SOAK_MAX_ERR_ROWS];
     int n_err;
     long err_overflow; /* rows that did not fit */
 } soak_tally;
 
-void soak_tally_init(soak_tally *t);
+/* n_cycles: daemon runs at most. 0, or -1 out of memory. */
+int soak_tally_init(soak_tally *t, int n_cycles);
 void soak_tally_free(soak_tally *t);
 void soak_tally_ok(soak_tally *t, soak_kind k, double seconds);
 /* e: the request's error; expected as above. */
 void soak_tally_err(soak_tally *t, soak_kind k, const ws_client_error *e, int expected);
 /* p in [0, 1] of kind k's latencies, in ms (sorts them); -1 when none. */
 double soak_tally_pct(soak_tally *t, soak_kind k, double p);
+/* The same of the steps of daemon run `cycle`. */
+double soak_tally_cycle_pct(soak_tally *t, int cycle, double p);
 /* 5xx not documented for the moment (a 500, a 503 storage_unavailable) and 4xx
  * the workload should never get. */
 long soak_tally_unexpected(const soak_tally *t);
@@ -66,6 +72,8 @@ long soak_tally_unexpected(const soak_tally *t);
 /* /proc/PID/status VmRSS in KiB and the entries of /proc/PID/fd; -1 when unreadable. */
 long soak_rss_kb(int pid);
 long soak_fd_count(int pid);
+/* The 1-minute load average (/proc/loadavg): the machine may be shared. -1 when unknown. */
+double soak_loadavg(void);
 
 /* ---- a run (soak_run.c) and its report (soak_report.c) --------------------------------- */
 
@@ -109,6 +117,7 @@ typedef struct {
     int integrity;        /* PRAGMA integrity_check ok at the end */
     int64_t versions[2];  /* versions "soak" and "default" serve at the end (-1: unknown) */
     long model_files, db_kb; /* at the end: files in models/, worldstate.db and its WAL */
+    double load[2];          /* the machine's 1-minute load average at the start and the end */
     char base[64];        /* the temporary directory: data/ and data.log */
 } soak_result;
 

@@ -60,19 +60,20 @@ long soak_failures(const soak_result *r)
            atomic_load(&s->queries_behind) + t.term_bad + t.crashes + !r->integrity;
 }
 
-static void table(FILE *out, const soak_result *r)
+static void table(FILE *out, soak_result *r)
 {
-    fprintf(out, "%5s %-8s %6s %8s %7s %21s %8s %9s %8s %5s\n", "cycle", "ended", "up s", "start ms", "acked",
-            "RSS MB start/max/end", "growth", "fds", "checked", "lost");
+    fprintf(out, "%5s %-8s %6s %8s %7s %17s %21s %8s %9s %8s %5s\n", "cycle", "ended", "up s", "start ms", "acked",
+            "step p50/p99 ms", "RSS MB start/max/end", "growth", "fds", "checked", "lost");
     for (int i = 0; i < r->n_cycles; i++) {
         const soak_cycle *c = &r->cycles[i];
-        fprintf(out, "%5d %-8s %6.1f %8.0f %7ld %6.1f/%6.1f/%6.1f %8.1f %4ld/%-4ld %8ld %5ld\n", i + 1,
-                c->end ? c->end : "?", c->up_s, c->start_ms, c->acked, c->rss_first / 1024.0, c->rss_max / 1024.0,
+        fprintf(out, "%5d %-8s %6.1f %8.0f %7ld %8.1f/%8.1f %6.1f/%6.1f/%6.1f %8.1f %4ld/%-4ld %8ld %5ld\n", i + 1,
+                c->end ? c->end : "?", c->up_s, c->start_ms, c->acked, soak_tally_cycle_pct(&r->s->tally, i, 0.5),
+                soak_tally_cycle_pct(&r->s->tally, i, 0.99), c->rss_first / 1024.0, c->rss_max / 1024.0,
                 c->rss_last / 1024.0, (c->rss_last - c->rss_first) / 1024.0, c->fd_min, c->fd_max,
                 c->check.steps_checked, c->check.lost);
     }
-    fprintf(out, "%5s %-8s %6s %8.0f %7s %21s %8s %9s %8ld %5ld\n", "last", "checks", "", r->final_start_ms, "", "",
-            "", "", r->final.steps_checked, r->final.lost);
+    fprintf(out, "%5s %-8s %6s %8.0f %7s %17s %21s %8s %9s %8ld %5ld\n", "last", "checks", "", r->final_start_ms, "",
+            "", "", "", "", r->final.steps_checked, r->final.lost);
 }
 
 static void by_kind(FILE *out, soak_tally *t)
@@ -112,9 +113,9 @@ static void json(FILE *out, const soak_options *o, soak_result *r, const totals 
             (long long)r->versions[1]);
     const soak_cycle *first = &r->cycles[0], *last = &r->cycles[r->n_cycles > 0 ? r->n_cycles - 1 : 0];
     fprintf(out,
-            "\"rss_mb\":{\"first\":%.1f,\"max\":%.1f,\"last\":%.1f,\"max_growth_in_cycle\":%.1f},"
+            "\"load\":[%.2f,%.2f],\"rss_mb\":{\"first\":%.1f,\"max\":%.1f,\"last\":%.1f,\"max_growth_in_cycle\":%.1f},"
             "\"fds\":{\"min\":%ld,\"max\":%ld},\"start_ms_max\":%.0f,\"latency_ms\":{",
-            first->rss_first / 1024.0, t->rss_max / 1024.0, last->rss_last / 1024.0, t->growth_max / 1024.0,
+            r->load[0], r->load[1], first->rss_first / 1024.0, t->rss_max / 1024.0, last->rss_last / 1024.0, t->growth_max / 1024.0,
             t->fd_min, t->fd_max, t->start_max);
     for (int k = 0; k < SOAK_N_KINDS; k++)
         fprintf(out, "%s\"%s\":{\"n\":%ld,\"p50\":%.3f,\"p99\":%.3f}", k ? "," : "", soak_kind_names[k],
@@ -137,9 +138,9 @@ void soak_report(FILE *out, const soak_options *o, soak_result *r)
     fprintf(out,
             "worldstated soak: %.0f s, stopped every %d s (SIGTERM every %d, else kill -9), %d step clients, "
             "a model every %.0f s, a key round every %.0f s, online training %.0f..%.0f s; backend cpu, "
-            "%ld CPU cores\n",
+            "%ld CPU cores, load average %.1f at the start, %.1f at the end\n",
             r->elapsed, o->kill_every, o->term_every, o->clients, o->model_every, o->key_every, 0.25 * o->seconds,
-            0.75 * o->seconds, sysconf(_SC_NPROCESSORS_ONLN));
+            0.75 * o->seconds, sysconf(_SC_NPROCESSORS_ONLN), r->load[0], r->load[1]);
     table(out, r);
     by_kind(out, &s->tally);
     fprintf(out,

@@ -20,7 +20,7 @@
 
 typedef struct {
     soak *s;
-    atomic_int pid, cur; /* the daemon sampled (0: none) and its cycle */
+    atomic_int pid; /* the daemon sampled (0: none), in the run s->tally.cycle */
     soak_cycle *cycles;
     pthread_mutex_t mu;
 } sampler;
@@ -43,7 +43,7 @@ static void *sampler_main(void *arg)
 {
     sampler *sm = arg;
     while (!atomic_load(&sm->s->stop)) {
-        int pid = atomic_load(&sm->pid), ci = atomic_load(&sm->cur);
+        int pid = atomic_load(&sm->pid), ci = atomic_load(&sm->s->tally.cycle);
         if (pid > 0) sample(sm, pid, ci);
         usleep(1000000);
     }
@@ -188,7 +188,8 @@ static int run_cycles(soak *s, sampler *sm, daemon_proc *d, int max_cycles, pthr
         double up = ws_clock_mono_s();
         cy->start_ms = 1e3 * (up - t0);
         daemon_up(s, d);
-        atomic_store(&sm->cur, n);
+        atomic_store(&s->tally.cycle, n);
+        long acked0 = atomic_load(&s->acked);
         atomic_store(&sm->pid, d->pid);
         if (n > 0) {
             soak_verify(s, 0, &sm->cycles[n - 1].check);
@@ -204,7 +205,6 @@ static int run_cycles(soak *s, sampler *sm, daemon_proc *d, int max_cycles, pthr
                 if (pthread_create(&th[*threads], NULL, fn, s) != 0) break;
             }
         }
-        long acked0 = atomic_load(&s->acked);
         int crashed = wait_cycle(s, d, up + o->kill_every < end ? up + o->kill_every : end, train_on, train_off,
                                  &training, &cy->exit_status);
         atomic_store(&sm->pid, 0);
@@ -241,15 +241,15 @@ int soak_run(const soak_options *o, soak_result *r)
     signal(SIGPIPE, SIG_IGN);
     s->o = o;
     snprintf(s->dir, sizeof s->dir, "%s/data", r->base);
-    soak_tally_init(&s->tally);
     pthread_mutex_init(&s->reg_mu, NULL);
     pthread_mutex_init(&sm.mu, NULL);
-    if (make_admin_key(s) != 0 || pthread_create(&samp, NULL, sampler_main, &sm) != 0) {
+    if (soak_tally_init(&s->tally, max_cycles) != 0 || make_admin_key(s) != 0 || pthread_create(&samp, NULL, sampler_main, &sm) != 0) {
         fprintf(stderr, "soak: setup failed (%s)\n", r->base);
         free(th);
         return -1;
     }
     double begin = ws_clock_mono_s();
+    r->load[0] = soak_loadavg();
     daemon_proc d = {0};
     int threads = 0, last = run_cycles(s, &sm, &d, max_cycles, th, &threads);
     int failed = last < 0;
@@ -275,6 +275,7 @@ int soak_run(const soak_options *o, soak_result *r)
         r->final.failed++;
     }
     r->elapsed = ws_clock_mono_s() - begin;
+    r->load[1] = soak_loadavg();
     pthread_mutex_destroy(&sm.mu);
     return failed ? -1 : 0;
 }

@@ -1,5 +1,6 @@
 /* soak_stats.c — the soak's tallies (latency and errors by request kind) and
- * the daemon's resident memory and open descriptors read from /proc. */
+ * what /proc says: the daemon's resident memory and open descriptors, the
+ * machine's load. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,28 +11,39 @@
 #define SOAK_KIND_NAME(name) #name,
 const char *const soak_kind_names[SOAK_N_KINDS] = {SOAK_KINDS(SOAK_KIND_NAME)};
 
-void soak_tally_init(soak_tally *t)
+int soak_tally_init(soak_tally *t, int n_cycles)
 {
     memset(t, 0, sizeof *t);
     pthread_mutex_init(&t->mu, NULL);
+    t->step_by_cycle = calloc((size_t)n_cycles, sizeof *t->step_by_cycle);
+    t->n_cycles = t->step_by_cycle ? n_cycles : 0;
+    return t->step_by_cycle ? 0 : -1;
 }
 
 void soak_tally_free(soak_tally *t)
 {
     for (int k = 0; k < SOAK_N_KINDS; k++) free(t->lat[k].v);
+    for (int i = 0; i < t->n_cycles; i++) free(t->step_by_cycle[i].v);
+    free(t->step_by_cycle);
     pthread_mutex_destroy(&t->mu);
 }
 
-void soak_tally_ok(soak_tally *t, soak_kind k, double seconds)
+static void lat_add(soak_lat *l, double seconds)
 {
-    pthread_mutex_lock(&t->mu);
-    soak_lat *l = &t->lat[k];
     if (l->n == l->cap) {
         long cap = l->cap ? 2 * l->cap : 1024;
         double *v = realloc(l->v, sizeof *v * (size_t)cap);
         if (v) l->v = v, l->cap = cap;
     }
     if (l->n < l->cap) l->v[l->n++] = seconds;
+}
+
+void soak_tally_ok(soak_tally *t, soak_kind k, double seconds)
+{
+    int c = atomic_load(&t->cycle);
+    pthread_mutex_lock(&t->mu);
+    lat_add(&t->lat[k], seconds);
+    if (k == SOAK_step && c < t->n_cycles) lat_add(&t->step_by_cycle[c], seconds);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -60,10 +72,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double soak_tally_pct(soak_tally *t, soak_kind k, double p)
+static double lat_pct(soak_tally *t, soak_lat *l, double p)
 {
     pthread_mutex_lock(&t->mu);
-    soak_lat *l = &t->lat[k];
     double r = -1;
     if (l->n) {
         qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_double);
@@ -72,6 +83,16 @@ double soak_tally_pct(soak_tally *t, soak_kind k, double p)
     }
     pthread_mutex_unlock(&t->mu);
     return r;
+}
+
+double soak_tally_pct(soak_tally *t, soak_kind k, double p)
+{
+    return lat_pct(t, &t->lat[k], p);
+}
+
+double soak_tally_cycle_pct(soak_tally *t, int cycle, double p)
+{
+    return cycle < t->n_cycles ? lat_pct(t, &t->step_by_cycle[cycle], p) : -1;
 }
 
 long soak_tally_unexpected(const soak_tally *t)
@@ -105,4 +126,13 @@ long soak_fd_count(int pid)
         if (e->d_name[0] != '.') n++;
     closedir(d);
     return n;
+}
+
+double soak_loadavg(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f && fscanf(f, "%lf", &l) != 1) l = -1;
+    if (f) fclose(f);
+    return l;
 }

@@ -42,15 +42,24 @@ static int parse(int argc, char **argv, soak_options *o, int *keep)
 {
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(argv[i], "--help")) return 1;
-        else if (!strcmp(argv[i], "--keep")) *keep = 1;
-        else if (!strcmp(argv[i], "--seconds") && v) o->seconds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--kill-every") && v) o->kill_every = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--term-every") && v) o->term_every = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--clients") && v) o->clients = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--model-every") && v) o->model_every = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--key-every") && v) o->key_every = atof(argv[++i]);
-        else return -1;
+        if (!strcmp(argv[i], "--help"))
+            return 1;
+        else if (!strcmp(argv[i], "--keep"))
+            *keep = 1;
+        else if (!strcmp(argv[i], "--seconds") && v)
+            o->seconds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kill-every") && v)
+            o->kill_every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--term-every") && v)
+            o->term_every = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--clients") && v)
+            o->clients = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--model-every") && v)
+            o->model_every = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--key-every") && v)
+            o->key_every = atof(argv[++i]);
+        else
+            return -1;
     }
     return o->seconds >= 1 && o->kill_every >= 1 && o->term_every >= 0 && o->clients >= 1 && o->clients <= 256 &&
                    o->model_every > 0 && o->key_every > 0

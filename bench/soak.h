@@ -18,9 +18,8 @@
 /* ---- tallies (soak_stats.c) ------------------------------------------------------- */
 
 /* Request kinds, each with its own latencies and errors. */
-#define SOAK_KINDS(X)                                                                              \
-    X(step) X(query) X(labels) X(session) X(log) X(model_create) X(model_get) X(training)           \
-        X(key_cli) X(key_http)
+#define SOAK_KINDS(X) \
+    X(step) X(query) X(labels) X(session) X(log) X(model_create) X(model_get) X(training) X(key_cli) X(key_http)
 #define SOAK_KIND_ENUM(name) SOAK_##name,
 typedef enum { SOAK_KINDS(SOAK_KIND_ENUM) SOAK_N_KINDS } soak_kind;
 extern const char *const soak_kind_names[SOAK_N_KINDS];
@@ -49,7 +48,7 @@ typedef struct {
     soak_lat lat[SOAK_N_KINDS]; /* seconds, answered requests (2xx) */
     soak_lat *step_by_cycle;    /* the steps' latencies again, by daemon run */
     int n_cycles;
-    atomic_int cycle;           /* the daemon run now */
+    atomic_int cycle; /* the daemon run now */
     soak_err_row err[SOAK_MAX_ERR_ROWS];
     int n_err;
     long err_overflow; /* rows that did not fit */
@@ -78,11 +77,11 @@ double soak_loadavg(void);
 /* ---- a run (soak_run.c) and its report (soak_report.c) --------------------------------- */
 
 typedef struct {
-    const char *daemon_path;        /* the worldstated binary */
-    int seconds, kill_every;        /* the run; the daemon's time up between stops */
-    int term_every;                 /* every term_every-th stop is SIGTERM (0: never), else SIGKILL */
-    int clients;                    /* stepping threads, two sessions each */
-    double model_every, key_every;  /* seconds between model creations / key rounds */
+    const char *daemon_path;       /* the worldstated binary */
+    int seconds, kill_every;       /* the run; the daemon's time up between stops */
+    int term_every;                /* every term_every-th stop is SIGTERM (0: never), else SIGKILL */
+    int clients;                   /* stepping threads, two sessions each */
+    double model_every, key_every; /* seconds between model creations / key rounds */
 } soak_options;
 
 typedef struct soak soak;
@@ -100,12 +99,12 @@ typedef struct {
 
 /* One daemon run, from its start to the signal that ended it. */
 typedef struct {
-    double start_ms, up_s;   /* from exec to listening; from then to the stop */
-    const char *end;         /* "kill -9", "SIGTERM", "crashed" (it exited by itself), "no start", "setup" */
-    int exit_status;         /* 128 + signal for a kill; a SIGTERM's must be 0 */
-    long acked;              /* steps acknowledged meanwhile */
+    double start_ms, up_s; /* from exec to listening; from then to the stop */
+    const char *end;       /* "kill -9", "SIGTERM", "crashed" (it exited by itself), "no start", "setup" */
+    int exit_status;       /* 128 + signal for a kill; a SIGTERM's must be 0 */
+    long acked;            /* steps acknowledged meanwhile */
     long rss_first, rss_max, rss_last, fd_min, fd_max; /* sampled every second; RSS in KiB */
-    soak_check check;        /* the checks after the restart that followed it */
+    soak_check check;                                  /* the checks after the restart that followed it */
 } soak_cycle;
 
 typedef struct {
@@ -114,11 +113,11 @@ typedef struct {
     int n_cycles;
     soak_check final; /* after the last clean stop: every session's whole log */
     double final_start_ms, elapsed;
-    int integrity;        /* PRAGMA integrity_check ok at the end */
-    int64_t versions[2];  /* versions "soak" and "default" serve at the end (-1: unknown) */
+    int integrity;           /* PRAGMA integrity_check ok at the end */
+    int64_t versions[2];     /* versions "soak" and "default" serve at the end (-1: unknown) */
     long model_files, db_kb; /* at the end: files in models/, worldstate.db and its WAL */
     double load[2];          /* the machine's 1-minute load average at the start and the end */
-    char base[64];        /* the temporary directory: data/ and data.log */
+    char base[64];           /* the temporary directory: data/ and data.log */
 } soak_result;
 
 /* Runs the soak on a fresh temporary directory (r->base). 0 when it ran to the
@@ -150,12 +149,12 @@ typedef struct {
 
 typedef struct {
     char id[WS_CLIENT_ID_LEN + 1];
-    int salt;            /* makes this session's facts its own */
-    pthread_mutex_t mu;  /* marks: appended by the session's client, read by checks */
-    soak_mark *marks;    /* marks[t - 1] for steps 1..n */
+    int salt;           /* makes this session's facts its own */
+    pthread_mutex_t mu; /* marks: appended by the session's client, read by checks */
+    soak_mark *marks;   /* marks[t - 1] for steps 1..n */
     int64_t n, cap;
-    int64_t snapshot;    /* n when the daemon last went down (checks' thread only) */
-    int64_t verified;    /* steps 1..verified checked (checks' thread only) */
+    int64_t snapshot; /* n when the daemon last went down (checks' thread only) */
+    int64_t verified; /* steps 1..verified checked (checks' thread only) */
 } soak_session;
 
 enum { SOAK_MAX_SESSIONS = 4096, SOAK_MAX_MODELS = 1024 };

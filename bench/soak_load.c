@@ -354,14 +354,13 @@ static int key_command(soak *s, const char *verb, const char *arg, char *out, si
 
 /* Creates a session (get_id NULL) or GETs session get_id with key's client
  * until answered: the answer's status (0 when the soak stopped); *out on 200. */
-static long key_request(soak *s, ws_client **c, int *gen, const char *key, const char *get_id,
-                        ws_client_session *out)
+static long key_request(soak *s, ws_client **c, int *gen, const char *key, const char *get_id, ws_client_session *out)
 {
     while (!atomic_load(&s->stop) && (*c = soak_client(s, *c, gen, key))) {
         ws_client_error e = {0};
         double t0 = ws_clock_mono_s();
-        ws_client_status st = get_id ? ws_client_session_get(*c, get_id, out, &e)
-                                     : ws_client_session_create(*c, NULL, out, &e);
+        ws_client_status st =
+            get_id ? ws_client_session_get(*c, get_id, out, &e) : ws_client_session_create(*c, NULL, out, &e);
         if (st == WS_CLIENT_OK) {
             soak_retry(s, SOAK_key_http, st, &e, t0);
             return 200;

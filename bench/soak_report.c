@@ -54,9 +54,8 @@ long soak_failures(const soak_result *r)
     totals_of(r, &t);
     const soak *s = r->s;
     const soak_check *c = &t.check;
-    return c->lost + c->mismatched + c->labels_lost + c->sessions_behind + c->models_lost + c->failed +
-           c->unserved + c->not_ready + c->stray_files +
-           t.unexpected + atomic_load(&s->anomalies) + atomic_load(&s->key_faults) +
+    return c->lost + c->mismatched + c->labels_lost + c->sessions_behind + c->models_lost + c->failed + c->unserved +
+           c->not_ready + c->stray_files + t.unexpected + atomic_load(&s->anomalies) + atomic_load(&s->key_faults) +
            atomic_load(&s->queries_behind) + t.term_bad + t.crashes + !r->integrity;
 }
 
@@ -115,8 +114,8 @@ static void json(FILE *out, const soak_options *o, soak_result *r, const totals 
     fprintf(out,
             "\"load\":[%.2f,%.2f],\"rss_mb\":{\"first\":%.1f,\"max\":%.1f,\"last\":%.1f,\"max_growth_in_cycle\":%.1f},"
             "\"fds\":{\"min\":%ld,\"max\":%ld},\"start_ms_max\":%.0f,\"latency_ms\":{",
-            r->load[0], r->load[1], first->rss_first / 1024.0, t->rss_max / 1024.0, last->rss_last / 1024.0, t->growth_max / 1024.0,
-            t->fd_min, t->fd_max, t->start_max);
+            r->load[0], r->load[1], first->rss_first / 1024.0, t->rss_max / 1024.0, last->rss_last / 1024.0,
+            t->growth_max / 1024.0, t->fd_min, t->fd_max, t->start_max);
     for (int k = 0; k < SOAK_N_KINDS; k++)
         fprintf(out, "%s\"%s\":{\"n\":%ld,\"p50\":%.3f,\"p99\":%.3f}", k ? "," : "", soak_kind_names[k],
                 s->tally.lat[k].n, soak_tally_pct(&s->tally, k, 0.5), soak_tally_pct(&s->tally, k, 0.99));
@@ -150,10 +149,12 @@ void soak_report(FILE *out, const soak_options *o, soak_result *r)
             c->labels_lost, atomic_load(&s->labels_acked), c->sessions_behind, atomic_load(&s->queries_behind),
             c->failed);
     fprintf(out,
-            "models created %ld (lost %ld, serving another version than recorded %ld); keys created %ld, revoked %ld, faults %ld; versions at the end "
+            "models created %ld (lost %ld, serving another version than recorded %ld); keys created %ld, revoked %ld, "
+            "faults %ld; versions at the end "
             "(online training): soak v%lld, default v%lld\n",
-            atomic_load(&s->models_created), c->models_lost, c->unserved, atomic_load(&s->keys_created), atomic_load(&s->keys_revoked),
-            atomic_load(&s->key_faults), (long long)r->versions[0], (long long)r->versions[1]);
+            atomic_load(&s->models_created), c->models_lost, c->unserved, atomic_load(&s->keys_created),
+            atomic_load(&s->keys_revoked), atomic_load(&s->key_faults), (long long)r->versions[0],
+            (long long)r->versions[1]);
     fprintf(out,
             "restarts %d (kill -9 %ld, SIGTERM %ld), SIGTERM exits not 0 %ld, crashes %ld, not ready after a "
             "restart %ld, client anomalies %ld, unexpected errors %ld, integrity_check %s\n",
@@ -163,7 +164,7 @@ void soak_report(FILE *out, const soak_options *o, soak_result *r)
             "RSS max %.1f MB, largest growth in a cycle %.1f MB, fds %ld..%ld, slowest start %.0f ms; at the end "
             "%ld files in models/ (temporary files left by a kill %ld, of no model %ld, past retention %ld), "
             "database with WAL %.1f MB\n",
-            t.rss_max / 1024.0, t.growth_max / 1024.0, t.fd_min, t.fd_max, t.start_max, r->model_files,
-            c->stray_files, c->orphan_files, c->excess_files, r->db_kb / 1024.0);
+            t.rss_max / 1024.0, t.growth_max / 1024.0, t.fd_min, t.fd_max, t.start_max, r->model_files, c->stray_files,
+            c->orphan_files, c->excess_files, r->db_kb / 1024.0);
     json(out, o, r, &t);
 }

@@ -73,16 +73,18 @@ static int create_soak_model(soak *s)
     ws_client_training_patch tr = WS_CLIENT_TRAINING_KEEP;
     tr.enabled = 0;
     tr.update_every = 8;
-    ws_client_model_spec spec = {
-        .name = "soak",
-        .config_json = "{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1}",
-        .training = &tr,
-        .seed = 7};
+    ws_client_model_spec spec = {.name = "soak",
+                                 .config_json =
+                                     "{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1}",
+                                 .training = &tr,
+                                 .seed = 7};
     ws_client_model m;
     ws_client_error e = {0};
     ws_client_status st = c ? ws_client_model_create(c, &spec, &m, &e) : WS_CLIENT_ERR_NOMEM;
-    if (st == WS_CLIENT_OK) ws_client_model_free(&m);
-    else fprintf(stderr, "soak: creating the model soak: %s\n", e.message);
+    if (st == WS_CLIENT_OK)
+        ws_client_model_free(&m);
+    else
+        fprintf(stderr, "soak: creating the model soak: %s\n", e.message);
     ws_client_free(c);
     return st == WS_CLIENT_OK ? 0 : -1;
 }
@@ -243,7 +245,8 @@ int soak_run(const soak_options *o, soak_result *r)
     snprintf(s->dir, sizeof s->dir, "%s/data", r->base);
     pthread_mutex_init(&s->reg_mu, NULL);
     pthread_mutex_init(&sm.mu, NULL);
-    if (soak_tally_init(&s->tally, max_cycles) != 0 || make_admin_key(s) != 0 || pthread_create(&samp, NULL, sampler_main, &sm) != 0) {
+    if (soak_tally_init(&s->tally, max_cycles) != 0 || make_admin_key(s) != 0 ||
+        pthread_create(&samp, NULL, sampler_main, &sm) != 0) {
         fprintf(stderr, "soak: setup failed (%s)\n", r->base);
         free(th);
         return -1;

@@ -53,16 +53,18 @@ void soak_tally_err(soak_tally *t, soak_kind k, const ws_client_error *e, int ex
     const char *code = e->kind == WS_CLIENT_ERR_HTTP ? e->code : ws_client_status_name(e->kind);
     pthread_mutex_lock(&t->mu);
     int i = 0;
-    while (i < t->n_err && !(t->err[i].kind == k && t->err[i].status == status &&
-                             t->err[i].expected == expected && !strcmp(t->err[i].code, code)))
+    while (i < t->n_err && !(t->err[i].kind == k && t->err[i].status == status && t->err[i].expected == expected &&
+                             !strcmp(t->err[i].code, code)))
         i++;
     if (i == t->n_err && i < SOAK_MAX_ERR_ROWS) {
         t->err[i] = (soak_err_row){.kind = k, .status = status, .expected = expected};
         snprintf(t->err[i].code, sizeof t->err[i].code, "%s", code);
         t->n_err++;
     }
-    if (i < t->n_err) t->err[i].n++;
-    else t->err_overflow++;
+    if (i < t->n_err)
+        t->err[i].n++;
+    else
+        t->err_overflow++;
     pthread_mutex_unlock(&t->mu);
 }
 

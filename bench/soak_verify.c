@@ -28,8 +28,7 @@ void soak_snapshot(soak *s)
 }
 
 /* Step t as logged against what the client told and was told. */
-static void check_entry(const soak_session *ss, int64_t t, soak_mark m, const ws_client_log_entry *e,
-                        soak_check *out)
+static void check_entry(const soak_session *ss, int64_t t, soak_mark m, const ws_client_log_entry *e, soak_check *out)
 {
     soak_step_body b;
     soak_step_body_of(ss->salt, t, &b);
@@ -38,8 +37,7 @@ static void check_entry(const soak_session *ss, int64_t t, soak_mark m, const ws
         b.req.has_labels = e->req.has_labels;
     }
     int same = ws_client_step_req_equal(&e->req, &b.req);
-    if (same && (m.flags & SOAK_ACKED))
-        same = e->n_answers == 2 && fabsf((float)e->answers[0].p - m.p0) <= 1e-6f;
+    if (same && (m.flags & SOAK_ACKED)) same = e->n_answers == 2 && fabsf((float)e->answers[0].p - m.p0) <= 1e-6f;
     if (!same) out->mismatched++;
     out->steps_checked++;
 }
@@ -164,12 +162,16 @@ static void scan_models(soak *s, ws_client **c, int *gen, int last, soak_check *
             fprintf(stderr, "soak: left in models/ after a restart: %s\n", de->d_name);
         } else if (last && ckpt_file(de->d_name, name, sizeof name, &v)) {
             served = listed_version(&ml, name);
-            if (served < 0 || v > served) out->orphan_files++;
-            else if (v > 1 && v <= served - 4) out->excess_files++;
+            if (served < 0 || v > served)
+                out->orphan_files++;
+            else if (v > 1 && v <= served - 4)
+                out->excess_files++;
         }
     }
-    if (d) closedir(d);
-    else out->failed++;
+    if (d)
+        closedir(d);
+    else
+        out->failed++;
     ws_client_model_list_free(&ml);
 }
 
@@ -179,8 +181,7 @@ static void check_ready(soak *s, ws_client **c, int *gen, soak_check *out)
     for (double until = ws_clock_mono_s() + 10; ws_clock_mono_s() < until; usleep(100000)) {
         ws_client_ready r;
         ws_client_error e = {0};
-        if ((*c = soak_client(s, *c, gen, NULL)) && ws_client_readyz(*c, &r, &e) == WS_CLIENT_OK && r.ready)
-            return;
+        if ((*c = soak_client(s, *c, gen, NULL)) && ws_client_readyz(*c, &r, &e) == WS_CLIENT_OK && r.ready) return;
     }
     out->not_ready++;
 }

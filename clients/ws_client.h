@@ -316,6 +316,13 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name,
  * 413. */
 ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *path,
                                         ws_client_model *out, int *created, ws_client_error *err);
+/* POST /v1/models/{name}/versions/{version}/current (admin): makes a recorded
+ * earlier version the model's current one again and serves it (a rollback);
+ * *out is the model as the server lists it. Repeating it is harmless.
+ * Refusals: 400 (bad version), 403, 404 (no such model or version), 409
+ * version_unavailable (its checkpoint file is gone or damaged). */
+ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, int64_t version,
+                                          ws_client_model *out, ws_client_error *err);
 /* GET /v1/models/{name}/checkpoint into the file `path` (written to path.part,
  * renamed on success); *version (may be NULL) from X-Model-Version. */
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,

@@ -1,12 +1,15 @@
-/* cmd_model.c — worldstate model list|create|status|checkpoint|import, and training. */
+/* cmd_model.c — worldstate model list|create|status|checkpoint|import|rollback, and training. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 #define MODEL_USAGE                                                                         \
     "worldstate model list | status NAME | checkpoint NAME --out FILE | import NAME FILE\n" \
+    "       worldstate model rollback NAME VERSION\n"                                       \
     "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
 #define TRAINING_USAGE                                                             \
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] " \
@@ -168,6 +171,26 @@ static int import(cli_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+/* rollback NAME VERSION */
+static int rollback(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[2];
+    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, none, pos, 2, 2, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    char *end;
+    errno = 0;
+    long long v = strtoll(pos[1], &end, 10);
+    if (errno || end == pos[1] || *end || v < 1)
+        return cli_usage(MODEL_USAGE, "rollback: VERSION must be a positive integer, got \"%s\"",
+                         pos[1]);
+    ws_client_model m;
+    ws_client_error e;
+    if (ws_client_model_rollback(ctx->client, pos[0], v, &m, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model rollback");
+    return show_model(ctx, &m);
+}
+
 /* status NAME / checkpoint NAME --out FILE */
 static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
 {
@@ -208,6 +231,7 @@ int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)
     if (!strcmp(sub, "status")) return one(ctx, argc - 1, argv + 1, 0);
     if (!strcmp(sub, "checkpoint")) return one(ctx, argc - 1, argv + 1, 1);
     if (!strcmp(sub, "import")) return import(ctx, argc - 1, argv + 1);
+    if (!strcmp(sub, "rollback")) return rollback(ctx, argc - 1, argv + 1);
     return cli_usage(MODEL_USAGE, "unknown model subcommand \"%s\"", sub);
 }
 

@@ -24,6 +24,7 @@ static const char HELP[] =
     "  model create NAME [--config JSON] [--seed N] [training flags]\n"
     "  model import NAME FILE                 a trained checkpoint (safetensors) becomes model\n"
     "                                         NAME, or its next version when NAME exists\n"
+    "  model rollback NAME VERSION            make an earlier version current again (admin)\n"
     "  training NAME [--enable|--disable] [--lr X] [--update-every N] [--recall-queries N]\n"
     "  health                                 liveness and readiness\n"
     "\n"

@@ -113,6 +113,8 @@ void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id,
                             ws_error *err);
 ws_status ws_srv_models_json(ws_store *st, cJSON **out, ws_error *err);
+/* A model's publication gate as GET /v1/models/{name} shows it (routes_versions.c). */
+cJSON *ws_srv_gate_json(const ws_engine_gate_info *g);
 /* A session as the API shows it (routes_sessions.c); NULL when out of memory. */
 cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s);
 

@@ -263,7 +263,15 @@ typedef struct {
     int64_t serving_version, examples_ready, examples_labelled, examples_trained, examples_dropped,
         updates;
     double last_loss;
+    int64_t examples_self_supervised, examples_held_out; /* 0 from an older server */
 } ws_client_model_status;
+
+/* The publication gate of GET /v1/models/{name} (ws_client_model_get only). */
+typedef struct {
+    int present;
+    int64_t published, rejected;
+    double served_probe_accuracy; /* -1: not measured yet */
+} ws_client_model_gate;
 
 typedef struct {
     char name[WS_CLIENT_NAME_MAX + 1];
@@ -273,6 +281,7 @@ typedef struct {
     char *config_json; /* the config object as the server sent it */
     ws_client_training training;
     ws_client_model_status status;
+    ws_client_model_gate gate;
     /* Where the parameters come from: origin ("random", "shipped", "imported";
      * "" from an older server) is how version 1 was made, version_note (NULL
      * when not sent) what made the current version ("online training", ...). */

@@ -77,11 +77,19 @@ static void print_model(const ws_client_model *m)
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
     printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, "
-           "%lld trained, "
+           "%lld self-supervised, %lld held out, %lld trained, "
            "%lld dropped\nupdates        %lld (last loss %.4f)\n",
            st->state, (long long)st->serving_version, (long long)st->examples_ready,
-           (long long)st->examples_labelled, (long long)st->examples_trained,
+           (long long)st->examples_labelled, (long long)st->examples_self_supervised,
+           (long long)st->examples_held_out, (long long)st->examples_trained,
            (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
+    const ws_client_model_gate *g = &m->gate;
+    if (!g->present) return;
+    printf("gate           %lld published, %lld rejected", (long long)g->published,
+           (long long)g->rejected);
+    if (g->served_probe_accuracy >= 0)
+        printf(" (served version's probe accuracy %.4f)", g->served_probe_accuracy);
+    printf("\n");
 }
 
 /* Prints a model as JSON or text, then frees it. */

@@ -57,10 +57,22 @@ static cJSON *status_json(const ws_client_model_status *st)
     o = cli_json_num(o, "serving_version", (double)st->serving_version);
     o = cli_json_num(o, "examples_ready", (double)st->examples_ready);
     o = cli_json_num(o, "examples_labelled", (double)st->examples_labelled);
+    o = cli_json_num(o, "examples_self_supervised", (double)st->examples_self_supervised);
+    o = cli_json_num(o, "examples_held_out", (double)st->examples_held_out);
     o = cli_json_num(o, "examples_trained", (double)st->examples_trained);
     o = cli_json_num(o, "examples_dropped", (double)st->examples_dropped);
     o = cli_json_num(o, "updates", (double)st->updates);
     return cli_json_num(o, "last_loss", st->last_loss);
+}
+
+static cJSON *gate_json(const ws_client_model_gate *g)
+{
+    cJSON *o = cli_json_num(cJSON_CreateObject(), "published", (double)g->published);
+    o = cli_json_num(o, "rejected", (double)g->rejected);
+    return cli_json_item(o, "served_probe_accuracy",
+                         g->served_probe_accuracy >= 0
+                             ? cJSON_CreateNumber(g->served_probe_accuracy)
+                             : cJSON_CreateNull());
 }
 
 cJSON *cli_model_json(const ws_client_model *m)
@@ -72,5 +84,6 @@ cJSON *cli_model_json(const ws_client_model *m)
     o = cli_json_num(o, "created_ms", (double)m->created_ms);
     if (m->origin[0]) o = cli_json_str(o, "origin", m->origin);
     if (m->version_note) o = cli_json_str(o, "version_note", m->version_note);
+    if (m->gate.present) o = cli_json_item(o, "gate", gate_json(&m->gate));
     return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
 }

@@ -90,11 +90,28 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
         MF(examples_trained),
         MF(examples_dropped),
         MF(updates),
-        {"last_loss", WSC_DBL, offsetof(ws_client_model_status, last_loss), 0, 1}};
+        {"last_loss", WSC_DBL, offsetof(ws_client_model_status, last_loss), 0, 1},
+        {"examples_self_supervised", WSC_I64,
+         offsetof(ws_client_model_status, examples_self_supervised), 0, 0},
+        {"examples_held_out", WSC_I64, offsetof(ws_client_model_status, examples_held_out), 0, 0}};
 #undef MF
     ws_client_status s =
         wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), st, err);
     st->present = s == WS_CLIENT_OK;
+    return s;
+}
+
+/* The gate's counts and served probe accuracy (null: not measured). */
+static ws_client_status gate_from_json(const cJSON *obj, ws_client_model_gate *g,
+                                       ws_client_error *err)
+{
+    static const wsc_field fields[] = {
+        {"published", WSC_I64, offsetof(ws_client_model_gate, published), 0, 1},
+        {"rejected", WSC_I64, offsetof(ws_client_model_gate, rejected), 0, 1}};
+    ws_client_status s = wsc_decode_fields(obj, fields, 2, g, err);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(obj, "served_probe_accuracy");
+    g->served_probe_accuracy = cJSON_IsNumber(p) ? p->valuedouble : -1;
+    g->present = s == WS_CLIENT_OK;
     return s;
 }
 
@@ -128,6 +145,8 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
                                    &out->training, err);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (s == WS_CLIENT_OK && st) s = status_from_json(st, &out->status, err);
+    const cJSON *gate = cJSON_GetObjectItemCaseSensitive(obj, "gate");
+    if (s == WS_CLIENT_OK && cJSON_IsObject(gate)) s = gate_from_json(gate, &out->gate, err);
     if (s == WS_CLIENT_OK) s = origin_from_json(obj, out, err);
     if (s != WS_CLIENT_OK) ws_client_model_free(out);
     return s;

@@ -113,7 +113,7 @@ static double m_rejected(const ws_engine_model_info *m)
 }
 static double m_probe(const ws_engine_model_info *m)
 {
-    return m->gate.served_probe >= 0 ? m->gate.served_probe : NAN;
+    return m->gate.served.probe >= 0 ? m->gate.served.probe : NAN;
 }
 static double m_gate_seconds(const ws_engine_model_info *m)
 {

@@ -19,19 +19,26 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
+/* A number, or null where the engine has none (< 0). */
+static void add_known(cJSON *o, const char *name, double v)
+{
+    if (v >= 0)
+        cJSON_AddNumberToObject(o, name, v);
+    else
+        cJSON_AddNullToObject(o, name);
+}
+
 static cJSON *score_json(const ws_engine_gate_score *s)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (s->probe >= 0)
-        cJSON_AddNumberToObject(o, "probe_accuracy", s->probe);
-    else
-        cJSON_AddNullToObject(o, "probe_accuracy");
-    if (s->replay_n > 0)
-        cJSON_AddNumberToObject(o, "replay_accuracy",
-                                (double)s->replay_right / (double)s->replay_n);
-    else
-        cJSON_AddNullToObject(o, "replay_accuracy");
+    add_known(o, "probe_accuracy", s->probe);
+    static const char *const kinds[WS_ENGINE_GATE_KINDS] = {"told_true", "overridden",
+                                                            "never_told"};
+    cJSON *k = cJSON_AddObjectToObject(o, "probe_by_kind");
+    for (int i = 0; k && i < WS_ENGINE_GATE_KINDS; i++) add_known(k, kinds[i], s->probe_kind[i]);
+    add_known(o, "replay_accuracy",
+              s->replay_n > 0 ? (double)s->replay_right / (double)s->replay_n : -1);
     cJSON_AddNumberToObject(o, "replay_answers", (double)s->replay_n);
     return o;
 }
@@ -42,10 +49,8 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "published", (double)g->published);
     cJSON_AddNumberToObject(o, "rejected", (double)g->rejected);
-    if (g->served_probe >= 0)
-        cJSON_AddNumberToObject(o, "served_probe_accuracy", g->served_probe);
-    else
-        cJSON_AddNullToObject(o, "served_probe_accuracy");
+    add_known(o, "served_probe_accuracy", g->served.probe);
+    add_known(o, "best_probe_accuracy", g->best_probe);
     if (!g->has_last) {
         cJSON_AddNullToObject(o, "last");
         return o;

@@ -179,9 +179,12 @@ const char *ws_engine_backend_name(ws_engine *e);
 int ws_engine_queue_depth(ws_engine *e);
 
 /* One version's scores at the publication gate (engine_gate.c). */
+#define WS_ENGINE_GATE_KINDS 3 /* probe answers: told true, overridden, never told */
 typedef struct {
-    double probe;                /* accuracy on the fixed memory probe; -1: not run (facts of
-                            fewer than 4 symbols) */
+    double probe; /* accuracy on the fixed memory probe; -1: not run (facts of
+                     fewer than 4 symbols) */
+    double probe_kind[WS_ENGINE_GATE_KINDS]; /* the same per kind of answer; -1: none */
+    long probe_kind_n[WS_ENGINE_GATE_KINDS];
     long replay_right, replay_n; /* held-out answers replayed right, of */
 } ws_engine_gate_score;
 
@@ -189,7 +192,12 @@ typedef struct {
  * decision. */
 typedef struct {
     int64_t published, rejected;
-    double served_probe; /* the served version's probe accuracy; -1: not measured yet */
+    /* The served version's probe (probe < 0: not measured yet), and the best
+     * probe accuracies, overall and per kind, that a version served since the
+     * last load, adoption or rollback had: the bar, less the tolerance (so
+     * versions cannot creep down one tolerance at a time); -1 none. */
+    ws_engine_gate_score served;
+    double best_probe, best_kind[WS_ENGINE_GATE_KINDS];
     int has_last;
     struct {
         int published;                 /* 1: published as version; 0: rejected */

@@ -114,11 +114,17 @@ void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
  * probe (when probe is non-zero; else out->probe is left as it is) and the
  * replay of the trainer's held-out examples. */
 ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err);
-/* 1 when the candidate may be published: neither its probe nor its replay
- * accuracy is below the served version's by more than the tolerance; else 0
- * with why. */
-int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_score *served,
-                     const ws_engine_gate_score *cand, char *why, size_t cap);
+/* 1 when the candidate may be published: its probe accuracy, overall and per
+ * kind, is not below the served version's or g's best by more than the
+ * tolerance, nor its replay accuracy below the served version's; else 0 with
+ * why. */
+int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                     char *why, size_t cap);
+/* A new served line (a load, an adoption, a rollback): nothing measured yet. */
+void ws_eng_gate_reset(ws_engine_gate_info *g);
+/* s is the served version's score from now on (its best accuracies raise the bar). */
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
 /* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 

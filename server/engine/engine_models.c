@@ -198,7 +198,7 @@ static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *e
     cJSON_Delete(tj);
     if (s == WS_OK) s = model_attach(e, em, err);
     em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
-    em->gate.served_probe = -1;
+    ws_eng_gate_reset(&em->gate);
     latest_read(e, em);
     return s;
 }
@@ -269,7 +269,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
         return s;
     }
     tmp.version = 1, tmp.latest = 1;
-    tmp.gate.served_probe = -1;
+    ws_eng_gate_reset(&tmp.gate);
     tmp.tr = *tr;
     tmp.vocab_stored = ws_vocab_size(ws_model_vocab(m));
     strcpy(tmp.name, name);
@@ -384,7 +384,7 @@ static void gate_note(ws_engine *e, ws_eng_model *em, int published, int64_t bas
     g->last.ms = ms;
     snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
     g->published += published, g->rejected += !published;
-    g->served_probe = published ? cand->probe : served->probe;
+    ws_eng_gate_served(g, published ? cand : served);
     pthread_mutex_unlock(&e->mu);
     if (!published)
         fprintf(stderr,
@@ -401,13 +401,14 @@ ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
     int gate = em->tr.gate, pass = 1;
     char why[160] = "";
     ws_status s = weights_take(em->m, &served, err);
-    /* The served version's probe score is known once measured (served_probe:
-     * the same parameters answer the same fixed probe). */
-    before.probe = em->gate.served_probe;
+    /* The served version's probe score is known once measured (the same
+     * parameters answer the same fixed probe). */
+    before = em->gate.served;
     if (s == WS_OK && gate) s = ws_eng_gate_score(em, before.probe < 0, &before, err);
     if (s == WS_OK) s = ws_online_update(em->trainer, em->m, &em->tr, err);
     if (s == WS_OK && gate) s = ws_eng_gate_score(em, 1, &after, err);
-    if (s == WS_OK && gate) pass = ws_eng_gate_pass(&em->tr, &before, &after, why, sizeof why);
+    if (s == WS_OK && gate)
+        pass = ws_eng_gate_pass(&em->tr, &em->gate, &before, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
     if (s == WS_OK && pass) s = publish(e, em, err);
     if (s == WS_OK && gate) gate_note(e, em, pass, base, &before, &after, ms, why);
@@ -441,7 +442,7 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
     latest_read(e, em);
     pthread_mutex_lock(&e->mu);
     em->version = version, em->unloadable = 0;
-    em->gate.served_probe = -1; /* not measured for this version yet */
+    ws_eng_gate_reset(&em->gate); /* a new line: measured at its next gate */
     pthread_mutex_unlock(&e->mu);
     return WS_OK;
 }

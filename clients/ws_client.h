@@ -245,12 +245,18 @@ typedef struct {
     double lr;
     int update_every;
     int recall_queries;
+    /* Self-supervision and the publication gate (api.md, Online training); an
+     * older server sends none: -1 each. */
+    int self_supervised, negative_queries;
+    double holdout;
+    int gate;
+    double gate_tolerance;
 } ws_client_training;
 
 /* Training fields to change: enabled < 0, lr <= 0, update_every <= 0 and
- * recall_queries < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
+ * the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
 typedef ws_client_training ws_client_training_patch;
-#define WS_CLIENT_TRAINING_KEEP ((ws_client_training_patch){-1, 0.0, 0, -1})
+#define WS_CLIENT_TRAINING_KEEP ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1})
 
 /* The integer fields every config has; the whole config (mixers included) is config_json. */
 typedef struct {

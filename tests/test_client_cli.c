@@ -411,7 +411,19 @@ static void test_commands(void **state)
     j = cli_json(D, 0, "training small --enable --lr 0.005 --update-every 4");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "enabled")));
     assert_int_equal(num_of(j, "update_every"), 4);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "gate"))); /* the defaults */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "self_supervised")));
     cJSON_Delete(j);
+    j = cli_json(D, 0, "training small --no-gate --no-self-supervised --negative-queries 2 "
+                       "--holdout 0.25 --gate-tolerance 0.05");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "gate")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "self_supervised")));
+    assert_int_equal(num_of(j, "negative_queries"), 2);
+    assert_true(num_of(j, "holdout") == 0.25 && num_of(j, "gate_tolerance") == 0.05);
+    assert_int_equal(num_of(j, "update_every"), 4); /* kept */
+    cJSON_Delete(j);
+    cJSON_Delete(cli_json(D, 2, "training small --gate --no-gate"));
+    cJSON_Delete(cli_json(D, 1, "training small --holdout 0.9")); /* the server's range */
     snprintf(path, sizeof path, "%s/small.safetensors", DIR_);
     snprintf(args, sizeof args, "model checkpoint small --out '%s'", path);
     j = cli_json(D, 0, args);

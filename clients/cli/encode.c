@@ -48,7 +48,13 @@ cJSON *cli_training_json(const ws_client_training *t)
     cJSON *o = cli_json_item(cJSON_CreateObject(), "enabled", cJSON_CreateBool(t->enabled));
     o = cli_json_num(o, "lr", t->lr);
     o = cli_json_num(o, "update_every", t->update_every);
-    return cli_json_num(o, "recall_queries", t->recall_queries);
+    o = cli_json_num(o, "recall_queries", t->recall_queries);
+    if (t->self_supervised < 0) return o; /* an older server */
+    o = cli_json_item(o, "self_supervised", cJSON_CreateBool(t->self_supervised));
+    o = cli_json_num(o, "negative_queries", t->negative_queries);
+    o = cli_json_num(o, "holdout", t->holdout);
+    o = cli_json_item(o, "gate", cJSON_CreateBool(t->gate));
+    return cli_json_num(o, "gate_tolerance", t->gate_tolerance);
 }
 
 static cJSON *status_json(const ws_client_model_status *st)

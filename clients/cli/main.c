@@ -26,6 +26,8 @@ static const char HELP[] =
     "                                         NAME, or its next version when NAME exists\n"
     "  model rollback NAME VERSION            make an earlier version current again (admin)\n"
     "  training NAME [--enable|--disable] [--lr X] [--update-every N] [--recall-queries N]\n"
+    "        [--self-supervised|--no-self-supervised] [--negative-queries N] [--holdout X]\n"
+    "        [--gate|--no-gate] [--gate-tolerance X]\n"
     "  health                                 liveness and readiness\n"
     "\n"
     "  --url         default $WORLDSTATE_URL, else http://127.0.0.1:8080\n"

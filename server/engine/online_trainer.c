@@ -258,39 +258,32 @@ static void push_ready(ws_online_trainer *t, example *e)
     t->ready[t->n_ready++] = e;
 }
 
+/* Puts e in a ring of cap examples (head: the oldest), freeing the oldest when
+ * it is full. */
+static void ring_put(example **ring, int cap, int *head, int *n, example *e)
+{
+    int slot = (*head + *n) % cap;
+    if (*n == cap) {
+        slot = *head;
+        *head = (*head + 1) % cap;
+        (*n)--;
+    }
+    example_free(ring[slot]);
+    ring[slot] = e;
+    (*n)++;
+}
+
 /* A finished example: kept out of training for the gate (every 1/holdout-th,
  * into a ring of the newest HOLDOUT) or made ready. */
 static void take(ws_online_trainer *t, const ws_srv_training *tr, example *e)
 {
     t->seen++;
     if ((int64_t)((double)t->seen * tr->holdout) > (int64_t)((double)(t->seen - 1) * tr->holdout)) {
-        int slot = (t->held_head + t->n_held) % HOLDOUT;
-        if (t->n_held == HOLDOUT) {
-            slot = t->held_head;
-            t->held_head = (t->held_head + 1) % HOLDOUT;
-            t->n_held--;
-        }
-        example_free(t->held[slot]);
-        t->held[slot] = e;
-        t->n_held++;
+        ring_put(t->held, HOLDOUT, &t->held_head, &t->n_held, e);
         t->stats.examples_held_out++;
         return;
     }
     push_ready(t, e);
-}
-
-/* Puts e (an unlabelled step's queries) in the ring that waits for labels. */
-static void wait_labels(ws_online_trainer *t, example *e)
-{
-    int slot = (t->pending_head + t->n_pending) % RING;
-    if (t->n_pending == RING) { /* the ring overwrites the oldest */
-        slot = t->pending_head;
-        t->pending_head = (t->pending_head + 1) % RING;
-        t->n_pending--;
-    }
-    example_free(t->pending[slot]);
-    t->pending[slot] = e;
-    t->n_pending++;
 }
 
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st)
@@ -325,7 +318,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     example *w = example_new(t, st, 1, waiting_extra);
     if (!w) return;
     add_extra(t, &c->facts, w, n_recall);
-    wait_labels(t, w);
+    ring_put(t->pending, RING, &t->pending_head, &t->n_pending, w); /* the oldest goes */
 }
 
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,

@@ -78,7 +78,7 @@ static void test_self_supervised(void **state)
     ws_ts_tmpdir(dir, sizeof dir);
     assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
     ws_ts_resp r;
-    /* Default settings (self-supervised, gated) but a version every 8 examples. */
+    /* Default settings (self-supervised, gated, lr 1e-4) but a version every 8 examples. */
     assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
                                "{\"update_every\":8}", &r),
                      200);
@@ -87,7 +87,7 @@ static void test_self_supervised(void **state)
     ws_ts_resp_free(&r);
     ws_test_rng rng = {12};
     int steps = 0;
-    for (; steps < 600; steps++) {
+    for (; steps < 800; steps++) {
         if (steps % 8 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
         char a[24], b[24], c[24], instr[256], q[256];
         sym(&rng, a, sizeof a), sym(&rng, b, sizeof b), sym(&rng, c, sizeof c);

@@ -38,9 +38,29 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
+/* The tenant a new model is for ("tenant": a tenant's name, or null/absent: a
+ * shared model) into *id (0: shared). */
+static ws_status parse_tenant(ws_http_ctx *c, const cJSON *t, int64_t *id, ws_error *err)
+{
+    *id = 0;
+    if (!t || cJSON_IsNull(t)) return WS_OK;
+    if (!cJSON_IsString(t) || !name_ok(t->valuestring))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "tenant must be null or a tenant name: 1..64 characters of "
+                            "[A-Za-z0-9._-]");
+    ws_store *st = ws_srv_store(c->srv, err);
+    if (!st) return err->code;
+    ws_status s = ws_store_tenant_find(st, t->valuestring, id, err);
+    if (s == WS_ERR_NOTFOUND) /* tenants come with their first key */
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "no tenant named \"%s\" (worldstated key create --tenant %s makes it)",
+                            t->valuestring, t->valuestring);
+    return s;
+}
+
 void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
-    static const char *const fields[] = {"name", "config", "training", "seed", NULL};
+    static const char *const fields[] = {"name", "config", "training", "seed", "tenant", NULL};
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
@@ -59,6 +79,8 @@ void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
     if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
     j->training = ws_srv_training_default();
     if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
+    if (s == WS_OK)
+        s = parse_tenant(c, cJSON_GetObjectItemCaseSensitive(body, "tenant"), &j->tenant, &err);
     if (s == WS_OK) strcpy(j->model_name, name->valuestring);
     cJSON_Delete(body);
     if (s != WS_OK) {
@@ -162,7 +184,7 @@ void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
     cJSON *arr;
-    ws_status s = st ? ws_srv_models_json(st, &arr, &err) : err.code;
+    ws_status s = st ? ws_srv_models_json(st, &c->who, &arr, &err) : err.code;
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     a->json = cJSON_CreateObject();
@@ -205,7 +227,7 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store *st = model_store(c, a);
     if (!st) return;
     int64_t id;
-    ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
+    ws_status s = ws_srv_model_json(st, c->params[0], &c->who, &a->json, &id, &err);
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     ws_engine_model_info m;

@@ -77,15 +77,16 @@ ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_conf
  * default model of a build that ships none), its bytes counted. */
 ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
                                   const ws_srv_training *tr, uint64_t seed, ws_error *err);
-/* Adds model `name` served from m (owned: freed on failure), whose version 1
+/* Adds model `name` (of tenant `tenant`, 0: shared) served from m (owned: freed on failure), whose version 1
  * is already written at `path` (its SHA-256: sha256, or NULL to read the file
  * here), and whose `bytes` were reserved (the model's
  * from now on; released on failure): records the model, version 1 with `note`
  * and m's vocabulary in one transaction. On failure nothing stays: no row, and
  * no file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *sha256,
-                               const char *note, ws_eng_model **out, ws_error *err);
+ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
+                               size_t bytes, const ws_srv_training *tr, const char *path,
+                               const char *sha256, const char *note, ws_eng_model **out,
+                               ws_error *err);
 /* Serves m (owned, freed on failure; em's configuration) as version `version`
  * of em from the next batch on; the gradients summed for the replaced
  * parameters are dropped. */

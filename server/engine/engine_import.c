@@ -104,7 +104,7 @@ static ws_status import_new(ws_engine *e, const char *name, const char *file, co
     }
     ws_srv_training tr = ws_srv_training_default();
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, a.bytes, &tr, path, NULL, note, &em, err);
+    return ws_eng_model_install(e, name, 0, m, a.bytes, &tr, path, NULL, note, &em, err);
 }
 
 /* m's vocabulary made the model's: the stored symbols and the checkpoint's

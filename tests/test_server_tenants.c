@@ -251,12 +251,53 @@ static void test_tenant_model_apart(void **state)
     ws_ts_resp_free(&ck);
 }
 
+/* Importing a checkpoint for a tenant: the new model is the tenant's; a
+ * version keeps its model's tenant; an unknown tenant is refused before the
+ * body is read. */
+static void test_import_for_tenant(void **state)
+{
+    (void)state;
+    ws_ts_resp ck, r;
+    /* a checkpoint no tenant has talked to (its vocabulary is empty) */
+    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/shared-small/checkpoint", OPS, NULL, &ck), 200);
+    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=nobody", OPS, ck.body,
+                                ck.len, &r), 400);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "error"), "code")->valuestring,
+                        "invalid_request");
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=alice", ALICE, ck.body,
+                                ck.len, &r), 403);
+    ws_ts_resp_free(&r);
+    assert_int_equal(status_of("GET", "/v1/models/alices", OPS, NULL), 404); /* nothing made */
+    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=alice", OPS, ck.body,
+                                ck.len, &r), 201);
+    assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "alice");
+    ws_ts_resp_free(&r);
+    /* its next version: with no tenant or alice, kept alice's; another tenant is refused */
+    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=bob", OPS, ck.body,
+                                ck.len, &r), 409);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import", OPS, ck.body, ck.len, &r), 200);
+    assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "alice");
+    assert_int_equal(cJSON_GetObjectItem(r.json, "version")->valueint, 2);
+    ws_ts_resp_free(&r);
+    ws_ts_resp_free(&ck);
+    assert_true(lists(ALICE, "alices") && !lists(BOB, "alices"));
+    tell(ALICE, "alices", ALICE_SYM);
+    char *hidden = body_of("POST", "/v1/sessions", BOB, "{\"model\":\"alices\"}", 404);
+    char *missing = body_of("POST", "/v1/sessions", BOB, "{\"model\":\"alicez\"}", 404);
+    assert_string_equal(hidden, missing);
+    free(hidden);
+    free(missing);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoint_admin_only),
         cmocka_unit_test(test_create_for_tenant),
         cmocka_unit_test(test_tenant_model_apart),
+        cmocka_unit_test(test_import_for_tenant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

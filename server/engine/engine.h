@@ -120,7 +120,8 @@ typedef void ws_job_done_fn(ws_job *job, void *user);
 struct ws_job {
     ws_job_kind kind;
     /* STEP, QUERY, LABELS, SESSION_CREATE (session: the new id), SESSION_DELETE;
-     * MODEL_CREATE: the tenant the model is for, 0 a model shared by all */
+     * MODEL_CREATE, MODEL_IMPORT: the tenant the model is for, 0 a model shared
+     * by all (ws_eng_model_import: an existing model's must match) */
     int64_t tenant;
     char session[WS_STORE_ID_LEN + 1];
     int64_t max_sessions;       /* SESSION_CREATE: the tenant's cap (0: none) */

@@ -109,12 +109,14 @@ void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
 
 /* engine_import.c: models from checkpoint files. */
 /* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into
- * place or removed) becomes model `name` (*created = 1) or, when it exists,
- * its next version (*created = 0). A refusal of the checkpoint itself sets
- * *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH, _VOCAB_MISMATCH); other
- * failures leave it WS_JOB_FAILED. Nothing changes on failure. */
-ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              ws_job_why *why, ws_error *err);
+ * place or removed) becomes model `name` (*created = 1; tenant's own when
+ * tenant > 0, else shared) or, when it exists, its next version (*created = 0;
+ * a tenant > 0 that is not the model's is WS_ERR_CONFLICT). A refusal of the
+ * checkpoint itself sets *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH,
+ * _VOCAB_MISMATCH); other failures leave it WS_JOB_FAILED. Nothing changes on
+ * failure. */
+ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
+                              int *created, ws_job_why *why, ws_error *err);
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);

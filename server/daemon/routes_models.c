@@ -93,7 +93,8 @@ void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
     j->training = ws_srv_training_default();
     if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
     if (s == WS_OK)
-        s = parse_tenant(c, cJSON_GetObjectItemCaseSensitive(body, "tenant"), &j->tenant, &err);
+        s = parse_tenant(c, cJSON_GetObjectItemCaseSensitive(body, "tenant"), &j->model_tenant,
+                         &err);
     if (s == WS_OK) strcpy(j->model_name, name->valuestring);
     cJSON_Delete(body);
     if (s != WS_OK) {
@@ -136,7 +137,7 @@ void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
-    ws_status s = import_tenant(c, &j->tenant, &err); /* checked by the begin hook too */
+    ws_status s = import_tenant(c, &j->model_tenant, &err); /* checked by the begin hook too */
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);

@@ -119,9 +119,7 @@ typedef void ws_job_done_fn(ws_job *job, void *user);
 
 struct ws_job {
     ws_job_kind kind;
-    /* STEP, QUERY, LABELS, SESSION_CREATE (session: the new id), SESSION_DELETE;
-     * MODEL_CREATE, MODEL_IMPORT: the tenant the model is for, 0 a model shared
-     * by all (ws_eng_model_import: an existing model's must match) */
+    /* STEP, QUERY, LABELS, SESSION_CREATE (session: the new id), SESSION_DELETE */
     int64_t tenant;
     char session[WS_STORE_ID_LEN + 1];
     int64_t max_sessions;       /* SESSION_CREATE: the tenant's cap (0: none) */
@@ -139,6 +137,10 @@ struct ws_job {
     char *instr_json, *query_json, *labels_json;
     /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT, SESSION_CREATE */
     char model_name[WS_STORE_NAME_MAX + 1];
+    /* MODEL_CREATE, MODEL_IMPORT: the tenant the new model is for, only its
+     * sessions use it; 0 a model shared by all (import: an existing model's
+     * tenant must be this one, or 0) */
+    int64_t model_tenant;
     ws_model_config cfg;      /* MODEL_CREATE */
     uint64_t seed;            /* MODEL_CREATE */
     ws_srv_training training; /* MODEL_CREATE: the settings; TRAINING_SET: new values */

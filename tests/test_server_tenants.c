@@ -62,6 +62,26 @@ static char *body_of(const char *method, const char *path, const char *key, cons
     return b;
 }
 
+static const char *error_code(const ws_ts_resp *r)
+{
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(r->json, "error"), "code")->valuestring;
+}
+
+/* Creating a session on model `hidden` answers `key` byte for byte as on
+ * `missing`, a model that does not exist: 404 model_not_found. */
+static void session_refused_as_missing(const char *key, const char *hidden, const char *missing)
+{
+    char bh[128], bm[128];
+    snprintf(bh, sizeof bh, "{\"model\":\"%s\"}", hidden);
+    snprintf(bm, sizeof bm, "{\"model\":\"%s\"}", missing);
+    char *a = body_of("POST", "/v1/sessions", key, bh, 404);
+    char *b = body_of("POST", "/v1/sessions", key, bm, 404);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "\"model_not_found\""));
+    free(a);
+    free(b);
+}
+
 /* 1 when the listing of `key` names model `name`. */
 static int lists(const char *key, const char *name)
 {
@@ -119,7 +139,7 @@ static void test_checkpoint_admin_only(void **state)
     (void)state;
     ws_ts_resp r;
     assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", BOB, NULL, &r), 403);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "error"), "code")->valuestring,
+    assert_string_equal(error_code(&r),
                         "forbidden");
     assert_null(memmem(r.body, r.len, "worldstate-model-1", 18));
     ws_ts_resp_free(&r);
@@ -144,7 +164,7 @@ static void test_create_for_tenant(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", OPS, bad[i], &r), 400);
-        assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "error"), "code")->valuestring,
+        assert_string_equal(error_code(&r),
                             "invalid_request");
         ws_ts_resp_free(&r);
     }
@@ -178,12 +198,7 @@ static void test_tenant_model_apart(void **state)
     assert_string_equal(hidden, missing);
     free(hidden);
     free(missing);
-    hidden = body_of("POST", "/v1/sessions", ALICE, "{\"model\":\"bobs\"}", 404);
-    missing = body_of("POST", "/v1/sessions", ALICE, "{\"model\":\"bobz\"}", 404);
-    assert_string_equal(hidden, missing);
-    assert_non_null(strstr(hidden, "\"model_not_found\""));
-    free(hidden);
-    free(missing);
+    session_refused_as_missing(ALICE, "bobs", "bobz");
     /* an admin key of another tenant sees it but has no session on it either */
     assert_int_equal(status_of("POST", "/v1/sessions", OPS, "{\"model\":\"bobs\"}"), 404);
     assert_int_equal(status_of("GET", "/v1/models/bobs/checkpoint", ALICE, NULL), 403);
@@ -262,7 +277,7 @@ static void test_import_for_tenant(void **state)
     assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/shared-small/checkpoint", OPS, NULL, &ck), 200);
     assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=nobody", OPS, ck.body,
                                 ck.len, &r), 400);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "error"), "code")->valuestring,
+    assert_string_equal(error_code(&r),
                         "invalid_request");
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=alice", ALICE, ck.body,
@@ -284,11 +299,7 @@ static void test_import_for_tenant(void **state)
     ws_ts_resp_free(&ck);
     assert_true(lists(ALICE, "alices") && !lists(BOB, "alices"));
     tell(ALICE, "alices", ALICE_SYM);
-    char *hidden = body_of("POST", "/v1/sessions", BOB, "{\"model\":\"alices\"}", 404);
-    char *missing = body_of("POST", "/v1/sessions", BOB, "{\"model\":\"alicez\"}", 404);
-    assert_string_equal(hidden, missing);
-    free(hidden);
-    free(missing);
+    session_refused_as_missing(BOB, "alices", "alicez");
 }
 
 int main(void)

@@ -179,25 +179,10 @@ ws_status ws_sqlite_model_delete(ws_store *store, int64_t id, ws_error *err)
     return ws_sqlite__op_end(s, &op, r, err);
 }
 
-/* Steps a one-row existence probe of a model (?1 = id, bound by the caller). */
-static ws_status model_probe(ws_sqlite *s, sqlite3_stmt *st, int64_t id, ws_status r,
-                             ws_error *err)
-{
-    if (r == WS_OK) {
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            r = ws_error_set(err, WS_ERR_NOTFOUND, "model %lld not found", (long long)id);
-        else if (rc != SQLITE_ROW)
-            r = ws_sqlite__sqlfail(s, rc, err, "storage: looking up a model");
-    }
-    ws_sqlite__done(st);
-    return r;
-}
-
 ws_status ws_sqlite__model_exists(ws_sqlite *s, int64_t id, ws_error *err)
 {
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_MODEL_EXISTS);
-    return model_probe(s, st, id, ws_sqlite__bind_int64(s, st, 1, id, err), err);
+    return ws_sqlite__probe(s, st, ws_sqlite__bind_int64(s, st, 1, id, err), "model", id, err);
 }
 
 ws_status ws_sqlite__model_usable(ws_sqlite *s, int64_t id, int64_t tenant, ws_error *err)
@@ -205,7 +190,7 @@ ws_status ws_sqlite__model_usable(ws_sqlite *s, int64_t id, int64_t tenant, ws_e
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_MODEL_USABLE);
     ws_status r = ws_sqlite__bind_int64(s, st, 1, id, err);
     if (r == WS_OK) r = ws_sqlite__bind_int64(s, st, 2, tenant, err);
-    return model_probe(s, st, id, r, err);
+    return ws_sqlite__probe(s, st, r, "model", id, err);
 }
 
 /* Sets models.current_version inside the caller's unit. */

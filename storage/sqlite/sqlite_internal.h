@@ -153,6 +153,11 @@ ws_status ws_sqlite__query_int64(ws_sqlite *s, sqlite3_stmt *st, int64_t *out, w
  * per tenant). */
 ws_status ws_sqlite__query_int64_by(ws_sqlite *s, ws_sqlite_stmt_id id, int64_t key, int64_t *out,
                                     ws_error *err, const char *what);
+/* Steps an existence probe (a one-row SELECT, bound by the caller; r: the
+ * binding's status, returned as it is when not WS_OK): WS_OK when it finds a
+ * row, WS_ERR_NOTFOUND "<what> <id> not found" when none. Resets st. */
+ws_status ws_sqlite__probe(ws_sqlite *s, sqlite3_stmt *st, ws_status r, const char *what,
+                           int64_t id, ws_error *err);
 /* Steps a write statement to completion (SQLITE_DONE). */
 ws_status ws_sqlite__exec(ws_sqlite *s, sqlite3_stmt *st, ws_error *err, const char *what);
 

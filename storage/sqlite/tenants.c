@@ -23,16 +23,8 @@ static ws_status find(ws_sqlite *s, const char *name, int64_t *id, ws_error *err
 ws_status ws_sqlite__tenant_exists(ws_sqlite *s, int64_t tenant, ws_error *err)
 {
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_TENANT_EXISTS);
-    ws_status r = ws_sqlite__bind_int64(s, st, 1, tenant, err);
-    if (r == WS_OK) {
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            r = ws_error_set(err, WS_ERR_NOTFOUND, "tenant %lld not found", (long long)tenant);
-        else if (rc != SQLITE_ROW)
-            r = ws_sqlite__sqlfail(s, rc, err, "storage: looking up a tenant");
-    }
-    ws_sqlite__done(st);
-    return r;
+    return ws_sqlite__probe(s, st, ws_sqlite__bind_int64(s, st, 1, tenant, err), "tenant", tenant,
+                            err);
 }
 
 /* find-or-insert, inside the caller's write unit. */

@@ -329,6 +329,17 @@ static void test_rollback_route(void **state)
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(vs, 1), "available")));
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(vs, top - 1), "available")));
     ws_ts_resp_free(&r);
+    /* Another tenant's model's versions are missing to alice, as the model is. */
+    assert_int_equal(ws_ts_req(&d, "POST", "/v1/models", admin,
+                               "{\"name\":\"own\",\"tenant\":\"ops\",\"config\":{\"d\":16,"
+                               "\"n_heads\":2,\"n_state\":4}}",
+                               &r),
+                     201);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/own/versions", user, NULL, &r), 404);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/own/versions", admin, NULL, &r), 200);
+    ws_ts_resp_free(&r);
     /* Training goes on from version 1, publishing above the greatest version. */
     assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", admin,
                                "{\"enabled\":true}", &r),

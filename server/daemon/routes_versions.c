@@ -70,8 +70,9 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
     return o;
 }
 
-/* The route's model, as storage has it; 0 with the answer in a. A name
- * longer than any model's is no model's. */
+/* The route's model, as storage has it, if the key may see it (another
+ * tenant's is missing to it); 0 with the answer in a. A name longer than any
+ * model's is no model's. */
 static int model_of(ws_http_ctx *c, ws_http_answer *a, ws_store **st, ws_store_model *m)
 {
     ws_error err = {0};
@@ -80,6 +81,10 @@ static int model_of(ws_http_ctx *c, ws_http_answer *a, ws_store **st, ws_store_m
     if (strlen(c->params[0]) > WS_STORE_NAME_MAX)
         return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err), 0;
     ws_status s = ws_store_model_find(*st, c->params[0], m, &err);
+    if (s == WS_OK && !ws_srv_model_visible(&c->who, m)) { /* as a missing one */
+        ws_store_model_clear(m);
+        s = ws_error_set(&err, WS_ERR_NOTFOUND, "model %s not found", c->params[0]);
+    }
     if (s != WS_OK) return fail(a, s, &err), 0;
     return 1;
 }

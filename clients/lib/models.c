@@ -108,6 +108,19 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name,
     return wsc_send(c, s, "PATCH", path, body, 1, decode_training, out, err);
 }
 
+ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, int64_t version,
+                                          ws_client_model *out, ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[160], tail[48];
+    snprintf(tail, sizeof tail, "/versions/%lld/current", (long long)version);
+    ws_client_status s = wsc_model_path(path, sizeof path, name, tail, err);
+    if (s == WS_CLIENT_OK && version < 1)
+        s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "version must be at least 1");
+    /* Making the same version current twice is harmless. */
+    return wsc_send(c, s, "POST", path, NULL, 1, decode_model, out, err);
+}
+
 ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,
                                         const char *path, ws_client_model *out, int *created,
                                         ws_client_error *err)

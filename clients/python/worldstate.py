@@ -407,11 +407,24 @@ class Client:
         """GET /v1/models/{name}: the model with its live "status"."""
         return self._json("GET", "/v1/models/" + self._q(name))
 
-    def set_training(self, name, enabled=None, lr=None, update_every=None, recall_queries=None):
-        """PATCH /v1/models/{name}/training (admin): the resulting settings."""
+    def set_training(self, name, enabled=None, lr=None, update_every=None, recall_queries=None,
+                     **more):
+        """PATCH /v1/models/{name}/training (admin): the resulting settings. ``more``
+        takes the other settings by their API names (self_supervised,
+        negative_queries, holdout, gate, gate_tolerance: api.md)."""
         body = {k: v for k, v in (("enabled", enabled), ("lr", lr), ("update_every", update_every),
                                   ("recall_queries", recall_queries)) if v is not None}
+        body.update({k: v for k, v in more.items() if v is not None})
         return self._json("PATCH", "/v1/models/%s/training" % self._q(name), body)
+
+    def list_versions(self, name):
+        """GET /v1/models/{name}/versions: the recorded versions, oldest first."""
+        return self._json("GET", "/v1/models/%s/versions" % self._q(name))["versions"]
+
+    def rollback_model(self, name, version):
+        """POST /v1/models/{name}/versions/{version}/current (admin): makes an
+        earlier version current again; the model as ``list_models`` shows it."""
+        return self._json("POST", "/v1/models/%s/versions/%d/current" % (self._q(name), int(version)))
 
     def import_model(self, name, path_or_bytes, tenant=None):
         """POST /v1/models/{name}/import (admin): a checkpoint (safetensors,

@@ -117,6 +117,10 @@ ws_status ws_srv_model_json(ws_store *st, const char *name, const ws_store_princ
                             cJSON **out, int64_t *id, ws_error *err);
 ws_status ws_srv_models_json(ws_store *st, const ws_store_principal *who, cJSON **out,
                              ws_error *err);
+/* 1 when `who` may see model m (ws_srv_model_json's rule). */
+int ws_srv_model_visible(const ws_store_principal *who, const ws_store_model *m);
+/* A model's publication gate as GET /v1/models/{name} shows it (routes_versions.c). */
+cJSON *ws_srv_gate_json(const ws_engine_gate_info *g);
 
 /* A session as the API shows it (routes_sessions.c); NULL when out of memory. */
 cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s);

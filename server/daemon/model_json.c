@@ -56,7 +56,7 @@ static ws_status add_origin(ws_store *st, cJSON *o, int64_t id, int64_t version,
 }
 
 /* daemon.h ws_srv_model_json says who sees what. */
-static int visible(const ws_store_principal *who, const ws_store_model *m)
+int ws_srv_model_visible(const ws_store_principal *who, const ws_store_model *m)
 {
     return !who || who->admin || !m->tenant || m->tenant == who->tenant;
 }
@@ -67,7 +67,7 @@ ws_status ws_srv_model_json(ws_store *st, const char *name, const ws_store_princ
     *out = NULL;
     ws_store_model m = {0};
     WS_TRY(ws_store_model_find(st, name, &m, err));
-    if (!visible(who, &m)) { /* answered as a missing one, word for word */
+    if (!ws_srv_model_visible(who, &m)) { /* answered as a missing one, word for word */
         ws_store_model_clear(&m);
         return ws_error_set(err, WS_ERR_NOTFOUND, "model %s not found", name);
     }
@@ -94,7 +94,7 @@ typedef struct {
 static ws_status list_one(void *ctx, const ws_store_model *m)
 {
     listing *l = ctx;
-    if (!visible(l->who, m)) return WS_OK;
+    if (!ws_srv_model_visible(l->who, m)) return WS_OK;
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         int64_t *ids = realloc(l->ids, sizeof *ids * (size_t)cap);

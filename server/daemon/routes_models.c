@@ -225,6 +225,8 @@ static cJSON *status_json(const ws_engine_model_info *m)
     cJSON_AddNumberToObject(o, "unloadable_version", (double)m->unloadable);
     cJSON_AddNumberToObject(o, "examples_ready", m->examples_ready);
     cJSON_AddNumberToObject(o, "examples_labelled", (double)m->examples_labelled);
+    cJSON_AddNumberToObject(o, "examples_self_supervised", (double)m->examples_self);
+    cJSON_AddNumberToObject(o, "examples_held_out", (double)m->examples_held_out);
     cJSON_AddNumberToObject(o, "examples_trained", (double)m->examples_trained);
     cJSON_AddNumberToObject(o, "examples_dropped", (double)m->examples_dropped);
     cJSON_AddNumberToObject(o, "updates", (double)m->updates);
@@ -255,8 +257,10 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     ws_engine_model_info m;
-    if (ws_engine_model_info_of(c->srv->engine, id, &m))
+    if (ws_engine_model_info_of(c->srv->engine, id, &m)) {
         cJSON_AddItemToObject(a->json, "status", status_json(&m));
+        cJSON_AddItemToObject(a->json, "gate", ws_srv_gate_json(&m.gate));
+    }
 }
 
 void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)

@@ -21,10 +21,13 @@ typedef struct {
     int64_t version;
     int64_t unloadable; /* a recorded version that failed to load (not tried again): the
                            current one in SQLite while an older one is served; 0 none */
+    int64_t latest;     /* the greatest version recorded, as last seen: a rollback makes
+                           an older one current, and the next publish goes on top */
     int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_online_trainer *trainer;
-    ws_online_stats stats; /* published copy for other threads (under mu) */
+    ws_online_stats stats;    /* published copy for other threads (under mu) */
+    ws_engine_gate_info gate; /* written on the engine thread under mu */
     ws_batch *batch;
     float *w_dev;  /* max_batch states on the backend */
     float *w_host; /* max_batch states on the host */
@@ -106,6 +109,25 @@ void ws_eng_models_free(ws_engine *e);
 /* Copies the trainer's counters to em->stats under mu (the trainer itself is
  * engine-thread only). */
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
+
+/* engine_gate.c: the publication gate. */
+/* Scores em's parameters as they are now, in its context: the fixed memory
+ * probe (when probe is non-zero; else out->probe is left as it is) and the
+ * replay of the trainer's held-out examples. */
+ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err);
+/* 1 when the candidate may be published: its probe accuracy, overall and per
+ * kind, is not below the served version's or g's best by more than the
+ * tolerance, nor its replay accuracy below the served version's; else 0 with
+ * why. */
+int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                     char *why, size_t cap);
+/* A new served line (a load, an adoption, a rollback): nothing measured yet. */
+void ws_eng_gate_reset(ws_engine_gate_info *g);
+/* s is the served version's score from now on (its best accuracies raise the bar). */
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
+/* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
+void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 
 /* engine_import.c: models from checkpoint files. */
 /* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into

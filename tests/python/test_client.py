@@ -171,6 +171,15 @@ class OpenMode(unittest.TestCase):
         m = c.create_model("small-own2", config={"d": 16, "n_heads": 2, "n_state": 4},
                            tenant="default")
         self.assertEqual(m["tenant"], "default")
+        # Back to version 1 and forth to 2: a rollback (admin; open mode is).
+        self.assertEqual([v["version"] for v in c.list_versions("small-copy")], [1, 2])
+        self.assertEqual(c.rollback_model("small-copy", 1)["version"], 1)
+        self.assertTrue(c.list_versions("small-copy")[0]["current"])
+        with self.assertRaises(ws.NotFound):
+            c.rollback_model("small-copy", 7)
+        self.assertEqual(c.rollback_model("small-copy", 2)["version"], 2)
+        t = c.set_training("small-copy", gate=False, holdout=0.25)
+        self.assertEqual((t["gate"], t["holdout"], t["self_supervised"]), (False, 0.25, True))
 
     def test_steps_queries_labels_state(self):
         c = self.c

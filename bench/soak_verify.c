@@ -162,10 +162,12 @@ static void scan_models(soak *s, ws_client **c, int *gen, int last, soak_check *
             fprintf(stderr, "soak: left in models/ after a restart: %s\n", de->d_name);
         } else if (last && ckpt_file(de->d_name, name, sizeof name, &v)) {
             served = listed_version(&ml, name);
-            if (served < 0 || v > served)
-                out->orphan_files++;
-            else if (v > 1 && v <= served - 4)
-                out->excess_files++;
+            int orphan = served < 0 || v > served, excess = !orphan && v > 1 && v <= served - 4;
+            out->orphan_files += orphan;
+            out->excess_files += excess;
+            if (orphan || excess)
+                fprintf(stderr, "soak: %s in models/: %s\n", orphan ? "of no model (version)" : "past retention",
+                        de->d_name);
         }
     }
     if (d)

@@ -278,6 +278,7 @@ typedef struct {
      * when not sent) what made the current version ("online training", ...). */
     char origin[16];
     char *version_note;
+    char tenant[WS_CLIENT_NAME_MAX + 1]; /* the tenant it belongs to; "" shared */
 } ws_client_model;
 
 typedef struct {
@@ -290,6 +291,7 @@ typedef struct {
     const char *config_json;                  /* NULL, or a JSON object of config fields */
     const ws_client_training_patch *training; /* NULL: the defaults */
     int64_t seed;                             /* < 0: the server's default */
+    const char *tenant; /* the tenant it is for (only its sessions use it); NULL: shared */
 } ws_client_model_spec;
 
 void ws_client_model_free(ws_client_model *m);
@@ -309,15 +311,17 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name,
                                         ws_client_training *out, ws_client_error *err);
 /* POST /v1/models/{name}/import (admin): the checkpoint file at `path`
  * (safetensors, worldstate-model-1, with or without AdamW state; up to 256 MiB)
- * becomes model `name` (*created = 1) or, when it exists, its next version
- * (*created = 0); *out is the model as the server lists it. *created may be
- * NULL. Never repeated once sent (like a creation). Refusals: 400
- * bad_checkpoint / invalid_request, 403, 409 config_mismatch / vocab_mismatch,
- * 413. */
-ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *path,
-                                        ws_client_model *out, int *created, ws_client_error *err);
-/* GET /v1/models/{name}/checkpoint into the file `path` (written to path.part,
- * renamed on success); *version (may be NULL) from X-Model-Version. */
+ * becomes model `name` (*created = 1; tenant's own, or shared when tenant is
+ * NULL) or, when it exists, its next version (*created = 0; it keeps its
+ * tenant); *out is the model as the server lists it. *created may be NULL.
+ * Never repeated once sent (like a creation). Refusals: 400 bad_checkpoint /
+ * invalid_request (also an unknown tenant), 403, 409 config_mismatch /
+ * vocab_mismatch / conflict (tenant is not the existing model's), 413. */
+ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,
+                                        const char *path, ws_client_model *out, int *created,
+                                        ws_client_error *err);
+/* GET /v1/models/{name}/checkpoint (admin) into the file `path` (written to
+ * path.part, renamed on success); *version (may be NULL) from X-Model-Version. */
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,
                                                const char *path, int64_t *version,
                                                ws_client_error *err);

@@ -41,10 +41,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
     ws_error err = {0};
+    char tenant[WS_STORE_NAME_MAX + 1] = "";
     ws_status s;
     switch (j->kind) {
     case WS_JOB_SESSION_CREATE: s = ws_http_session_create_parse(body, len, j, &err); break;
-    case WS_JOB_MODEL_CREATE: s = ws_http_model_create_parse(body, len, j, &err); break;
+    case WS_JOB_MODEL_CREATE: s = ws_http_model_create_parse(body, len, j, tenant, &err); break;
     case WS_JOB_TRAINING_SET: s = ws_http_training_patch_parse(body, len, j, &err); break;
     default: s = ws_http_session_job_parse(body, len, j, &err); break;
     }
@@ -55,6 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         WS_FUZZ_CHECK(n >= 1 && !ws_utf8_has_control((const unsigned char *)j->model_name, n));
     } else if (j->kind == WS_JOB_MODEL_CREATE) {
         WS_FUZZ_CHECK(ws_http_model_name_ok(j->model_name));
+        WS_FUZZ_CHECK(!tenant[0] || ws_http_model_name_ok(tenant));
     } else if (j->kind != WS_JOB_TRAINING_SET) {
         check_facts(j->instr, j->n_instr, 1);
         check_facts(j->query, j->n_query, 0);

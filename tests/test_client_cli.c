@@ -419,6 +419,21 @@ static void test_commands(void **state)
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     fclose(f);
+    /* a tenant's own model (open mode: the tenant is "default"), created and imported */
+    j = cli_json(D, 0, "model create small-own --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}' --tenant default");
+    assert_string_equal(str_of(j, "tenant"), "default");
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "model import small-mine '%s' --tenant default", path);
+    j = cli_json(D, 0, args);
+    assert_string_equal(str_of(j, "tenant"), "default");
+    cJSON_Delete(j);
+    j = cli_json(D, 0, "model status small");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "tenant")));
+    cJSON_Delete(j);
+    r = cli(D, "model status small-own");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "tenant         default"));
+    run_free(&r);
     snprintf(args, sizeof args, "session delete %s", id);
     cJSON_Delete(cli_json(D, 0, args));
     /* Errors: the server's (1), usage (2), unreachable (3), input (4). */

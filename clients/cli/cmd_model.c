@@ -5,9 +5,10 @@
 
 #include "cli.h"
 
-#define MODEL_USAGE                                                                         \
-    "worldstate model list | status NAME | checkpoint NAME --out FILE | import NAME FILE\n" \
-    "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
+#define MODEL_USAGE                                                      \
+    "worldstate model list | status NAME | checkpoint NAME --out FILE\n" \
+    "       worldstate model import NAME FILE [--tenant T]\n"            \
+    "       worldstate model create NAME [--config JSON] [--seed N] [--tenant T] [TRAINING FLAGS]"
 #define TRAINING_USAGE                                                             \
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] " \
     "[--recall-queries N]"
@@ -70,6 +71,7 @@ static void print_model(const ws_client_model *m)
         printf("origin         %s%s\n", m->origin,
                random ? " (random parameters: untrained, unless trained since)" : "");
     if (m->version_note) printf("version note   %s\n", m->version_note);
+    printf("tenant         %s\n", m->tenant[0] ? m->tenant : "(shared by every tenant)");
     print_training("training", &m->training);
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
@@ -125,19 +127,23 @@ static int list(cli_ctx *ctx)
 
 static int create(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *name, *config = NULL;
+    const char *name, *config = NULL, *tenant = NULL;
     long long seed = -1;
     training_flags tf = training_flags_unset();
     const cli_opt opts[] = {{"--config", CLI_STR, &config},
                             {"--seed", CLI_INT, &seed},
+                            {"--tenant", CLI_STR, &tenant},
                             TRAINING_OPTS(tf),
                             {NULL, CLI_FLAG, NULL}};
     int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any;
     ws_client_training_patch patch;
     if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;
-    ws_client_model_spec spec = {
-        .name = name, .config_json = config, .training = any ? &patch : NULL, .seed = seed};
+    ws_client_model_spec spec = {.name = name,
+                                 .config_json = config,
+                                 .training = any ? &patch : NULL,
+                                 .seed = seed,
+                                 .tenant = tenant};
     ws_client_model m;
     ws_client_error e;
     if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK)
@@ -145,17 +151,18 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     return show_model(ctx, &m);
 }
 
-/* import NAME FILE */
+/* import NAME FILE [--tenant T] */
 static int import(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *pos[2];
-    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
-    int rc = cli_parse(argc, argv, none, pos, 2, 2, NULL, MODEL_USAGE);
+    const char *pos[2], *tenant = NULL;
+    const cli_opt opts[] = {{"--tenant", CLI_STR, &tenant}, {NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, opts, pos, 2, 2, NULL, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;
     ws_client_model m;
     ws_client_error e;
     int created = 0;
-    if (ws_client_model_import(ctx->client, pos[0], pos[1], &m, &created, &e) != WS_CLIENT_OK)
+    if (ws_client_model_import(ctx->client, pos[0], tenant, pos[1], &m, &created, &e) !=
+        WS_CLIENT_OK)
         return cli_fail(&e, "model import");
     if (ctx->json) {
         cJSON *o = cli_model_json(&m);

@@ -72,5 +72,7 @@ cJSON *cli_model_json(const ws_client_model *m)
     o = cli_json_num(o, "created_ms", (double)m->created_ms);
     if (m->origin[0]) o = cli_json_str(o, "origin", m->origin);
     if (m->version_note) o = cli_json_str(o, "version_note", m->version_note);
+    o = cli_json_item(o, "tenant",
+                      m->tenant[0] ? cJSON_CreateString(m->tenant) : cJSON_CreateNull());
     return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
 }

@@ -98,12 +98,20 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
     return s;
 }
 
-/* origin and version_note, optional (servers before them sent neither). */
+/* origin, version_note and tenant, optional (servers before them sent none;
+ * a shared model's tenant is null). */
 static ws_client_status origin_from_json(const cJSON *obj, ws_client_model *m, ws_client_error *err)
 {
     static const wsc_field fields[] = {
         {"origin", WSC_STR, offsetof(ws_client_model, origin), sizeof m->origin, 0}};
     ws_client_status s = wsc_decode_fields(obj, fields, 1, m, err);
+    const cJSON *tenant = cJSON_GetObjectItemCaseSensitive(obj, "tenant");
+    if (s == WS_CLIENT_OK && tenant && !cJSON_IsNull(tenant)) {
+        if (!cJSON_IsString(tenant) || strlen(tenant->valuestring) >= sizeof m->tenant)
+            return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL,
+                            "answer field \"tenant\" must be null or a tenant name");
+        strcpy(m->tenant, tenant->valuestring);
+    }
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(obj, "version_note");
     if (s != WS_CLIENT_OK || !note) return s;
     if (!cJSON_IsString(note))

@@ -68,7 +68,8 @@ static void model_reply(ws_srv *srv, const ws_job *j, int status, ws_http_answer
 {
     ws_error err = {0};
     ws_store *st = ws_srv_store(srv, &err);
-    ws_status s = st ? ws_srv_model_json(st, j->model_name, &a->json, NULL, &err) : err.code;
+    /* create and import are admin routes: the model as an admin sees it */
+    ws_status s = st ? ws_srv_model_json(st, j->model_name, NULL, &a->json, NULL, &err) : err.code;
     if (s == WS_OK) {
         a->status = status;
         return;

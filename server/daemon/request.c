@@ -137,9 +137,10 @@ ws_status ws_http_session_job_parse(const char *body, size_t len, ws_job *j, ws_
     return s;
 }
 
-ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, ws_error *err)
+ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, char *tenant,
+                                     ws_error *err)
 {
-    static const char *const fields[] = {"name", "config", "training", "seed", NULL};
+    static const char *const fields[] = {"name", "config", "training", "seed", "tenant", NULL};
     cJSON *root = NULL;
     ws_status s = ws_json_parse_object(body, len, &root, err);
     if (s == WS_OK) s = ws_json_only(root, fields, err);
@@ -147,6 +148,8 @@ ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, ws
     const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(root, "training");
+    const cJSON *tn = cJSON_GetObjectItemCaseSensitive(root, "tenant");
+    tenant[0] = '\0';
     if (s == WS_OK && (!cJSON_IsString(name) || !ws_http_model_name_ok(name->valuestring)))
         s = ws_error_set(err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
     /* The config's memory is the engine's to bound (--max-model-memory): it
@@ -158,6 +161,12 @@ ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, ws
     j->seed = (uint64_t)sd;
     j->training = ws_srv_training_default();
     if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, err);
+    if (s == WS_OK && tn && !cJSON_IsNull(tn) && !cJSON_IsString(tn))
+        s = ws_error_set(err, WS_ERR_INVALID, "tenant must be a string or null");
+    if (s == WS_OK && cJSON_IsString(tn) && !ws_http_model_name_ok(tn->valuestring))
+        s = ws_error_set(err, WS_ERR_INVALID,
+                         "tenant must be a tenant name: 1..64 characters of [A-Za-z0-9._-]");
+    if (s == WS_OK && cJSON_IsString(tn)) strcpy(tenant, tn->valuestring);
     if (s == WS_OK) strcpy(j->model_name, name->valuestring);
     cJSON_Delete(root);
     return s;

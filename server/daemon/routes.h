@@ -42,7 +42,7 @@ typedef enum {
     ROW(POST,   "/v1/models",                            model_create,   ADMIN, "models",     MEM) \
     ROW(GET,    "/v1/models/{name}",                     model_get,      KEY,   "model",      MEM) \
     ROW(PATCH,  "/v1/models/{name}/training",            training_patch, ADMIN, "training",   MEM) \
-    ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, KEY,   "checkpoint", MEM) \
+    ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, ADMIN, "checkpoint", MEM) \
     ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE)
 /* clang-format on */
 
@@ -107,8 +107,11 @@ int ws_http_route(const char *url, const char *method, char *path, size_t cap, w
 ws_status ws_http_session_create_parse(const char *body, size_t len, ws_job *j, ws_error *err);
 /* POST .../steps, .../queries, PUT .../labels: j->kind says which. */
 ws_status ws_http_session_job_parse(const char *body, size_t len, ws_job *j, ws_error *err);
-/* POST /v1/models: name, config, seed and training settings. */
-ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, ws_error *err);
+/* POST /v1/models: name, config, seed and training settings; the tenant's name
+ * (checked as a name, not looked up) into tenant (WS_STORE_NAME_MAX + 1
+ * bytes; "" for a shared model). */
+ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, char *tenant,
+                                     ws_error *err);
 /* PATCH /v1/models/{name}/training: the settings sent and which they are. */
 ws_status ws_http_training_patch_parse(const char *body, size_t len, ws_job *j, ws_error *err);
 /* 1 when s is a model name: 1..64 characters of [A-Za-z0-9._-]. */

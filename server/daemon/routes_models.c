@@ -19,13 +19,40 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
+/* The id of the tenant a model is for, named by name (NULL: a shared model, 0). */
+static ws_status tenant_id(ws_http_ctx *c, const char *name, int64_t *id, ws_error *err)
+{
+    *id = 0;
+    if (!name) return WS_OK;
+    if (!ws_http_model_name_ok(name))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "tenant must be a tenant name: 1..64 characters of [A-Za-z0-9._-]");
+    ws_store *st = ws_srv_store(c->srv, err);
+    if (!st) return err->code;
+    ws_status s = ws_store_tenant_find(st, name, id, err);
+    if (s == WS_ERR_NOTFOUND) /* tenants come with their first key */
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "no tenant named \"%s\" (worldstated key create --tenant %s makes it)",
+                            name, name);
+    return s;
+}
+
+/* An import's ?tenant=NAME (absent: a shared model). */
+static ws_status import_tenant(ws_http_ctx *c, int64_t *id, ws_error *err)
+{
+    return tenant_id(c, MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "tenant"), id,
+                     err);
+}
+
 void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_CREATE;
-    ws_status s = ws_http_model_create_parse(c->body, c->body_len, j, &err);
+    char tenant[WS_STORE_NAME_MAX + 1];
+    ws_status s = ws_http_model_create_parse(c->body, c->body_len, j, tenant, &err);
+    if (s == WS_OK) s = tenant_id(c, tenant[0] ? tenant : NULL, &j->model_tenant, &err);
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
@@ -60,18 +87,28 @@ void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
+    ws_status s = import_tenant(c, &j->model_tenant, &err); /* checked by the begin hook too */
+    if (s != WS_OK) {
+        ws_job_free(j);
+        return fail(a, s, &err);
+    }
     strcpy(j->model_name, c->params[0]); /* checked by ws_route_model_import_begin */
     j->upload = c->upload;               /* the job owns the file from here on */
     c->upload = NULL;
     ws_http_submit(c, j, a);
 }
 
-/* The name is checked before a body of up to 256 MiB is read. */
+/* The name and tenant are checked before a body of up to 256 MiB is read. */
 int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
 {
-    if (ws_http_model_name_ok(c->params[0])) return 1;
-    a->status = 400;
-    a->json = ws_http_error("invalid_request", "name must be 1..64 characters of [A-Za-z0-9._-]");
+    ws_error err = {0};
+    int64_t tenant;
+    ws_status s =
+        ws_http_model_name_ok(c->params[0])
+            ? import_tenant(c, &tenant, &err)
+            : ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
+    if (s == WS_OK) return 1;
+    fail(a, s, &err);
     return 0;
 }
 
@@ -121,7 +158,7 @@ void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
     cJSON *arr;
-    ws_status s = st ? ws_srv_models_json(st, &arr, &err) : err.code;
+    ws_status s = st ? ws_srv_models_json(st, &c->who, &arr, &err) : err.code;
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     a->json = cJSON_CreateObject();
@@ -164,7 +201,7 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store *st = model_store(c, a);
     if (!st) return;
     int64_t id;
-    ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
+    ws_status s = ws_srv_model_json(st, c->params[0], &c->who, &a->json, &id, &err);
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     ws_engine_model_info m;

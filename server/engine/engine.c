@@ -97,7 +97,8 @@ static void import_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_job_why why = WS_JOB_FAILED;
-    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &j->result.created, &why, &err);
+    ws_status s = ws_eng_model_import(e, j->model_name, j->model_tenant, j->upload,
+                                      &j->result.created, &why, &err);
     free(j->upload); /* the file is gone or in place: not the job's any more */
     j->upload = NULL;
     if (s != WS_OK) return ws_eng_refuse(j, why, s, "%s", err.msg);

@@ -137,6 +137,10 @@ struct ws_job {
     char *instr_json, *query_json, *labels_json;
     /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT, SESSION_CREATE */
     char model_name[WS_STORE_NAME_MAX + 1];
+    /* MODEL_CREATE, MODEL_IMPORT: the tenant the new model is for, only its
+     * sessions use it; 0 a model shared by all (import: an existing model's
+     * tenant must be this one, or 0) */
+    int64_t model_tenant;
     ws_model_config cfg;      /* MODEL_CREATE */
     uint64_t seed;            /* MODEL_CREATE */
     ws_srv_training training; /* MODEL_CREATE: the settings; TRAINING_SET: new values */

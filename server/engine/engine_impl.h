@@ -77,15 +77,16 @@ ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_conf
  * default model of a build that ships none), its bytes counted. */
 ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
                                   const ws_srv_training *tr, uint64_t seed, ws_error *err);
-/* Adds model `name` served from m (owned: freed on failure), whose version 1
+/* Adds model `name` (of tenant `tenant`, 0: shared) served from m (owned: freed on failure), whose version 1
  * is already written at `path` (its SHA-256: sha256, or NULL to read the file
  * here), and whose `bytes` were reserved (the model's
  * from now on; released on failure): records the model, version 1 with `note`
  * and m's vocabulary in one transaction. On failure nothing stays: no row, and
  * no file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *sha256,
-                               const char *note, ws_eng_model **out, ws_error *err);
+ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
+                               size_t bytes, const ws_srv_training *tr, const char *path,
+                               const char *sha256, const char *note, ws_eng_model **out,
+                               ws_error *err);
 /* Serves m (owned, freed on failure; em's configuration) as version `version`
  * of em from the next batch on; the gradients summed for the replaced
  * parameters are dropped. */
@@ -108,12 +109,14 @@ void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
 
 /* engine_import.c: models from checkpoint files. */
 /* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into
- * place or removed) becomes model `name` (*created = 1) or, when it exists,
- * its next version (*created = 0). A refusal of the checkpoint itself sets
- * *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH, _VOCAB_MISMATCH); other
- * failures leave it WS_JOB_FAILED. Nothing changes on failure. */
-ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              ws_job_why *why, ws_error *err);
+ * place or removed) becomes model `name` (*created = 1; tenant's own when
+ * tenant > 0, else shared) or, when it exists, its next version (*created = 0;
+ * a tenant > 0 that is not the model's is WS_ERR_CONFLICT). A refusal of the
+ * checkpoint itself sets *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH,
+ * _VOCAB_MISMATCH); other failures leave it WS_JOB_FAILED. Nothing changes on
+ * failure. */
+ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
+                              int *created, ws_job_why *why, ws_error *err);
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);

@@ -200,9 +200,9 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     return s;
 }
 
-/* Records a new model, its version 1 (the file at its path, with note) and m's
- * vocabulary in one transaction. */
-static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
+/* Records a new model (of tenant, 0: shared), its version 1 (the file at its
+ * path, with note) and m's vocabulary in one transaction. */
+static ws_status record_model(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
                               const ws_srv_training *tr, const char *sha256, const char *note,
                               int64_t *id, ws_error *err)
 {
@@ -213,7 +213,7 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     cJSON_Delete(tj);
     ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
                                  : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
+    if (s == WS_OK) s = ws_store_model_create(e->st, name, tenant, ctext, ttext, id, err);
     if (s == WS_OK)
         s = ws_srv_version_record(e->st, e->cfg.data_dir, name, *id, 1, sha256, note, err);
     if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
@@ -226,9 +226,10 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     return s;
 }
 
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *sha256,
-                               const char *note, ws_eng_model **out, ws_error *err)
+ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
+                               size_t bytes, const ws_srv_training *tr, const char *path,
+                               const char *sha256, const char *note, ws_eng_model **out,
+                               ws_error *err)
 {
     if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
         ws_model_free(m);
@@ -240,7 +241,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
      * committed model is always served. */
     ws_status s = model_attach(e, &tmp, err);
     if (s == WS_OK) s = table_reserve(e, err);
-    if (s == WS_OK) s = record_model(e, name, m, tr, sha256, note, &tmp.id, err);
+    if (s == WS_OK) s = record_model(e, name, tenant, m, tr, sha256, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
         ws_eng_memory_release(e, bytes);
@@ -290,7 +291,8 @@ ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model
         return s;
     }
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, bytes, tr, path, sha256, WS_SRV_NOTE_CREATED, &em, err);
+    return ws_eng_model_install(e, name, 0, m, bytes, tr, path, sha256, WS_SRV_NOTE_CREATED, &em,
+                                err);
 }
 
 /* A model's parameters and AdamW state in host memory. */

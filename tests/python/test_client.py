@@ -162,6 +162,15 @@ class OpenMode(unittest.TestCase):
             c.import_model("bad name!", data)
         self.assertEqual(e.exception.code, "invalid_request")
         self.assertEqual(c.list_models(), before)
+        # For a tenant (open mode: "default"): its own model; shared ones stay shared.
+        m = c.import_model("small-own", data, tenant="default")
+        self.assertEqual((m["created"], m["tenant"]), (True, "default"))
+        self.assertIsNone(c.get_model("small-copy")["tenant"])
+        with self.assertRaises(ws.Conflict):
+            c.import_model("small-copy", data, tenant="default")
+        m = c.create_model("small-own2", config={"d": 16, "n_heads": 2, "n_state": 4},
+                           tenant="default")
+        self.assertEqual(m["tenant"], "default")
 
     def test_steps_queries_labels_state(self):
         c = self.c

@@ -25,8 +25,10 @@ mkdir -p build-fuzz/artifacts
 for t in "${targets[@]}"; do
   mkdir -p "build-fuzz/corpus/$t"
   log=build-fuzz/$t.log
+  dict=()  # fuzz/NAME.dict: the words of its format, where it has one
+  [[ -f fuzz/${t#fuzz_}.dict ]] && dict=(-dict="fuzz/${t#fuzz_}.dict")
   if ! build-fuzz/fuzz/$t -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" \
+       -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$t-" "${dict[@]}" \
        "build-fuzz/corpus/$t" "fuzz/corpus/${t#fuzz_}" > "$log" 2>&1; then
     tail -60 "$log"
     echo "fuzz: $t FAILED (log $log, input in build-fuzz/artifacts/)" >&2

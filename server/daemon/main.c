@@ -37,24 +37,6 @@ ws_srv_config ws_srv_config_default(void)
     return c;
 }
 
-static void close_store(void *p)
-{
-    ws_store_close(p);
-}
-
-ws_store *ws_srv_store(ws_srv *srv, ws_error *err)
-{
-    ws_store *st = pthread_getspecific(srv->store_key);
-    if (st) return st;
-    if (ws_store_open(srv->db_path, srv->cfg.durability, 0, &st, err) != WS_OK) return NULL;
-    if (pthread_setspecific(srv->store_key, st) != 0) {
-        ws_store_close(st);
-        ws_error_set(err, WS_ERR_NOMEM, "cannot keep the storage connection");
-        return NULL;
-    }
-    return st;
-}
-
 static volatile sig_atomic_t got_signal;
 static void on_signal(int sig)
 {
@@ -246,8 +228,7 @@ static int serve(ws_srv *srv)
                          "--admin`, or listen on 127.0.0.1)",
                          srv->cfg.host);
     srv->open_mode = n_keys == 0;
-    if (s == WS_OK && pthread_key_create(&srv->store_key, close_store) != 0)
-        s = ws_error_set(&err, WS_ERR_NOMEM, "cannot create thread key");
+    if (s == WS_OK) s = ws_srv_store_init(srv, &err);
     if (s == WS_OK) s = ws_srv_engine_start(srv, &err);
     if (s == WS_OK) s = ws_http_start(srv, &err);
     if (s != WS_OK) {

@@ -1047,6 +1047,21 @@ static void test_model_of_tenant(void **state)
     assert_raw_count("tenant_model.db", "SELECT count(*) FROM models WHERE tenant IS NULL", 1);
 }
 
+/* Opens the old database `name`, whose table has no `column` yet: migrated to
+ * the current version. */
+static ws_store *open_migrated(const char *name, const char *table, const char *column)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'",
+             table, column);
+    assert_raw_count(name, sql, 0);
+    ws_store *s = open_db(name, WS_STORE_DURABILITY_NORMAL);
+    ws_store_info info;
+    OK(ws_store_get_info(s, &info, &e_));
+    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    return s;
+}
+
 /* Makes a current database one of schema version 3 (before the tenants'
  * session counters): without the triggers and the column, user_version 3. */
 static void downgrade_to_v3(sqlite3 *db)
@@ -1090,13 +1105,7 @@ static void test_schema_v3_migrates(void **state)
              (long long)f.evil, (long long)f.model, ids[2]);
     assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
-    assert_raw_count("v3.db", "SELECT count(*) FROM pragma_table_info('tenants') "
-                              "WHERE name = 'n_sessions'", 0);
-
-    ws_store *s = open_db("v3.db", WS_STORE_DURABILITY_NORMAL);
-    ws_store_info info;
-    OK(ws_store_get_info(s, &info, &e_));
-    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    ws_store *s = open_migrated("v3.db", "tenants", "n_sessions");
     assert_count(s, f.acme, 2);
     assert_count(s, f.evil, 2);
     assert_count(s, quiet, 0);
@@ -1150,13 +1159,7 @@ static void test_schema_v2_migrates(void **state)
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
-    assert_raw_count("v2.db", "SELECT count(*) FROM pragma_table_info('models') "
-                              "WHERE name = 'tenant'", 0);
-
-    ws_store *s = open_db("v2.db", WS_STORE_DURABILITY_NORMAL);
-    ws_store_info info;
-    OK(ws_store_get_info(s, &info, &e_));
-    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    ws_store *s = open_migrated("v2.db", "models", "tenant");
     ws_store_model m;
     OK(ws_store_model_find(s, "life", &m, &e_));
     assert_int_equal(m.id, f.model);

@@ -119,7 +119,8 @@ static const ws_cli_opt flags[] = {
     NUM("max-batch", WS_OPT_INT, cfg.max_batch, 1, 1024, "N", SERVE,
         "most jobs in one engine batch; 1: no batching (64)"),
     NUM("batch-wait-us", WS_OPT_INT, cfg.batch_wait_us, 0, 1000000, "N", SERVE,
-        "how long the engine waits for a batch to fill (2000)"),
+        "after a batch of several requests, the longest wait for as many again; never when idle "
+        "(2000)"),
     FN("durability", cfg.durability, parse_durability, "normal|full", SERVE,
        "see api.md, Durability (normal)"),
     FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,

@@ -176,11 +176,24 @@ static int usage(FILE *f)
     return f == stdout ? 0 : 2;
 }
 
+/* The data directory holds API key hashes and every session's log: what the
+ * daemon creates there is its user's alone (0700, and umask 077 in main gives
+ * 0600 files: the database, its -wal and -shm, checkpoints), and a directory
+ * that others may read or enter is worth a warning. */
 static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
 {
     if (mkdir(srv->cfg.data_dir, 0700) != 0 && errno != EEXIST)
         return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", srv->cfg.data_dir,
                             strerror(errno));
+    struct stat sb;
+    if (stat(srv->cfg.data_dir, &sb) != 0)
+        return ws_error_set(err, WS_ERR_IO, "cannot stat %s: %s", srv->cfg.data_dir,
+                            strerror(errno));
+    if (sb.st_mode & 077)
+        fprintf(stderr,
+                "worldstated: warning: data directory %s has mode %04o: other users may read "
+                "API key hashes and session logs (chmod 700 %s)\n",
+                srv->cfg.data_dir, (unsigned)(sb.st_mode & 07777), srv->cfg.data_dir);
     snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
     return ws_store_open(srv->db_path, srv->cfg.durability, 1, st, err);
 }
@@ -276,6 +289,7 @@ int main(int argc, char **argv)
     static ws_srv srv;
     ws_backend_prefer_passive_waits(argv);
     srv.cfg = ws_srv_config_default();
+    umask(077); /* files in the data directory are 0600 (open_db) */
     /* A client that hangs up mid-reply must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = {.sa_handler = on_signal};

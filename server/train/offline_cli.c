@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "offline.h"
 #include "server/common/cli.h"
@@ -137,6 +138,7 @@ int ws_off_main(int argc, char **argv)
         fprintf(stderr, "(worldstate-train --help lists the flags)\n");
         return 2;
     }
+    umask(077); /* checkpoints and SQLite files in the data directory are 0600, as the daemon's */
     ws_error err = {0};
     ws_status s = !strcmp(argv[1], "export")    ? ws_off_export(&o, stdout, &err)
                   : !strcmp(argv[1], "retrain") ? ws_off_retrain(&o, &err)

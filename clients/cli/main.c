@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_version.h"
 #include "cli.h"
 
 static const char HELP[] =
     "usage: worldstate [--url URL] [--key KEY] [--json] [--timeout-ms N] [--retries N] COMMAND "
     "...\n"
+    "       worldstate --help | --version\n"
     "\n"
     "  session create [--model NAME]          create a session (prints its id)\n"
     "  session list [--limit N]               the tenant's sessions\n"
@@ -111,6 +113,10 @@ int main(int argc, char **argv)
         !strcmp(argv[1], "-h")) {
         fputs(HELP, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        ws_version_print(stdout, "worldstate");
+        return cli_flush_stdout();
     }
     const command *cmd = NULL;
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

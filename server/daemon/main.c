@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ws_version.h"
 #include "daemon.h"
 #include "server/common/cli.h"
 
@@ -117,7 +118,7 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
 typedef struct {
     ws_srv_config cfg;
     const char *tenant, *note;
-    int admin, help;
+    int admin, help, version;
 } flag_values;
 
 enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
@@ -156,6 +157,7 @@ static const ws_cli_opt flags[] = {
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
        "refused; 0: no bound (half the RAM)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
+    NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
@@ -303,6 +305,10 @@ int main(int argc, char **argv)
     if (first < 0) return usage(stderr);
     if (key) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
     if (v.help) return usage(stdout);
+    if (v.version) {
+        ws_version_print(stdout, "worldstated");
+        return 0;
+    }
     if (first < argc) return usage(stderr);
     return serve(&srv);
 }

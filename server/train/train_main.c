@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/ws_version.h"
 #include "offline.h"
 #include "server/common/cli.h"
 #include "model/checkpoint.h"
@@ -119,6 +120,7 @@ static const ws_cli_opt flags[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: worldstate-train train|eval [flags]\n"
+               "       worldstate-train --help | --version\n"
                "task, training and evaluation (train evaluates at the end too):\n");
     ws_cli_usage(f, flags, N_FLAGS, ~0u);
     fprintf(f, "tasks (model/tasks/task.h says what each tells and asks):");
@@ -247,6 +249,10 @@ int main(int argc, char **argv)
     const char *cmd = argc >= 2 ? argv[1] : "";
     if (argc == 2 && (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))) {
         usage(stdout);
+        return 0;
+    }
+    if (argc == 2 && !strcmp(cmd, "--version")) {
+        ws_version_print(stdout, "worldstate-train");
         return 0;
     }
     if (!strcmp(cmd, "export") || !strcmp(cmd, "retrain") || !strcmp(cmd, "rederive"))

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef WS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "base/ws_version.h"
 #include "daemon.h"
@@ -54,6 +57,20 @@ ws_store *ws_srv_store(ws_srv *srv, ws_error *err)
         return NULL;
     }
     return st;
+}
+
+/* Tells systemd (a Type=notify unit, $NOTIFY_SOCKET) what the daemon is doing:
+ * READY=1 once it listens, STOPPING=1 when it begins to shut down. Nothing when
+ * not run by systemd, or built without libsystemd. */
+static void notify_systemd(const char *state)
+{
+#ifdef WS_HAVE_SYSTEMD
+    int rc = sd_notify(0, state);
+    if (rc < 0)
+        fprintf(stderr, "worldstated: cannot notify systemd (%s): %s\n", state, strerror(-rc));
+#else
+    (void)state;
+#endif
 }
 
 static volatile sig_atomic_t got_signal;
@@ -275,7 +292,9 @@ static int serve(ws_srv *srv)
            srv->open_mode ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
     fflush(stdout);
+    notify_systemd("READY=1");
     while (!got_signal) usleep(100000);
+    notify_systemd("STOPPING=1");
     fprintf(stderr, "worldstated: signal %d, shutting down\n", (int)got_signal);
     atomic_store(&srv->stopping, 1);
     ws_http_quiesce(srv);        /* 1. no new connections */

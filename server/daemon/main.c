@@ -148,31 +148,32 @@ enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
 /* clang-format on */
 static const ws_cli_opt flags[] = {
-    FN("data-dir", cfg, parse_data_dir, "D", 0, "SQLite file and checkpoints (./worldstate-data)"),
+    FN("data-dir", cfg, parse_data_dir, "D", 0,
+       "SQLite file and checkpoints (default ./worldstate-data)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
-       "IPv4 address and port; :0 picks one (127.0.0.1:8080)"),
-    NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads (4)"),
+       "IPv4 address and port; :0 picks one (default 127.0.0.1:8080)"),
+    NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads"),
     NUM("max-batch", WS_OPT_INT, cfg.max_batch, 1, 1024, "N", SERVE,
-        "most jobs in one engine batch; 1: no batching (64)"),
+        "most jobs in one engine batch; 1: no batching"),
     NUM("batch-wait-us", WS_OPT_INT, cfg.batch_wait_us, 0, 1000000, "N", SERVE,
-        "how long the engine waits for a batch to fill (2000)"),
+        "how long the engine waits for a batch to fill"),
     FN("durability", cfg.durability, parse_durability, "normal|full", SERVE,
-       "see api.md, Durability (normal)"),
+       "see api.md, Durability (default normal)"),
     FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,
-       "auto: CUDA when built with it and a GPU is present (auto)"),
+       "auto: CUDA when built with it and a GPU is present (default auto)"),
     NUM("max-sessions", WS_OPT_I64, cfg.max_sessions, 1, 1 << 30, "N", SERVE,
-        "sessions per tenant (100000)"),
+        "sessions per tenant"),
     NUM("request-timeout-ms", WS_OPT_INT, cfg.request_timeout_ms, 100, 3600000, "N", SERVE,
-        "longest a request waits in the engine queue (30000)"),
+        "longest a request waits in the engine queue"),
     NUM("max-connections", WS_OPT_INT, cfg.max_connections, 16, 65536, "N", SERVE,
-        "open connections in all; more are refused at accept (4096)"),
+        "open connections in all; more are refused at accept"),
     NUM("max-connections-per-ip", WS_OPT_INT, cfg.max_connections_per_ip, 1, 65536, "N", SERVE,
-        "open connections from one client address (64)"),
+        "open connections from one client address"),
     NUM("connection-timeout-s", WS_OPT_INT, cfg.connection_timeout_s, 1, 3600, "N", SERVE,
-        "a connection idle this long (no byte in or out) is closed (10)"),
+        "a connection idle this long (no byte in or out) is closed"),
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
-       "refused; 0: no bound (half the RAM)"),
+       "refused; 0: no bound (default: half the RAM)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
@@ -191,7 +192,8 @@ static int usage(FILE *f)
                "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
                "       worldstated key list [--data-dir D]\n"
                "       worldstated key revoke ID [--data-dir D]\n");
-    ws_cli_usage(f, flags, N_FLAGS, ~0u);
+    flag_values defaults = {.cfg = ws_srv_config_default()};
+    ws_cli_usage(f, flags, N_FLAGS, ~0u, &defaults);
     return f == stdout ? 0 : 2;
 }
 

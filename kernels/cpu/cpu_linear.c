@@ -10,14 +10,9 @@
  * order from 0 by the same instructions (tail rows and columns go through
  * padded tiles, never through other code), then + b. The vector type lets the
  * compiler use the widest SIMD -march allows (AVX-512: one register per vector),
- * and contraction into FMA is the same for every element.
- *
- * A build for the generic x86-64 baseline (WS_NATIVE=OFF: the package) has only
- * SSE2, where these vectors spill: the tile is then built three times, for
- * x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and the baseline, and the loader
- * picks the best the CPU has (GCC function multi-versioning). A CPU always runs
- * the same version, so results stay deterministic on a machine; bench/
- * native_vs_portable.sh measures what is left of the cost. */
+ * and contraction into FMA is the same for every element. On the SSE2 baseline of
+ * a portable build these vectors spill: the tile is built per x86-64 level there
+ * (WS_CPU_CLONES). */
 #include <omp.h>
 #include <string.h>
 
@@ -29,16 +24,10 @@
 
 typedef float lin_vec __attribute__((vector_size(LIN_VEC * sizeof(float)), aligned(4)));
 
-#if defined(__x86_64__) && !defined(__AVX2__)
-#define LIN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define LIN_CLONES /* -march gives wide vectors already */
-#endif
-
 /* One LIN_ROWS x LIN_COLS tile: x rows (stride ldx), wt [in_dim][ldw] (transposed W,
  * zero-padded columns), into y rows (stride ldy), every column of the tile. The
  * accumulators are named, not an array, so that they stay in registers. */
-LIN_CLONES static void tile(float *y, int ldy, const float *x, int ldx, const float *wt,
+WS_CPU_CLONES static void tile(float *y, int ldy, const float *x, int ldx, const float *wt,
                             int ldw, const float *bias, int in_dim)
 {
     const float *x0 = x, *x1 = x + ldx, *x2 = x + 2L * ldx, *x3 = x + 3L * ldx;

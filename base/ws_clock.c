@@ -1,4 +1,4 @@
-/* ws_clock.c — clock_gettime behind the three readings the tree uses. Neither
+/* ws_clock.c — clock_gettime behind the four readings the tree uses. Neither
  * clock can fail with a valid pointer on Linux; a zero reading is the harmless
  * fallback rather than an error every caller would have to carry. */
 #include "ws_clock.h"
@@ -22,6 +22,12 @@ int64_t ws_clock_mono_us(void)
 {
     struct timespec ts = read_clock(CLOCK_MONOTONIC);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+double ws_clock_cpu_s(void)
+{
+    struct timespec ts = read_clock(CLOCK_PROCESS_CPUTIME_ID);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int64_t ws_clock_wall_ms(void)

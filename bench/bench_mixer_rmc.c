@@ -16,21 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/ws_clock.h"
 #include "model/model.h"
 
 #define BATCH 64
 #define N_INSTR 4
-
-/* The process's CPU time: on a shared machine wall time mostly measures the
- * waits for a core; with one thread CPU time is the step's own work. */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static ws_model_config bench_config(int mixer)
 {
@@ -102,12 +93,13 @@ static void setup(contender *k, ws_backend *be)
     k->best_infer = k->best_train = 1e30;
 }
 
-/* Steps for about `seconds`; returns seconds per step. */
+/* Steps for about `seconds` of CPU time (with one thread the steps' own work, not
+ * the waits for a shared core); returns CPU seconds per step. */
 static double time_steps(contender *k, ws_step_mode mode, double seconds)
 {
     ws_error err;
     int n = 0;
-    double t0 = now(), t;
+    double t0 = ws_clock_cpu_s(), t;
     do {
         if ((mode == WS_STEP_TRAIN && ws_model_zero_grads(k->m, &err) != WS_OK) ||
             ws_exec_step(k->x, k->b, k->states, k->states, mode, 1.0f, NULL, NULL, &err) !=
@@ -116,7 +108,7 @@ static double time_steps(contender *k, ws_step_mode mode, double seconds)
             exit(1);
         }
         n++;
-        t = now() - t0;
+        t = ws_clock_cpu_s() - t0;
     } while (t < seconds);
     return t / n;
 }

@@ -7,6 +7,9 @@
  * for the shapes involved (OpenBLAS at 1 and 2 BLAS threads), achieved GFLOP/s,
  * and, when Debian's PyTorch is present, the same model in PyTorch
  * (bench/model_torch.py) at its best thread count and the ratio.
+ * At one thread the rates are also given per CPU second of the process: on a
+ * shared machine wall time counts the waits for a core, CPU time the work alone
+ * (bench/native_vs_portable.sh compares two builds with them).
  * Prints a table and one JSON line. Usage: bench_model [--seconds S] [--no-torch]
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive) unless the caller sets it. */
 #include <cblas.h>
@@ -64,15 +67,18 @@ static double forward_flops(const ws_model_config *c, int n_instr, int n_query)
 
 typedef struct {
     double train, updater, queries; /* steps/s, steps/s, queries/s */
+    double train_cpu, updater_cpu, queries_cpu; /* the same per CPU second of the process */
 } rates;
 
-static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seconds)
+/* Iterations per wall second; per CPU second into *cpu_rate. */
+static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seconds,
+                        double *cpu_rate)
 {
     ws_model *m = ws_exec_model(x);
     ws_error err;
     ws_optim_config oc = ws_optim_config_default();
     int iters = 0;
-    double t0 = ws_clock_mono_s(), t;
+    double t0 = ws_clock_mono_s(), c0 = ws_clock_cpu_s(), t;
     do {
         ws_status st;
         if (kind == 0) {
@@ -90,6 +96,7 @@ static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seco
         iters++;
         t = ws_clock_mono_s();
     } while (t - t0 < seconds || iters < 3);
+    *cpu_rate = iters / (ws_clock_cpu_s() - c0);
     return iters / (t - t0);
 }
 
@@ -113,10 +120,12 @@ static rates measure(int threads, double seconds)
     build_batch(train, &c, N_INSTR, N_QUERY);
     build_batch(upd, &c, N_INSTR, 0);
     rates r;
-    time_loop(x, train, w, 0, 0.2); /* warm the arena and caches */
-    r.train = time_loop(x, train, w, 0, seconds);
-    r.updater = time_loop(x, upd, w, 1, seconds);
-    r.queries = time_loop(x, train, w, 2, seconds) * BATCH * N_QUERY;
+    double warm_cpu;
+    time_loop(x, train, w, 0, 0.2, &warm_cpu); /* warm the arena and caches */
+    r.train = time_loop(x, train, w, 0, seconds, &r.train_cpu);
+    r.updater = time_loop(x, upd, w, 1, seconds, &r.updater_cpu);
+    r.queries = time_loop(x, train, w, 2, seconds, &r.queries_cpu) * BATCH * N_QUERY;
+    r.queries_cpu *= BATCH * N_QUERY;
     ws_backend_release(be, w);
     ws_batch_free(train);
     ws_batch_free(upd);
@@ -169,7 +178,7 @@ static int torch_peer(double seconds, rates *r, int *threads)
         if (!s) return -1;
         v[i] = strtod(s + strlen(keys[i]), NULL);
     }
-    *r = (rates){v[0], v[1], v[2]};
+    *r = (rates){.train = v[0], .updater = v[1], .queries = v[2]};
     *threads = (int)v[3];
     return 0;
 }
@@ -209,10 +218,12 @@ int main(int argc, char **argv)
            r1.train * train_flops / 1e9);
     printf("  2        %12.2f  %15.2f  %19.0f  %10.1f\n", r2.train, r2.updater, r2.queries,
            r2.train * train_flops / 1e9);
+    printf("  1 per CPU second %4.2f  %15.2f  %19.0f  %10.1f\n", r1.train_cpu, r1.updater_cpu,
+           r1.queries_cpu, r1.train_cpu * train_flops / 1e9);
     printf("  (per train step %.2f GFLOP, per updater step %.2f GFLOP)\n", train_flops / 1e9,
            upd_flops / 1e9);
 
-    rates tr = {0, 0, 0};
+    rates tr = {0};
     int tthreads = 0, have_torch = use_torch && torch_peer(seconds, &tr, &tthreads) == 0;
     if (have_torch) {
         printf("\nPyTorch CPU (best of 1/2 threads: %d)\n", tthreads);
@@ -228,10 +239,13 @@ int main(int argc, char **argv)
            "\"threads\":%d,\"omp_wait_policy\":\"%s\",\"train_steps_per_s\":%.3f,\"updater_steps_per_s\":%.3f,"
            "\"extractor_queries_per_s\":%.1f,\"train_gflops\":%.2f,"
            "\"sgemm_peak_gflops_1t\":%.1f,\"sgemm_peak_gflops_2t\":%.1f,"
-           "\"sgemm_128_gflops_1t\":%.1f,\"sgemm_128_gflops_2t\":%.1f",
+           "\"sgemm_128_gflops_1t\":%.1f,\"sgemm_128_gflops_2t\":%.1f,"
+           "\"train_steps_per_cpu_s_1t\":%.3f,\"updater_steps_per_cpu_s_1t\":%.3f,"
+           "\"extractor_queries_per_cpu_s_1t\":%.1f",
            c.d, c.n_heads, c.n_state, c.n_upd_layers, c.n_ext_layers, BATCH, N_INSTR, N_QUERY,
            best_threads, getenv("OMP_WAIT_POLICY"), best.train, best.updater, best.queries, best.train * train_flops / 1e9,
-           peak_big_1, peak_big_2, peak128_1, peak128_2);
+           peak_big_1, peak_big_2, peak128_1, peak128_2, r1.train_cpu, r1.updater_cpu,
+           r1.queries_cpu);
     if (have_torch)
         printf(",\"torch_threads\":%d,\"torch_train_steps_per_s\":%.3f,"
                "\"torch_updater_steps_per_s\":%.3f,\"torch_extractor_queries_per_s\":%.1f,"

@@ -78,7 +78,10 @@ ws_lin_off ws_layout_add_weight(ws_param_layout *L, const char *prefix, int out,
     return (ws_lin_off){add_named(L, prefix, ".w", out, in, WS_INIT_FAN_IN), WS_NO_PARAM};
 }
 
-/* "<layer>.<what>", e.g. upd.0.ln1 or upd.0.self */
+/* "<layer>.<what>", e.g. upd.0.ln1 or upd.0.self: a prefix, in a buffer of
+ * PREFIX_CAP bytes so that a suffix (".g", ".w") still fits a tensor's 48-byte
+ * name (and -O3's -Wformat-truncation can see that it does). */
+#define PREFIX_CAP 40
 static const char *sub(char *buf, size_t n, const char *layer, const char *what)
 {
     snprintf(buf, n, "%s.%s", layer, what);
@@ -87,7 +90,7 @@ static const char *sub(char *buf, size_t n, const char *layer, const char *what)
 
 static ws_mlp_off add_mlp(ws_param_layout *L, const char *layer, const char *ln, int d)
 {
-    char name[48];
+    char name[PREFIX_CAP];
     ws_mlp_off o;
     o.ln = ws_layout_add_ln(L, sub(name, sizeof name, layer, ln), d);
     o.fc = ws_layout_add_linear(L, sub(name, sizeof name, layer, "mlp.fc"), 4 * d, d);
@@ -100,7 +103,7 @@ static ws_mix_off add_mix(ws_param_layout *L, const char *layer, const char *ln,
                           const char *what, int kind, const ws_model_config *c,
                           ws_mix_mode mode)
 {
-    char name[48];
+    char name[PREFIX_CAP];
     ws_mix_off o = {.mixer = ws_mixer_find(kind), .mode = mode};
     o.ln = ws_layout_add_ln(L, sub(name, sizeof name, layer, ln), c->d);
     o.mixer->layout(L, sub(name, sizeof name, layer, what), c, mode, &o.p);

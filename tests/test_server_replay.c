@@ -28,7 +28,7 @@ typedef struct {
     const char *model;
     int steps, vectors;
     uint64_t seed;
-    char failure[256]; /* set by the thread; asserted by the test */
+    char failure[512]; /* set by the thread; asserted by the test (room for its longest) */
 } driver;
 
 /* Appends n random facts: 2-3 symbols out of 60 (overflowing a 24-symbol

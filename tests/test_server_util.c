@@ -58,7 +58,11 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
         /* A test that fails an assertion never reaches its stop: the daemon must
          * not outlive it (and keep a core busy). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) _exit(127);
-        if (!freopen(d->log, "w", stdout) || !freopen(d->log, "a", stderr)) _exit(127);
+        /* Emptied, then both streams appending: a line on stderr before stdout's
+         * first is not overwritten by it. */
+        if (!freopen(d->log, "w", stdout) || !freopen(d->log, "a", stdout) ||
+            !freopen(d->log, "a", stderr))
+            _exit(127);
         setenv("OMP_NUM_THREADS", "1", 1);
         execv(argv[0], (char *const *)argv);
         _exit(127);

@@ -181,7 +181,7 @@ static int create(cli_ctx *ctx, int argc, char **argv)
                             {"--tenant", CLI_STR, &tenant},
                             TRAINING_OPTS(tf),
                             {NULL, CLI_FLAG, NULL}};
-    int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any;
+    int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any = 0;
     ws_client_training_patch patch;
     if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;

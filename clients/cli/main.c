@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_version.h"
 #include "cli.h"
 
 static const char HELP[] =
     "usage: worldstate [--url URL] [--key KEY] [--json] [--timeout-ms N] [--retries N] COMMAND "
     "...\n"
+    "       worldstate --help | --version\n"
     "\n"
     "  session create [--model NAME]          create a session (prints its id)\n"
     "  session list [--limit N]               the tenant's sessions\n"
@@ -32,6 +34,19 @@ static const char HELP[] =
     "        [--gate|--no-gate] [--gate-tolerance X]\n"
     "  health                                 liveness and readiness\n"
     "\n"
+    "command flags (default when absent):\n"
+    "  --model NAME    session create: the session's model (default)\n"
+    "  --limit N       session list: at most N sessions (every page)\n"
+    "  --expect N      step: apply only at step N, else 409 (any step)\n"
+    "  --base N        step --file: the file's first step becomes step N + 1 (0)\n"
+    "  --only-session  step --file: only that session's records (every record)\n"
+    "  --after N       export: the steps after step N (0: all)\n"
+    "  --replace       labels: overwrite different labels given before (409 instead)\n"
+    "  --config JSON   model create: the model's config (the server's defaults)\n"
+    "  --seed N        model create: initialisation seed (1)\n"
+    "  training flags  model create, training: unchanged when absent\n"
+    "\n"
+    "global flags:\n"
     "  --url         default $WORLDSTATE_URL, else http://127.0.0.1:8080\n"
     "  --key         API key (default $WORLDSTATE_API_KEY)\n"
     "  --json        machine-readable output (one JSON document per command)\n"
@@ -111,6 +126,10 @@ int main(int argc, char **argv)
         !strcmp(argv[1], "-h")) {
         fputs(HELP, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        ws_version_print(stdout, "worldstate");
+        return cli_flush_stdout();
     }
     const command *cmd = NULL;
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)

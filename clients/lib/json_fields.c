@@ -20,7 +20,7 @@ ws_client_status wsc_json_i64(const cJSON *v, int64_t lo, int64_t hi, int64_t *o
 static ws_client_status decode_one(const cJSON *v, const wsc_field *f, char *dst,
                                    ws_client_error *err)
 {
-    int64_t i;
+    int64_t i = 0; /* set when wsc_json_i64 succeeds; -O3 cannot see that */
     switch (f->kind) {
     case WSC_I64:
         if (wsc_json_i64(v, INT64_MIN / 2, INT64_MAX / 2, &i, f->key, err) != WS_CLIENT_OK) break;

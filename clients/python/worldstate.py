@@ -49,6 +49,10 @@ import urllib.parse
 import urllib.request
 from array import array
 
+# The worldstate release this client comes with (CMake project() VERSION; the
+# daemon serves its own at GET /version; test_python_client checks they agree).
+__version__ = "0.1.0"
+
 __all__ = [
     "Client", "State", "WorldstateError", "BadRequest", "Unauthorized", "Forbidden",
     "NotFound", "MethodNotAllowed", "Conflict", "StepConflict", "TooLarge", "ServerError",
@@ -283,6 +287,10 @@ class Client:
     def metrics(self):
         """GET /metrics: the Prometheus text."""
         return self._request("GET", "/metrics")[2].decode("utf-8")
+
+    def version(self):
+        """GET /version: {"version": ..., "git": ..., "backend": "cpu"|"cuda"}."""
+        return self._json("GET", "/version")
 
     # ---- sessions ----------------------------------------------------------
 

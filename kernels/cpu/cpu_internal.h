@@ -22,6 +22,20 @@ typedef struct {
 /* Returns scratch of at least n floats, or NULL when out of memory. */
 float *ws_cpu_scratch(ws_backend *be, size_t n);
 
+/* Loops written for wide vectors, in a build for the generic x86-64 baseline
+ * (WS_NATIVE=OFF: the package), which has only SSE2: such a function is built for
+ * x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and the baseline, and the loader
+ * picks the best the CPU has (GCC function multi-versioning; an OpenMP region's
+ * body is a function of its own, so the clones go on a function it calls). A CPU
+ * always runs the same version: results stay deterministic on a machine. With
+ * -march giving AVX2 or more there is one version. bench/native_vs_portable.sh
+ * measures what a portable build costs. */
+#if defined(__x86_64__) && !defined(__AVX2__)
+#define WS_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define WS_CPU_CLONES
+#endif
+
 static inline int ws_cpu_threads(const ws_backend *be)
 {
     return ((const ws_cpu *)be->impl)->n_threads;

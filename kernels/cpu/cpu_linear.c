@@ -10,7 +10,9 @@
  * order from 0 by the same instructions (tail rows and columns go through
  * padded tiles, never through other code), then + b. The vector type lets the
  * compiler use the widest SIMD -march allows (AVX-512: one register per vector),
- * and contraction into FMA is the same for every element. */
+ * and contraction into FMA is the same for every element. On the SSE2 baseline of
+ * a portable build these vectors spill: the tile is built per x86-64 level there
+ * (WS_CPU_CLONES). */
 #include <omp.h>
 #include <string.h>
 
@@ -25,8 +27,8 @@ typedef float lin_vec __attribute__((vector_size(LIN_VEC * sizeof(float)), align
 /* One LIN_ROWS x LIN_COLS tile: x rows (stride ldx), wt [in_dim][ldw] (transposed W,
  * zero-padded columns), into y rows (stride ldy), every column of the tile. The
  * accumulators are named, not an array, so that they stay in registers. */
-static void tile(float *y, int ldy, const float *x, int ldx, const float *wt, int ldw,
-                 const float *bias, int in_dim)
+WS_CPU_CLONES static void tile(float *y, int ldy, const float *x, int ldx, const float *wt,
+                            int ldw, const float *bias, int in_dim)
 {
     const float *x0 = x, *x1 = x + ldx, *x2 = x + 2L * ldx, *x3 = x + 3L * ldx;
     lin_vec a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},

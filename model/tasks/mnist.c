@@ -93,7 +93,7 @@ static ws_status read_labels(ws_mnist *m, const char *path, ws_error *err)
 {
     gzFile f;
     WS_TRY(open_idx(&f, path, err));
-    int n;
+    int n = 0; /* set by read_header on success; -O3 cannot see that */
     ws_status st = read_header(f, path, IDX_LABELS, 1, &n, err);
     if (st == WS_OK && n != m->n)
         st = ws_error_set(err, WS_ERR_FORMAT, "mnist: %s holds %d labels for %d images", path, n,

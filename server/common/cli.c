@@ -139,18 +139,37 @@ int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts
     return optind;
 }
 
-static void usage_line(FILE *f, const char *flag, const char *help)
+static void usage_line(FILE *f, const char *flag, const char *help, const char *def)
 {
-    fprintf(f, "  %-32s %s\n", flag, help);
+    fprintf(f, "  %-32s %s%s%s%s\n", flag, help, def ? " (default " : "", def ? def : "",
+            def ? ")" : "");
 }
 
-void ws_cli_model_usage(FILE *f)
+int ws_cli_value_text(const ws_cli_opt *o, const void *base, char *buf, size_t cap)
+{
+    const void *v = (const char *)base + o->off;
+    switch (o->kind) {
+    case WS_OPT_INT: snprintf(buf, cap, "%d", *(const int *)v); return 1;
+    case WS_OPT_LONG: snprintf(buf, cap, "%ld", *(const long *)v); return 1;
+    case WS_OPT_I64: snprintf(buf, cap, "%lld", (long long)*(const int64_t *)v); return 1;
+    case WS_OPT_U64: snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)v); return 1;
+    case WS_OPT_FLOAT: snprintf(buf, cap, "%g", (double)*(const float *)v); return 1;
+    case WS_OPT_DOUBLE: snprintf(buf, cap, "%g", *(const double *)v); return 1;
+    case WS_OPT_STR:
+        if (!*(const char *const *)v) return 0;
+        snprintf(buf, cap, "%s", *(const char *const *)v);
+        return 1;
+    default: return 0; /* WS_OPT_SET, WS_OPT_FN */
+    }
+}
+
+void ws_cli_model_usage(FILE *f, const ws_model_config *mc)
 {
     for (int i = 0; i < WS_MODEL_CONFIG_N_FIELDS; i++) {
         const ws_model_config_field *fd = &ws_model_config_fields[i];
         field_flags ff;
         field_flags_of(i, &ff);
-        char flag[160], help[160] = "";
+        char flag[160], help[160] = "", def[64] = "";
         /* The older alias first: it is the spelling scripts and docs use. */
         int a = ff.name[1][0] ? 1 : 0;
         snprintf(flag, sizeof flag, "--%s %s%s%s%s%s", ff.name[a],
@@ -168,17 +187,25 @@ void ws_cli_model_usage(FILE *f)
             snprintf(help + strlen(help), sizeof help - strlen(help),
                      fd->type == WS_CFG_FLOAT ? "(%g, %g]" : "[%.0f, %.0f]", fd->lo, fd->hi);
         }
-        usage_line(f, flag, help);
+        double v = mc ? ws_model_config_get(mc, i) : 0;
+        if (mc && fd->type == WS_CFG_NAME)
+            snprintf(def, sizeof def, "%s", fd->names[(int)v]);
+        else if (mc)
+            snprintf(def, sizeof def, "%g", v);
+        usage_line(f, flag, help, mc ? def : NULL);
     }
 }
 
-void ws_cli_usage(FILE *f, const ws_cli_opt *opts, int n_opts, unsigned cmd)
+void ws_cli_usage(FILE *f, const ws_cli_opt *opts, int n_opts, unsigned cmd, const void *defaults)
 {
     for (int k = 0; k < n_opts; k++) {
         if (!takes(&opts[k], cmd)) continue;
-        char flag[64];
+        char flag[64], def[64];
         snprintf(flag, sizeof flag, "--%s%s%s", opts[k].name, opts[k].arg ? " " : "",
                  opts[k].arg ? opts[k].arg : "");
-        usage_line(f, flag, opts[k].help);
+        /* a help that says "(default ...)" itself knows better (-1: the model's) */
+        int shown = defaults && !strstr(opts[k].help, "(default") &&
+                    ws_cli_value_text(&opts[k], defaults, def, sizeof def);
+        usage_line(f, flag, opts[k].help, shown ? def : NULL);
     }
 }

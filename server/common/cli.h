@@ -4,7 +4,9 @@
  * line of help; ws_cli_usage prints one line per row. worldstate-train's model
  * flags are not rows: each field of ws_model_config_fields is a flag (the key
  * with dashes, its older alias, --no-key for a field in [0, 1]) with the
- * field's own range, so a config field added to the model is a flag here too. */
+ * field's own range, so a config field added to the model is a flag here too.
+ * --help shows each flag's default: the value it has in a struct of defaults,
+ * read through the same offsets (a WS_OPT_FN row says its default in its help). */
 #ifndef WS_SRV_CLI_H
 #define WS_SRV_CLI_H
 
@@ -44,8 +46,13 @@ typedef struct {
 int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
                  unsigned cmd, void *base, ws_model_config *mc);
 
-/* One line per flag of cmd (~0u: of every command); one per model field. */
-void ws_cli_usage(FILE *f, const ws_cli_opt *opts, int n_opts, unsigned cmd);
-void ws_cli_model_usage(FILE *f);
+/* One line per flag of cmd (~0u: of every command), ending "(default V)" with
+ * its value in `defaults` (an options struct as the program starts with it; NULL:
+ * none shown) unless its help says "(default ...)" itself. One line per model field, with its value in mc (NULL: none). */
+void ws_cli_usage(FILE *f, const ws_cli_opt *opts, int n_opts, unsigned cmd, const void *defaults);
+void ws_cli_model_usage(FILE *f, const ws_model_config *mc);
+/* The value of o in base as text; 0 when it has none to show (a switch, a
+ * parsed argument, an unset string). */
+int ws_cli_value_text(const ws_cli_opt *o, const void *base, char *buf, size_t cap);
 
 #endif

@@ -14,7 +14,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef WS_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
+#include "base/ws_version.h"
 #include "daemon.h"
 #include "server/common/cli.h"
 
@@ -35,6 +39,20 @@ ws_srv_config ws_srv_config_default(void)
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
+}
+
+/* Tells systemd (a Type=notify unit, $NOTIFY_SOCKET) what the daemon is doing:
+ * READY=1 once it listens, STOPPING=1 when it begins to shut down. Nothing when
+ * not run by systemd, or built without libsystemd. */
+static void notify_systemd(const char *state)
+{
+#ifdef WS_HAVE_SYSTEMD
+    int rc = sd_notify(0, state);
+    if (rc < 0)
+        fprintf(stderr, "worldstated: cannot notify systemd (%s): %s\n", state, strerror(-rc));
+#else
+    (void)state;
+#endif
 }
 
 static volatile sig_atomic_t got_signal;
@@ -99,7 +117,7 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
 typedef struct {
     ws_srv_config cfg;
     const char *tenant, *note;
-    int admin, help;
+    int admin, help, version;
 } flag_values;
 
 enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
@@ -112,33 +130,34 @@ enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
 /* clang-format on */
 static const ws_cli_opt flags[] = {
-    FN("data-dir", cfg, parse_data_dir, "D", 0, "SQLite file and checkpoints (./worldstate-data)"),
+    FN("data-dir", cfg, parse_data_dir, "D", 0,
+       "SQLite file and checkpoints (default ./worldstate-data)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
-       "IPv4 address and port; :0 picks one (127.0.0.1:8080)"),
-    NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads (4)"),
+       "IPv4 address and port; :0 picks one (default 127.0.0.1:8080)"),
+    NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads"),
     NUM("max-batch", WS_OPT_INT, cfg.max_batch, 1, 1024, "N", SERVE,
-        "most jobs in one engine batch; 1: no batching (64)"),
+        "most jobs in one engine batch; 1: no batching"),
     NUM("batch-wait-us", WS_OPT_INT, cfg.batch_wait_us, 0, 1000000, "N", SERVE,
-        "after a batch of several requests, the longest wait for as many again; never when idle "
-        "(2000)"),
+        "after a batch of several requests, the longest wait for as many again; never when idle"),
     FN("durability", cfg.durability, parse_durability, "normal|full", SERVE,
-       "see api.md, Durability (normal)"),
+       "see api.md, Durability (default normal)"),
     FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,
-       "auto: CUDA when built with it and a GPU is present (auto)"),
+       "auto: CUDA when built with it and a GPU is present (default auto)"),
     NUM("max-sessions", WS_OPT_I64, cfg.max_sessions, 1, 1 << 30, "N", SERVE,
-        "sessions per tenant (100000)"),
+        "sessions per tenant"),
     NUM("request-timeout-ms", WS_OPT_INT, cfg.request_timeout_ms, 100, 3600000, "N", SERVE,
-        "longest a request waits in the engine queue (30000)"),
+        "longest a request waits in the engine queue"),
     NUM("max-connections", WS_OPT_INT, cfg.max_connections, 16, 65536, "N", SERVE,
-        "open connections in all; more are refused at accept (4096)"),
+        "open connections in all; more are refused at accept"),
     NUM("max-connections-per-ip", WS_OPT_INT, cfg.max_connections_per_ip, 1, 65536, "N", SERVE,
-        "open connections from one client address (64)"),
+        "open connections from one client address"),
     NUM("connection-timeout-s", WS_OPT_INT, cfg.connection_timeout_s, 1, 3600, "N", SERVE,
-        "a connection idle this long (no byte in or out) is closed (10)"),
+        "a connection idle this long (no byte in or out) is closed"),
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
-       "refused; 0: no bound (half the RAM)"),
+       "refused; 0: no bound (default: half the RAM)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
+    NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
@@ -155,15 +174,29 @@ static int usage(FILE *f)
                "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
                "       worldstated key list [--data-dir D]\n"
                "       worldstated key revoke ID [--data-dir D]\n");
-    ws_cli_usage(f, flags, N_FLAGS, ~0u);
+    flag_values defaults = {.cfg = ws_srv_config_default()};
+    ws_cli_usage(f, flags, N_FLAGS, ~0u, &defaults);
     return f == stdout ? 0 : 2;
 }
 
+/* The data directory holds API key hashes and every session's log: what the
+ * daemon creates there is its user's alone (0700, and umask 077 in main gives
+ * 0600 files: the database, its -wal and -shm, checkpoints), and a directory
+ * that others may read or enter is worth a warning. */
 static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
 {
     if (mkdir(srv->cfg.data_dir, 0700) != 0 && errno != EEXIST)
         return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", srv->cfg.data_dir,
                             strerror(errno));
+    struct stat sb;
+    if (stat(srv->cfg.data_dir, &sb) != 0)
+        return ws_error_set(err, WS_ERR_IO, "cannot stat %s: %s", srv->cfg.data_dir,
+                            strerror(errno));
+    if (sb.st_mode & 077)
+        fprintf(stderr,
+                "worldstated: warning: data directory %s has mode %04o: other users may read "
+                "API key hashes and session logs (chmod 700 %s)\n",
+                srv->cfg.data_dir, (unsigned)(sb.st_mode & 07777), srv->cfg.data_dir);
     snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
     return ws_store_open(srv->db_path, srv->cfg.durability, 1, st, err);
 }
@@ -242,7 +275,9 @@ static int serve(ws_srv *srv)
            srv->open_mode ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
     fflush(stdout);
+    notify_systemd("READY=1");
     while (!got_signal) usleep(100000);
+    notify_systemd("STOPPING=1");
     fprintf(stderr, "worldstated: signal %d, shutting down\n", (int)got_signal);
     atomic_store(&srv->stopping, 1);
     ws_http_quiesce(srv);        /* 1. no new connections */
@@ -258,6 +293,7 @@ int main(int argc, char **argv)
     static ws_srv srv;
     ws_backend_prefer_passive_waits(argv);
     srv.cfg = ws_srv_config_default();
+    umask(077); /* files in the data directory are 0600 (open_db) */
     /* A client that hangs up mid-reply must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = {.sa_handler = on_signal};
@@ -271,6 +307,10 @@ int main(int argc, char **argv)
     if (first < 0) return usage(stderr);
     if (key) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
     if (v.help) return usage(stdout);
+    if (v.version) {
+        ws_version_print(stdout, "worldstated");
+        return 0;
+    }
     if (first < argc) return usage(stderr);
     return serve(&srv);
 }

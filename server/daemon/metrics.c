@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_version.h"
 #include "routes.h"
 
 static const int statuses[] = {200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 500, 503};
@@ -166,6 +167,11 @@ struct MHD_Response *ws_metrics_render(ws_srv *srv)
     size_t cap = 8192, len = 0;
     char *buf = malloc(cap);
     if (buf) buf[0] = '\0';
+    ws_metrics_printf(&buf, &len, &cap,
+                      "# TYPE worldstate_build_info gauge\n"
+                      "worldstate_build_info{version=\"%s\",git=\"%s\",backend=\"%s\"} 1\n",
+                      ws_version(), ws_version_git(),
+                      srv->engine ? ws_engine_backend_name(srv->engine) : "none");
     ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_requests_total counter\n");
     for (int r = 0; r < WS_ROUTE_LABELS; r++)
         for (int s = 0; s <= N_STATUS; s++) {

@@ -1,8 +1,9 @@
 /* routes.c — the route table built from routes.h, its matcher, and the probes
- * (/healthz, /readyz, /metrics). */
+ * (/healthz, /readyz, /metrics, /version). */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/ws_version.h"
 #include "routes.h"
 
 /* clang-format off */
@@ -122,4 +123,15 @@ void ws_route_metrics(ws_http_ctx *c, ws_http_answer *a)
 {
     a->raw = ws_metrics_render(c->srv);
     a->status = 200;
+}
+
+/* Which build answers, and on which backend: for support and for a fleet's
+ * rollout (also the metric worldstate_build_info). */
+void ws_route_version(ws_http_ctx *c, ws_http_answer *a)
+{
+    a->json = cJSON_CreateObject();
+    a->status = 200;
+    cJSON_AddStringToObject(a->json, "version", ws_version());
+    cJSON_AddStringToObject(a->json, "git", ws_version_git());
+    cJSON_AddStringToObject(a->json, "backend", ws_engine_backend_name(c->srv->engine));
 }

@@ -29,6 +29,7 @@ typedef enum {
     ROW(GET,    "/healthz",                              healthz,        NONE,  "healthz",    MEM) \
     ROW(GET,    "/readyz",                               readyz,         NONE,  "readyz",     MEM) \
     ROW(GET,    "/metrics",                              metrics,        NONE,  "metrics",    MEM) \
+    ROW(GET,    "/version",                              version,        NONE,  "version",    MEM) \
     ROW(GET,    "/v1/sessions",                          sessions_list,  KEY,   "sessions",   MEM) \
     ROW(POST,   "/v1/sessions",                          session_create, KEY,   "sessions",   MEM) \
     ROW(GET,    "/v1/sessions/{id}",                     session_get,    KEY,   "session",    MEM) \

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/common/limits.h"
@@ -61,9 +60,7 @@ static ws_status sync_path(const char *path, int flags, ws_error *err)
 
 ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err)
 {
-    /* mkstemp made it private; checkpoints are as readable as the folder allows */
-    if (chmod(tmp, 0644) != 0)
-        return ws_error_set(err, WS_ERR_IO, "cannot chmod %s: %s", tmp, strerror(errno));
+    /* mkstemp made it 0600, and so it stays: a checkpoint is the daemon's alone */
     WS_TRY(sync_path(tmp, O_RDONLY, err));
     if (rename(tmp, dst) != 0)
         return ws_error_set(err, WS_ERR_IO, "cannot rename %s to %s: %s", tmp, dst,

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "offline.h"
 #include "server/common/cli.h"
@@ -67,7 +68,7 @@ static const ws_cli_opt flags[] = {
     NUM("recall", WS_OPT_INT, recall, 0, 64, "N", RETRAIN,
         "retrain: recall queries a step (default: the model's)"),
     NUM("rollout", WS_OPT_I64, rollout, 1, 1e15, "N", RETRAIN,
-        "retrain: only each session's first N steps"),
+        "retrain: only each session's first N steps (default: all)"),
     NUM("lr", WS_OPT_FLOAT, tc.lr, 1e-8, 10, "X", RETRAIN, "retrain: peak learning rate"),
     NUM("batch", WS_OPT_INT, tc.batch, 1, 4096, "N", RETRAIN | REDERIVE,
         "retrain, rederive: sessions at once"),
@@ -80,13 +81,22 @@ static const ws_cli_opt flags[] = {
     NUM("wd", WS_OPT_FLOAT, tc.weight_decay, 0, 10, "X", RETRAIN, "retrain: AdamW weight decay"),
     NUM("seed", WS_OPT_U64, tc.seed, 0, 1e15, "N", RETRAIN, "retrain: recall sampling and order"),
     NUM("threads", WS_OPT_INT, threads, 0, 256, "N", RETRAIN | REDERIVE,
-        "retrain, rederive: CPU threads"),
+        "retrain, rederive: CPU threads (0: all)"),
     NUM("version", WS_OPT_I64, version, 1, 1e15, "V", REDERIVE,
         "rederive: under version V (default: the current one)"),
     NUM("dry-run", WS_OPT_SET, dry_run, 1, 1, NULL, REDERIVE, "rederive: replay, store nothing"),
 };
 #undef NUM
 #undef O
+
+/* The options before any flag. */
+static void defaults(ws_off_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->epochs = 1, o->recall = -1;
+    o->tc = ws_train_config_default();
+    o->tc.batch = 64;
+}
 
 void ws_off_usage(FILE *f)
 {
@@ -100,7 +110,9 @@ void ws_off_usage(FILE *f)
                "running daemon serves within about a second; rederive replays every session\n"
                "under one version (default: the current one) and stores the states it ends in\n"
                "(not while the daemon runs).\n");
-    ws_cli_usage(f, flags, (int)(sizeof flags / sizeof *flags), ~0u);
+    ws_off_options d;
+    defaults(&d);
+    ws_cli_usage(f, flags, (int)(sizeof flags / sizeof *flags), ~0u, &d);
 }
 
 /* Fills o from argv (argv[1] is the command); 0 on a usage error (printed). */
@@ -109,10 +121,7 @@ static int parse(int argc, char **argv, ws_off_options *o)
     unsigned cmd = !strcmp(argv[1], "export")    ? EXPORT
                    : !strcmp(argv[1], "retrain") ? RETRAIN
                                                  : REDERIVE;
-    memset(o, 0, sizeof *o);
-    o->epochs = 1, o->recall = -1;
-    o->tc = ws_train_config_default();
-    o->tc.batch = 64;
+    defaults(o);
     char prog[40];
     snprintf(prog, sizeof prog, "worldstate-train %s", argv[1]);
     int n_flags = (int)(sizeof flags / sizeof *flags);
@@ -137,6 +146,7 @@ int ws_off_main(int argc, char **argv)
         fprintf(stderr, "(worldstate-train --help lists the flags)\n");
         return 2;
     }
+    umask(077); /* checkpoints and SQLite files in the data directory are 0600, as the daemon's */
     ws_error err = {0};
     ws_status s = !strcmp(argv[1], "export")    ? ws_off_export(&o, stdout, &err)
                   : !strcmp(argv[1], "retrain") ? ws_off_retrain(&o, &err)

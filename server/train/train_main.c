@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/ws_version.h"
 #include "offline.h"
 #include "server/common/cli.h"
 #include "model/checkpoint.h"
@@ -63,7 +64,7 @@ static ws_status parse_lifetime(void *value, const char *s, ws_error *err)
 #define NUM(name, kind, f, lo, hi, arg, help) {name, kind, O(f), lo, hi, arg, help, NULL, 0}
 /* clang-format on */
 static const ws_cli_opt flags[] = {
-    NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "a built-in task (facts; the list is below)"),
+    NUM("task", WS_OPT_STR, task, 0, 0, "NAME", "a built-in task (the list is below)"),
     NUM("entities", WS_OPT_INT, tp.entities, 1, 1024, "N", "facts, conj: entities"),
     NUM("places", WS_OPT_INT, tp.places, 1, 1024, "N", "facts, conj: places"),
     NUM("move-rate", WS_OPT_FLOAT, tp.move_rate, 0, 1024, "X", "facts, conj: moves per step"),
@@ -87,8 +88,8 @@ static const ws_cli_opt flags[] = {
     NUM("queries", WS_OPT_INT, tp.n_queries, 0, 4096, "N", "memory: queries a step"),
     NUM("batch", WS_OPT_INT, tc.batch, 1, 65536, "N", "trajectory slots"),
     NUM("rollout", WS_OPT_INT, tc.rollout, 1, 1e6, "N", "steps a trajectory (fixed lifetime)"),
-    {"lifetime", WS_OPT_FN, O(tc.lifetime), 0, 0, "fixed|pool", "trajectory lifetime",
-     parse_lifetime, 0},
+    {"lifetime", WS_OPT_FN, O(tc.lifetime), 0, 0, "fixed|pool",
+     "trajectory lifetime (default fixed)", parse_lifetime, 0},
     NUM("max-age", WS_OPT_INT, tc.max_age, 1, 1e7, "N", "pool: oldest trajectory"),
     NUM("update-every", WS_OPT_INT, tc.update_every, 1, 1e6, "N", "iterations an AdamW step"),
     NUM("lr", WS_OPT_FLOAT, tc.lr, 1e-8, 10, "X", "peak learning rate"),
@@ -106,7 +107,8 @@ static const ws_cli_opt flags[] = {
     NUM("log", WS_OPT_STR, log_path, 0, 0, "PATH", "append progress as JSON lines"),
     NUM("eval-every", WS_OPT_INT, eval_every, 0, 1e9, "N", "a quick evaluation every N (0: no)"),
     NUM("threads", WS_OPT_INT, threads, 0, 256, "N", "CPU threads (0: all)"),
-    {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons", parse_horizons, 0},
+    {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons (default 8,100,1000,10000)",
+     parse_horizons, 0},
     NUM("trajectories", WS_OPT_INT, ec.n_traj, 1, 65536, "N", "eval: trajectories"),
     NUM("window", WS_OPT_INT, ec.window, 1, 1e6, "N", "eval: steps averaged at a horizon"),
     NUM("eval-seed", WS_OPT_U64, ec.seed, 0, (double)UINT64_MAX, "N", "eval: seed of fresh worlds"),
@@ -116,25 +118,10 @@ static const ws_cli_opt flags[] = {
 #undef O
 #define N_FLAGS ((int)(sizeof flags / sizeof *flags))
 
-static void usage(FILE *f)
+/* The options before any flag, but the task's parameters (set once the task is known). */
+static void defaults(options *o)
 {
-    fprintf(f, "usage: worldstate-train train|eval [flags]\n"
-               "task, training and evaluation (train evaluates at the end too):\n");
-    ws_cli_usage(f, flags, N_FLAGS, ~0u);
-    fprintf(f, "tasks (model/tasks/task.h says what each tells and asks):");
-    for (int i = 0; ws_task_name(i); i++) fprintf(f, " %s", ws_task_name(i));
-    fprintf(f, "\n");
-    fprintf(f, "model: a flag per config field (model/model.h says what each is; without\n"
-               "flags: d 64, 4 heads, 16 state tokens, vocab 512, overflow 16, the rest as\n"
-               "POST /v1/models defaults them):\n");
-    ws_cli_model_usage(f);
-    ws_off_usage(f);
-}
-
-/* Fills o from `worldstate-train train|eval ...`; -1 after printing why. */
-static int parse_args(int argc, char **argv, options *o)
-{
-    o->eval_only = !strcmp(argv[1], "eval");
+    memset(o, 0, sizeof *o);
     o->mc = ws_model_config_default();
     o->mc.d = 64, o->mc.n_state = 16, o->mc.vocab_cap = 512, o->mc.n_overflow = 16;
     o->tc = ws_train_config_default();
@@ -147,6 +134,45 @@ static int parse_args(int argc, char **argv, options *o)
     o->threads = 0;
     o->eval_at_end = 1;
     o->task = "facts";
+}
+
+/* A task's parameter: its default depends on the task. */
+static int is_task_flag(const ws_cli_opt *o)
+{
+    return o->off >= offsetof(options, tp) &&
+           o->off < offsetof(options, tp) + sizeof(ws_task_params);
+}
+
+static void usage(FILE *f)
+{
+    options d;
+    defaults(&d);
+    fprintf(f, "usage: worldstate-train train|eval [flags]\n"
+               "       worldstate-train --help | --version\n"
+               "task, training and evaluation (train evaluates at the end too):\n");
+    for (int k = 0; k < N_FLAGS; k++)
+        ws_cli_usage(f, &flags[k], 1, ~0u, is_task_flag(&flags[k]) ? NULL : &d);
+    fprintf(f, "tasks and the defaults of their flags (model/tasks/task.h says what each tells "
+               "and asks):\n");
+    for (int i = 0; ws_task_name(i) && ws_task_params_default(ws_task_name(i), &d.tp); i++) {
+        fprintf(f, "  %-8s", ws_task_name(i));
+        char v[64];
+        for (int k = 0; k < N_FLAGS; k++)
+            if (is_task_flag(&flags[k]) && ws_cli_value_text(&flags[k], &d, v, sizeof v) &&
+                strcmp(v, "0"))
+                fprintf(f, " --%s %s", flags[k].name, v);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "model: a flag per config field (model/model.h says what each is):\n");
+    ws_cli_model_usage(f, &d.mc);
+    ws_off_usage(f);
+}
+
+/* Fills o from `worldstate-train train|eval ...`; -1 after printing why. */
+static int parse_args(int argc, char **argv, options *o)
+{
+    defaults(o);
+    o->eval_only = !strcmp(argv[1], "eval");
     /* The first pass finds --task (and checks every flag); the second sets the
      * flags given over that task's defaults. */
     if (ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc) < 0)
@@ -249,6 +275,10 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (argc == 2 && !strcmp(cmd, "--version")) {
+        ws_version_print(stdout, "worldstate-train");
+        return 0;
+    }
     if (!strcmp(cmd, "export") || !strcmp(cmd, "retrain") || !strcmp(cmd, "rederive"))
         return ws_off_main(argc, argv);
     if (strcmp(cmd, "train") && strcmp(cmd, "eval")) {
@@ -256,7 +286,6 @@ int main(int argc, char **argv)
         return 2;
     }
     options o;
-    memset(&o, 0, sizeof o);
     if (parse_args(argc, argv, &o)) {
         fprintf(stderr, "(worldstate-train --help lists the flags)\n");
         return 2;

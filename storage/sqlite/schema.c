@@ -144,7 +144,7 @@ static ws_status exec(ws_sqlite *s, const char *sql, ws_error *err, const char *
 /* Where the file stands: its version, or a refusal. */
 static ws_status check_file(ws_sqlite *s, int create, int64_t *version, ws_error *err)
 {
-    int64_t app_id, n_objects;
+    int64_t app_id = 0, n_objects = 0; /* set by pragma_int on success; -O3 cannot see that */
     WS_TRY(pragma_int(s, "PRAGMA user_version", version, err));
     WS_TRY(pragma_int(s, "PRAGMA application_id", &app_id, err));
     WS_TRY(pragma_int(s, "SELECT count(*) FROM sqlite_master", &n_objects, err));

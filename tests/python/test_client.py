@@ -104,6 +104,9 @@ class OpenMode(unittest.TestCase):
         self.assertEqual(self.c.health(), {"status": "ok"})
         self.assertEqual(self.c.ready()["status"], "ready")
         self.assertIn("worldstate_steps_total", self.c.metrics())
+        v = self.c.version()
+        self.assertEqual(v["version"], ws.__version__)  # one release: daemon and client
+        self.assertEqual(v["backend"], "cpu")
 
     def test_models(self):
         names = [m["name"] for m in self.c.list_models()]

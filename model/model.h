@@ -46,6 +46,16 @@ typedef enum {
     WS_SYMBOLS_COUNT
 } ws_symbol_code;
 
+/* What a step that tells a trajectory nothing does to its state (DESIGN §2). */
+typedef enum {
+    WS_EMPTY_UPDATE = 0, /* the Updater runs as on any step: a world with its own
+                            dynamics (the tasks life, numbers) changes while nobody
+                            tells anything; the behaviour before `empty_steps` */
+    WS_EMPTY_HOLD = 1,   /* W_t = W_{t-1} exactly: a fact memory keeps what it was
+                            told through any number of silent steps (default) */
+    WS_EMPTY_COUNT
+} ws_empty_steps;
+
 typedef struct {
     int d;            /* width */
     int n_heads;      /* d % n_heads == 0 */
@@ -71,6 +81,7 @@ typedef struct {
     int rn_width;        /* rn: width of g and f */
     int rn_layers;       /* rn: layers of g (>= 1) */
     int symbol_code;     /* ws_symbol_code */
+    int empty_steps;     /* ws_empty_steps */
 } ws_model_config;
 
 /* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */

@@ -199,6 +199,10 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
 void ws_model_free(ws_model *m);
 
 const ws_model_config *ws_model_config_of(const ws_model *m);
+/* Switches what steps that tell nothing do (ws_empty_steps): the parameters do
+ * not depend on it, so a model trained with "update" can go on with "hold".
+ * Not while a step of the model runs. WS_ERR_INVALID for another value. */
+ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err);
 ws_backend *ws_model_backend(const ws_model *m);
 ws_vocab *ws_model_vocab(ws_model *m);
 

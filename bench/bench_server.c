@@ -182,7 +182,7 @@ static double commit_ceiling(const char *base, ws_store_durability dur, int grou
     float state[MODEL_D * MODEL_T];
     for (int i = 0; i < MODEL_D * MODEL_T; i++) state[i] = (float)i * 1e-3f;
     ws_status s = ws_store_tenant_ensure(st, "bench", &tenant, &err);
-    if (s == WS_OK) s = ws_store_model_create(st, "m", "{}", NULL, &model, &err);
+    if (s == WS_OK) s = ws_store_model_create(st, "m", 0, "{}", NULL, &model, &err);
     for (int i = 0; s == WS_OK && i < 64; i++) s = ws_store_session_create(st, tenant, model, NULL, 0, 0, 0, 0, ids[i], &err);
     ws_store_log_entry e = {.instructions_json = "[{\"fact\":[\"e1\",\"p1\"],\"value\":true}]",
                             .queries_json = "[{\"fact\":[\"e1\",\"p1\"]}]",

@@ -245,12 +245,18 @@ typedef struct {
     double lr;
     int update_every;
     int recall_queries;
+    /* Self-supervision and the publication gate (api.md, Online training); an
+     * older server sends none: -1 each. */
+    int self_supervised, negative_queries;
+    double holdout;
+    int gate;
+    double gate_tolerance;
 } ws_client_training;
 
 /* Training fields to change: enabled < 0, lr <= 0, update_every <= 0 and
- * recall_queries < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
+ * the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
 typedef ws_client_training ws_client_training_patch;
-#define WS_CLIENT_TRAINING_KEEP ((ws_client_training_patch){-1, 0.0, 0, -1})
+#define WS_CLIENT_TRAINING_KEEP ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1})
 
 /* The integer fields every config has; the whole config (mixers included) is config_json. */
 typedef struct {
@@ -263,7 +269,15 @@ typedef struct {
     int64_t serving_version, examples_ready, examples_labelled, examples_trained, examples_dropped,
         updates;
     double last_loss;
+    int64_t examples_self_supervised, examples_held_out; /* 0 from an older server */
 } ws_client_model_status;
+
+/* The publication gate of GET /v1/models/{name} (ws_client_model_get only). */
+typedef struct {
+    int present;
+    int64_t published, rejected;
+    double served_probe_accuracy; /* -1: not measured yet */
+} ws_client_model_gate;
 
 typedef struct {
     char name[WS_CLIENT_NAME_MAX + 1];
@@ -273,11 +287,13 @@ typedef struct {
     char *config_json; /* the config object as the server sent it */
     ws_client_training training;
     ws_client_model_status status;
+    ws_client_model_gate gate;
     /* Where the parameters come from: origin ("random", "shipped", "imported";
      * "" from an older server) is how version 1 was made, version_note (NULL
      * when not sent) what made the current version ("online training", ...). */
     char origin[16];
     char *version_note;
+    char tenant[WS_CLIENT_NAME_MAX + 1]; /* the tenant it belongs to; "" shared */
 } ws_client_model;
 
 typedef struct {
@@ -290,6 +306,7 @@ typedef struct {
     const char *config_json;                  /* NULL, or a JSON object of config fields */
     const ws_client_training_patch *training; /* NULL: the defaults */
     int64_t seed;                             /* < 0: the server's default */
+    const char *tenant; /* the tenant it is for (only its sessions use it); NULL: shared */
 } ws_client_model_spec;
 
 void ws_client_model_free(ws_client_model *m);
@@ -309,15 +326,24 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name,
                                         ws_client_training *out, ws_client_error *err);
 /* POST /v1/models/{name}/import (admin): the checkpoint file at `path`
  * (safetensors, worldstate-model-1, with or without AdamW state; up to 256 MiB)
- * becomes model `name` (*created = 1) or, when it exists, its next version
- * (*created = 0); *out is the model as the server lists it. *created may be
- * NULL. Never repeated once sent (like a creation). Refusals: 400
- * bad_checkpoint / invalid_request, 403, 409 config_mismatch / vocab_mismatch,
- * 413. */
-ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *path,
-                                        ws_client_model *out, int *created, ws_client_error *err);
-/* GET /v1/models/{name}/checkpoint into the file `path` (written to path.part,
- * renamed on success); *version (may be NULL) from X-Model-Version. */
+ * becomes model `name` (*created = 1; tenant's own, or shared when tenant is
+ * NULL) or, when it exists, its next version (*created = 0; it keeps its
+ * tenant); *out is the model as the server lists it. *created may be NULL.
+ * Never repeated once sent (like a creation). Refusals: 400 bad_checkpoint /
+ * invalid_request (also an unknown tenant), 403, 409 config_mismatch /
+ * vocab_mismatch / conflict (tenant is not the existing model's), 413. */
+ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,
+                                        const char *path, ws_client_model *out, int *created,
+                                        ws_client_error *err);
+/* POST /v1/models/{name}/versions/{version}/current (admin): makes a recorded
+ * earlier version the model's current one again and serves it (a rollback);
+ * *out is the model as the server lists it. Repeating it is harmless.
+ * Refusals: 400 (bad version), 403, 404 (no such model or version), 409
+ * version_unavailable (its checkpoint file is gone or damaged). */
+ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, int64_t version,
+                                          ws_client_model *out, ws_client_error *err);
+/* GET /v1/models/{name}/checkpoint (admin) into the file `path` (written to
+ * path.part, renamed on success); *version (may be NULL) from X-Model-Version. */
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,
                                                const char *path, int64_t *version,
                                                ws_client_error *err);

@@ -54,7 +54,7 @@
 
 #include "base/ws_status.h"
 
-#define WS_STORE_SCHEMA_VERSION 2        /* PRAGMA user_version of this build */
+#define WS_STORE_SCHEMA_VERSION 3        /* PRAGMA user_version of this build */
 #define WS_STORE_BUSY_TIMEOUT_MS 10000   /* how long a writer waits for the lock */
 #define WS_STORE_ID_LEN 32               /* session id: 128 random bits, lowercase hex */
 #define WS_STORE_KEY_LEN 68              /* API key: "wsk_" + 256 random bits as hex */
@@ -180,12 +180,18 @@ typedef struct {
     char *training_json;
     int64_t current_version; /* 0: none recorded yet */
     int64_t created_ms;
+    int64_t tenant;                          /* its tenant; 0: shared by every tenant */
+    char tenant_name[WS_STORE_NAME_MAX + 1]; /* "" when shared */
 } ws_store_model;
 void ws_store_model_clear(ws_store_model *m);
 
-/* New model; WS_ERR_CONFLICT if the name is taken. training_json NULL = "{}". */
-ws_status ws_store_model_create(ws_store *s, const char *name, const char *config_json,
-                                const char *training_json, int64_t *id, ws_error *err);
+/* New model; WS_ERR_CONFLICT if the name is taken. training_json NULL = "{}".
+ * tenant > 0 makes it that tenant's (WS_ERR_NOTFOUND if there is no such
+ * tenant): only its sessions may use it (ws_store_session_create); 0 makes it
+ * shared. Names are one namespace across tenants. */
+ws_status ws_store_model_create(ws_store *s, const char *name, int64_t tenant,
+                                const char *config_json, const char *training_json, int64_t *id,
+                                ws_error *err);
 ws_status ws_store_model_get(ws_store *s, int64_t id, ws_store_model *out, ws_error *err);
 ws_status ws_store_model_find(ws_store *s, const char *name, ws_store_model *out, ws_error *err);
 typedef ws_status (*ws_store_model_fn)(void *ctx, const ws_store_model *m);
@@ -263,7 +269,8 @@ int ws_store_session_id_valid(const char *id);
  * W_0"); otherwise rows*cols floats made by model version state_version.
  * max_sessions > 0 caps the tenant's sessions, checked in the same transaction
  * (WS_ERR_CONFLICT "limit" when reached: create is the only call that returns
- * CONFLICT). Unknown model or tenant: WS_ERR_NOTFOUND. */
+ * CONFLICT). Unknown model or tenant, or a model of another tenant:
+ * WS_ERR_NOTFOUND. */
 ws_status ws_store_session_create(ws_store *s, int64_t tenant, int64_t model, const float *state,
                                   int32_t rows, int32_t cols, int64_t state_version,
                                   int64_t max_sessions, char id_out[WS_STORE_ID_LEN + 1],

@@ -133,13 +133,15 @@ ws_status ws_store_key_count_active(ws_store *s, int64_t *n, ws_error *err)
 
 /* ---- models and versions ---------------------------------------------------- */
 
-ws_status ws_store_model_create(ws_store *s, const char *name, const char *config_json,
-                                const char *training_json, int64_t *id, ws_error *err)
+ws_status ws_store_model_create(ws_store *s, const char *name, int64_t tenant,
+                                const char *config_json, const char *training_json, int64_t *id,
+                                ws_error *err)
 {
     WS_STORE_ENTER(s, err);
     WS_TRY(ws_store__check_name("model", name, err));
     if (!config_json) return ws_error_set(err, WS_ERR_INVALID, "model config is missing");
-    return s->ops->model_create(s, name, config_json, training_json, id, err);
+    if (tenant < 0) return ws_error_set(err, WS_ERR_INVALID, "tenant id %lld", (long long)tenant);
+    return s->ops->model_create(s, name, tenant, config_json, training_json, id, err);
 }
 
 ws_status ws_store_model_get(ws_store *s, int64_t id, ws_store_model *out, ws_error *err)

@@ -41,8 +41,10 @@ WS_STORE_OP(ws_status, key_revoke, (ws_store *s, int64_t key_id, ws_error *err))
 WS_STORE_OP(ws_status, key_count_active, (ws_store *s, int64_t *n, ws_error *err))
 
 /* ---- models and versions ---- */
-WS_STORE_OP(ws_status, model_create, (ws_store *s, const char *name, const char *config_json,
-                                      const char *training_json, int64_t *id, ws_error *err))
+/* tenant is 0 (shared) or > 0. */
+WS_STORE_OP(ws_status, model_create, (ws_store *s, const char *name, int64_t tenant,
+                                      const char *config_json, const char *training_json,
+                                      int64_t *id, ws_error *err))
 WS_STORE_OP(ws_status, model_get, (ws_store *s, int64_t id, ws_store_model *out, ws_error *err))
 WS_STORE_OP(ws_status, model_find, (ws_store *s, const char *name, ws_store_model *out,
                                     ws_error *err))

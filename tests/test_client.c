@@ -427,8 +427,21 @@ static void test_models(void **state)
     assert_int_equal(m.config.d, 16);
     assert_int_equal(m.training.update_every, 8);
     assert_int_equal(m.training.enabled, 1);
+    assert_string_equal(m.tenant, ""); /* shared */
     ws_client_model_free(&m);
     expect_http(ws_client_model_create(c, &spec, &m, &e), &e, 409, "conflict");
+    /* a tenant's own model (open mode: the tenant is "default") */
+    ws_client_model_spec own = {.name = "tiny-own",
+                                .config_json = "{\"d\":16,\"n_heads\":2,\"n_state\":4}",
+                                .seed = -1,
+                                .tenant = "default"};
+    assert_int_equal(ws_client_model_create(c, &own, &m, &e), WS_CLIENT_OK);
+    assert_string_equal(m.tenant, "default");
+    ws_client_model_free(&m);
+    own.name = "tiny-nobody", own.tenant = "nobody";
+    expect_http(ws_client_model_create(c, &own, &m, &e), &e, 400, "invalid_request");
+    own.tenant = "bad name!";
+    assert_int_equal(ws_client_model_create(c, &own, &m, &e), WS_CLIENT_ERR_INVALID);
     spec = (ws_client_model_spec){.name = "huge", .config_json = "{\"d\":100000}", .seed = -1};
     expect_http(ws_client_model_create(c, &spec, &m, &e), &e, 400, "invalid_request");
     spec.config_json = "{\"d\":16} trailing";
@@ -464,28 +477,38 @@ static void test_models(void **state)
     assert_non_null(strstr(head + 8, "worldstate-model-1"));
     /* The checkpoint imported: a new model, then that model's next version. */
     int created = -1;
-    assert_int_equal(ws_client_model_import(c, "tiny-copy", path, &m, &created, &e), WS_CLIENT_OK);
+    assert_int_equal(ws_client_model_import(c, "tiny-copy", NULL, path, &m, &created, &e), WS_CLIENT_OK);
     assert_int_equal(created, 1);
     assert_int_equal(m.version, 1);
     assert_int_equal(m.config.d, 16);
     assert_string_equal(m.origin, "imported");
     ws_client_model_free(&m);
-    assert_int_equal(ws_client_model_import(c, "tiny-copy", path, &m, &created, &e), WS_CLIENT_OK);
+    assert_int_equal(ws_client_model_import(c, "tiny-copy", NULL, path, &m, &created, &e), WS_CLIENT_OK);
     assert_int_equal(created, 0);
     assert_int_equal(m.version, 2);
     assert_string_equal(m.version_note, "imported");
     ws_client_model_free(&m);
-    expect_http(ws_client_model_import(c, "default", path, &m, NULL, &e), &e, 409,
+    expect_http(ws_client_model_import(c, "default", NULL, path, &m, NULL, &e), &e, 409,
                 "config_mismatch");
+    /* for a tenant: a new model is its own; a shared model's version stays shared */
+    assert_int_equal(ws_client_model_import(c, "tiny-mine", "default", path, &m, &created, &e),
+                     WS_CLIENT_OK);
+    assert_int_equal(created, 1);
+    assert_string_equal(m.tenant, "default");
+    ws_client_model_free(&m);
+    expect_http(ws_client_model_import(c, "tiny-copy", "default", path, &m, NULL, &e), &e, 409,
+                "conflict");
+    expect_http(ws_client_model_import(c, "tiny-x", "nobody", path, &m, NULL, &e), &e, 400,
+                "invalid_request");
     char junk[420];
     snprintf(junk, sizeof junk, "%s/junk.safetensors", DIR_);
     f = fopen(junk, "wb");
     assert_non_null(f);
     assert_int_equal(fputs("not a checkpoint", f) >= 0, 1);
     assert_int_equal(fclose(f), 0);
-    expect_http(ws_client_model_import(c, "junk", junk, &m, NULL, &e), &e, 400, "bad_checkpoint");
+    expect_http(ws_client_model_import(c, "junk", NULL, junk, &m, NULL, &e), &e, 400, "bad_checkpoint");
     strcat(junk, ".missing");
-    assert_int_equal(ws_client_model_import(c, "junk", junk, &m, NULL, &e), WS_CLIENT_ERR_IO);
+    assert_int_equal(ws_client_model_import(c, "junk", NULL, junk, &m, NULL, &e), WS_CLIENT_ERR_IO);
     /* A failed download leaves neither the file nor its .part. */
     snprintf(path, sizeof path, "%s/nope.safetensors", DIR_);
     expect_http(ws_client_checkpoint_download(c, "nope", path, &version, &e), &e, 404, "not_found");

@@ -2,7 +2,8 @@
  * a session driven from a JSON Lines file, exported, and replayed into a fresh
  * daemon ends in the same state bit for bit (labels included in the replayed
  * log); re-running a file resumes where an earlier run stopped; export --all
- * with --only-session; every subcommand's output and exit codes. */
+ * with --only-session; every subcommand's output and exit codes; model import
+ * and rollback. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,7 +411,19 @@ static void test_commands(void **state)
     j = cli_json(D, 0, "training small --enable --lr 0.005 --update-every 4");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "enabled")));
     assert_int_equal(num_of(j, "update_every"), 4);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "gate"))); /* the defaults */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "self_supervised")));
     cJSON_Delete(j);
+    j = cli_json(D, 0, "training small --no-gate --no-self-supervised --negative-queries 2 "
+                       "--holdout 0.25 --gate-tolerance 0.05");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "gate")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "self_supervised")));
+    assert_int_equal(num_of(j, "negative_queries"), 2);
+    assert_true(num_of(j, "holdout") == 0.25 && num_of(j, "gate_tolerance") == 0.05);
+    assert_int_equal(num_of(j, "update_every"), 4); /* kept */
+    cJSON_Delete(j);
+    cJSON_Delete(cli_json(D, 2, "training small --gate --no-gate"));
+    cJSON_Delete(cli_json(D, 1, "training small --holdout 0.9")); /* the server's range */
     snprintf(path, sizeof path, "%s/small.safetensors", DIR_);
     snprintf(args, sizeof args, "model checkpoint small --out '%s'", path);
     j = cli_json(D, 0, args);
@@ -419,6 +432,21 @@ static void test_commands(void **state)
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     fclose(f);
+    /* a tenant's own model (open mode: the tenant is "default"), created and imported */
+    j = cli_json(D, 0, "model create small-own --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}' --tenant default");
+    assert_string_equal(str_of(j, "tenant"), "default");
+    cJSON_Delete(j);
+    snprintf(args, sizeof args, "model import small-mine '%s' --tenant default", path);
+    j = cli_json(D, 0, args);
+    assert_string_equal(str_of(j, "tenant"), "default");
+    cJSON_Delete(j);
+    j = cli_json(D, 0, "model status small");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "tenant")));
+    cJSON_Delete(j);
+    r = cli(D, "model status small-own");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "tenant         default"));
+    run_free(&r);
     snprintf(args, sizeof args, "session delete %s", id);
     cJSON_Delete(cli_json(D, 0, args));
     /* Errors: the server's (1), usage (2), unreachable (3), input (4). */
@@ -492,6 +520,42 @@ static void test_model_import(void **state)
     run_free(&r);
 }
 
+/* model rollback NAME VERSION: the imported model "copy" (versions 1 and 2,
+ * test_model_import) goes back to version 1 and forth to 2; a version it lacks
+ * is the server's 404, a version that is not a number a usage error. */
+static void test_model_rollback(void **state)
+{
+    (void)state;
+    cJSON *j = cli_json(D, 0, "model rollback copy 1");
+    assert_int_equal(num_of(j, "version"), 1);
+    assert_string_equal(str_of(j, "version_note"), "imported");
+    cJSON_Delete(j);
+    j = cli_json(D, 0, "model status copy");
+    assert_int_equal(num_of(j, "version"), 1);
+    cJSON_Delete(j);
+    run_result r = cli(D, "model rollback copy 2");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "version        2"));
+    run_free(&r);
+    r = cli(D, "model rollback copy 9");
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "not_found, HTTP 404"));
+    run_free(&r);
+    r = cli(D, "model rollback nope 1");
+    assert_int_equal(r.rc, 1);
+    run_free(&r);
+    static const char *const usage[] = {"model rollback copy x", "model rollback copy 0",
+                                        "model rollback copy", "model rollback copy 1 2"};
+    for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++) {
+        r = cli(D, "%s", usage[i]);
+        assert_int_equal(r.rc, 2);
+        run_free(&r);
+    }
+    j = cli_json(D, 0, "model status copy"); /* refusals changed nothing */
+    assert_int_equal(num_of(j, "version"), 2);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_export_all),
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_model_import),
+        cmocka_unit_test(test_model_rollback),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

@@ -1,6 +1,6 @@
 /* test_server_memory.c — a fresh daemon serves the shipped default model exactly
  * as the model library computes it, with no model created, no labels and no
- * training: its "default" gets 20 sessions, each told 8 facts over random
+ * training (switched off: unlabelled steps would train it): its "default" gets 20 sessions, each told 8 facts over random
  * symbols it has never seen (a quarter of them then overridden: told false after
  * true), asked every told fact and 8 never-told ones 1 step later, then 100
  * unrelated steps (each asking about some other, never-told fact: that changes
@@ -56,6 +56,13 @@ static void test_fresh_daemon_answers_as_the_library(void **state)
     ws_ts_tmpdir(dir, sizeof dir);
     ws_ts_daemon d;
     assert_int_equal(ws_ts_start(&d, dir, NULL), 0);
+    /* Unlabelled steps train "default" too (self-supervised): off, so that the
+     * daemon serves exactly the shipped parameters the library runs. */
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
+                               "{\"enabled\":false}", &r),
+                     200);
+    ws_ts_resp_free(&r);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", d.port);
     ws_probe_result http;
     long chatter[2];

@@ -79,7 +79,7 @@ static fixture make_fixture(const char *name)
     fixture f = {.s = open_db(name, WS_STORE_DURABILITY_NORMAL)};
     OK(ws_store_tenant_ensure(f.s, "acme", &f.acme, &e_));
     OK(ws_store_tenant_ensure(f.s, "evil", &f.evil, &e_));
-    OK(ws_store_model_create(f.s, "life", "{\"d\":8}", NULL, &f.model, &e_));
+    OK(ws_store_model_create(f.s, "life", 0, "{\"d\":8}", NULL, &f.model, &e_));
     return f;
 }
 
@@ -810,7 +810,7 @@ static void test_vocab(void **state)
     fixture f = make_fixture("vocab.db");
     ws_error err = {0};
     int64_t m2, n;
-    OK(ws_store_model_create(f.s, "facts", "{}", "{}", &m2, &e_));
+    OK(ws_store_model_create(f.s, "facts", 0, "{}", "{}", &m2, &e_));
     const char *a[] = {"mary", "location", "kitchen"};
     const char *b[] = {"caf\xc3\xa9", "john"};
     OK(ws_store_vocab_append(f.s, f.model, 0, 3, a, &e_));
@@ -870,10 +870,10 @@ static void test_models_and_versions(void **state)
     fixture f = make_fixture("models.db");
     ws_error err = {0};
     int64_t id;
-    expect_status(ws_store_model_create(f.s, "life", "{}", NULL, &id, &err), WS_ERR_CONFLICT, &err,
-                  "duplicate model name");
-    expect_status(ws_store_model_create(f.s, "bad name!", "{}", NULL, &id, &err), WS_ERR_INVALID,
-                  &err, "bad model name");
+    expect_status(ws_store_model_create(f.s, "life", 0, "{}", NULL, &id, &err), WS_ERR_CONFLICT,
+                  &err, "duplicate model name");
+    expect_status(ws_store_model_create(f.s, "bad name!", 0, "{}", NULL, &id, &err),
+                  WS_ERR_INVALID, &err, "bad model name");
     ws_store_model m;
     OK(ws_store_model_find(f.s, "life", &m, &e_));
     assert_int_equal(m.id, f.model);
@@ -924,7 +924,7 @@ static void test_models_and_versions(void **state)
     for (int i = 0; i < 3; i++) assert_int_equal(seen.versions[i], i + 1);
 
     int64_t m2;
-    OK(ws_store_model_create(f.s, "facts", "{}", NULL, &m2, &e_));
+    OK(ws_store_model_create(f.s, "facts", 0, "{}", NULL, &m2, &e_));
     int nm = 0;
     OK(ws_store_model_list(f.s, count_models, &nm, &e_));
     assert_int_equal(nm, 2);
@@ -947,6 +947,104 @@ static void test_models_and_versions(void **state)
     ws_store_close(f.s);
     assert_raw_count("models.db", "SELECT count(*) FROM vocab", 0);
     assert_raw_count("models.db", "SELECT count(*) FROM model_versions", 0);
+}
+
+/* A tenant's model: recorded with its tenant, usable by that tenant's sessions
+ * only (another tenant's session is NOTFOUND, as for a missing model). */
+static void test_model_of_tenant(void **state)
+{
+    (void)state;
+    fixture f = make_fixture("tenant_model.db");
+    ws_error err = {0};
+    int64_t own, id;
+    expect_status(ws_store_model_create(f.s, "acme-only", 999, "{}", NULL, &id, &err),
+                  WS_ERR_NOTFOUND, &err, "model of an unknown tenant");
+    OK(ws_store_model_create(f.s, "acme-only", f.acme, "{}", NULL, &own, &e_));
+    ws_store_model m;
+    OK(ws_store_model_find(f.s, "acme-only", &m, &e_));
+    assert_int_equal(m.tenant, f.acme);
+    assert_string_equal(m.tenant_name, "acme");
+    ws_store_model_clear(&m);
+    OK(ws_store_model_get(f.s, f.model, &m, &e_)); /* the fixture's model is shared */
+    assert_int_equal(m.tenant, 0);
+    assert_string_equal(m.tenant_name, "");
+    ws_store_model_clear(&m);
+
+    char sid[WS_STORE_ID_LEN + 1];
+    expect_status(ws_store_session_create(f.s, f.evil, own, NULL, 0, 0, 1, 0, sid, &err),
+                  WS_ERR_NOTFOUND, &err, "a session on another tenant's model");
+    char missing[64]; /* worded as for a model that does not exist */
+    snprintf(missing, sizeof missing, "model %lld not found", (long long)own);
+    assert_string_equal(err.msg, missing);
+    int64_t n = -1;
+    OK(ws_store_session_count(f.s, f.evil, &n, &e_));
+    assert_int_equal(n, 0);
+    OK(ws_store_session_create(f.s, f.acme, own, NULL, 0, 0, 1, 0, sid, &e_));
+    OK(ws_store_session_create(f.s, f.evil, f.model, NULL, 0, 0, 1, 0, sid, &e_));
+    check_integrity(f.s);
+    ws_store_close(f.s);
+    assert_raw_count("tenant_model.db", "SELECT count(*) FROM models WHERE tenant IS NULL", 1);
+}
+
+/* A database of schema version 2 (before models had tenants) opens: it is
+ * migrated to the current version, its data intact, its models shared. The v2
+ * file is made from a current one the way SQLite rebuilds a table: models
+ * again without its tenant column, user_version 2. */
+static void test_schema_v2_migrates(void **state)
+{
+    (void)state;
+    if (!on_sqlite()) return;
+    fixture f = make_fixture("v2.db");
+    char sid[WS_STORE_ID_LEN + 1], path[128];
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 1, 0, sid, &e_));
+    OK(ws_store_version_add(f.s, f.model, 1, "models/life-v1.safetensors", SHA, "created", &e_));
+    const char *syms[] = {"mary"};
+    OK(ws_store_vocab_append(f.s, f.model, 0, 1, syms, &e_));
+    ws_store_close(f.s);
+    path_in(path, sizeof path, "v2.db");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "PRAGMA foreign_keys = OFF; BEGIN;"
+                                  "CREATE TABLE v2("
+                                  "  id INTEGER PRIMARY KEY,"
+                                  "  name TEXT NOT NULL UNIQUE,"
+                                  "  config TEXT NOT NULL,"
+                                  "  training TEXT NOT NULL,"
+                                  "  current_version INTEGER NOT NULL DEFAULT 0,"
+                                  "  created_ms INTEGER NOT NULL);"
+                                  "INSERT INTO v2 SELECT id, name, config, training, "
+                                  "  current_version, created_ms FROM models;"
+                                  "DROP TABLE models; ALTER TABLE v2 RENAME TO models;"
+                                  "PRAGMA user_version = 2; COMMIT;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    assert_raw_count("v2.db", "SELECT count(*) FROM pragma_table_info('models') "
+                              "WHERE name = 'tenant'", 0);
+
+    ws_store *s = open_db("v2.db", WS_STORE_DURABILITY_NORMAL);
+    ws_store_info info;
+    OK(ws_store_get_info(s, &info, &e_));
+    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    ws_store_model m;
+    OK(ws_store_model_find(s, "life", &m, &e_));
+    assert_int_equal(m.id, f.model);
+    assert_int_equal(m.current_version, 1);
+    assert_int_equal(m.tenant, 0); /* every model before tenants is shared */
+    ws_store_model_clear(&m);
+    ws_store_session got;
+    OK(ws_store_session_get(s, f.acme, sid, 0, &got, &e_));
+    assert_int_equal(got.model, f.model);
+    ws_store_session_clear(&got);
+    int64_t n = 0, id;
+    OK(ws_store_vocab_count(s, f.model, &n, &e_));
+    assert_int_equal(n, 1);
+    OK(ws_store_session_create(s, f.evil, f.model, NULL, 0, 0, 1, 0, sid, &e_));
+    OK(ws_store_model_create(s, "evil-only", f.evil, "{}", NULL, &id, &e_));
+    check_integrity(s);
+    ws_store_close(s);
+    assert_raw_count("v2.db", "SELECT count(*) FROM models WHERE tenant IS NOT NULL", 1);
 }
 
 /* ---- API keys ---------------------------------------------------------------- */
@@ -1231,6 +1329,8 @@ int main(void)
         cmocka_unit_test(test_step_log_paging_and_labels),
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_models_and_versions),
+        cmocka_unit_test(test_model_of_tenant),
+        cmocka_unit_test(test_schema_v2_migrates),
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
         cmocka_unit_test(test_error_kinds),

@@ -41,7 +41,7 @@ static int64_t model_create(ws_store *st, const char *name, ws_model *m)
     cJSON *j = ws_model_config_to_json(ws_model_config_of(m));
     char *text = cJSON_PrintUnformatted(j);
     int64_t id = 0;
-    assert_int_equal(ws_store_model_create(st, name, text, NULL, &id, &err), WS_OK);
+    assert_int_equal(ws_store_model_create(st, name, 0, text, NULL, &id, &err), WS_OK);
     free(text);
     cJSON_Delete(j);
     return id;

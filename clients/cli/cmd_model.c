@@ -1,36 +1,57 @@
-/* cmd_model.c — worldstate model list|create|status|checkpoint|import, and training. */
+/* cmd_model.c — worldstate model list|create|status|checkpoint|import|rollback, and training. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-#define MODEL_USAGE                                                                         \
-    "worldstate model list | status NAME | checkpoint NAME --out FILE | import NAME FILE\n" \
-    "       worldstate model create NAME [--config JSON] [--seed N] [TRAINING FLAGS]"
-#define TRAINING_USAGE                                                             \
-    "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] " \
-    "[--recall-queries N]"
+#define MODEL_USAGE                                                                   \
+    "worldstate model list | status NAME | checkpoint NAME --out FILE\n"              \
+    "       worldstate model import NAME FILE [--tenant T] | rollback NAME VERSION\n" \
+    "       worldstate model create NAME [--config JSON] [--seed N] [--tenant T] [TRAINING FLAGS]"
+#define TRAINING_USAGE                                                                         \
+    "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] "             \
+    "[--recall-queries N]\n"                                                                   \
+    "       [--self-supervised | --no-self-supervised] [--negative-queries N] [--holdout X]\n" \
+    "       [--gate | --no-gate] [--gate-tolerance X]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
-    int enable, disable;
-    double lr;
-    long long update_every, recall_queries;
+    int enable, disable, self_sup, no_self_sup, gate, no_gate;
+    double lr, holdout, gate_tolerance;
+    long long update_every, recall_queries, negative_queries;
 } training_flags;
 
 /* clang-format off */
 #define TRAINING_OPTS(tf)                                                    \
     {"--enable", CLI_FLAG, &(tf).enable}, {"--disable", CLI_FLAG, &(tf).disable}, \
         {"--lr", CLI_NUM, &(tf).lr}, {"--update-every", CLI_INT, &(tf).update_every}, \
-        {"--recall-queries", CLI_INT, &(tf).recall_queries}
+        {"--recall-queries", CLI_INT, &(tf).recall_queries}, \
+        {"--self-supervised", CLI_FLAG, &(tf).self_sup}, \
+        {"--no-self-supervised", CLI_FLAG, &(tf).no_self_sup}, \
+        {"--negative-queries", CLI_INT, &(tf).negative_queries}, \
+        {"--holdout", CLI_NUM, &(tf).holdout}, {"--gate", CLI_FLAG, &(tf).gate}, \
+        {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}
 /* clang-format on */
 
 #define UNSET LLONG_MIN
 
 static training_flags training_flags_unset(void)
 {
-    return (training_flags){.lr = -1, .update_every = UNSET, .recall_queries = UNSET};
+    return (training_flags){.lr = -1,
+                            .holdout = -1,
+                            .gate_tolerance = -1,
+                            .update_every = UNSET,
+                            .recall_queries = UNSET,
+                            .negative_queries = UNSET};
+}
+
+/* A switch given as --x or --no-x: 1, 0, or -1 (keep). */
+static int either(int on, int off)
+{
+    return on ? 1 : off ? 0 : -1;
 }
 
 /* The server checks the ranges (api.md); here only values a patch cannot carry
@@ -38,17 +59,31 @@ static training_flags training_flags_unset(void)
 static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *any,
                     const char *usage)
 {
-    if (tf->enable && tf->disable) return cli_usage(usage, "--enable or --disable, not both");
+    if ((tf->enable && tf->disable) || (tf->self_sup && tf->no_self_sup) ||
+        (tf->gate && tf->no_gate))
+        return cli_usage(usage, "a switch and its --no-/--disable form, not both");
     if ((tf->lr != -1 && tf->lr <= 0) ||
         (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
-        (tf->recall_queries != UNSET && (tf->recall_queries < 0 || tf->recall_queries > INT_MAX)))
-        return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries >= 0");
+        (tf->recall_queries != UNSET && (tf->recall_queries < 0 || tf->recall_queries > INT_MAX)) ||
+        (tf->negative_queries != UNSET &&
+         (tf->negative_queries < 0 || tf->negative_queries > INT_MAX)) ||
+        (tf->holdout != -1 && tf->holdout < 0) ||
+        (tf->gate_tolerance != -1 && tf->gate_tolerance < 0))
+        return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries, "
+                                "--negative-queries, --holdout and --gate-tolerance >= 0");
     *p = WS_CLIENT_TRAINING_KEEP;
-    p->enabled = tf->enable ? 1 : tf->disable ? 0 : -1;
+    p->enabled = either(tf->enable, tf->disable);
+    p->self_supervised = either(tf->self_sup, tf->no_self_sup);
+    p->gate = either(tf->gate, tf->no_gate);
     if (tf->lr != -1) p->lr = tf->lr;
     if (tf->update_every != UNSET) p->update_every = (int)tf->update_every;
     if (tf->recall_queries != UNSET) p->recall_queries = (int)tf->recall_queries;
-    *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0;
+    if (tf->negative_queries != UNSET) p->negative_queries = (int)tf->negative_queries;
+    if (tf->holdout != -1) p->holdout = tf->holdout;
+    if (tf->gate_tolerance != -1) p->gate_tolerance = tf->gate_tolerance;
+    *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0 ||
+           p->self_supervised >= 0 || p->negative_queries >= 0 || p->holdout >= 0 || p->gate >= 0 ||
+           p->gate_tolerance >= 0;
     return CLI_EXIT_OK;
 }
 
@@ -56,6 +91,10 @@ static void print_training(const char *label, const ws_client_training *t)
 {
     printf("%-14s %s, lr %g, update every %d examples, %d recall queries\n", label,
            t->enabled ? "on" : "off", t->lr, t->update_every, t->recall_queries);
+    if (t->self_supervised < 0) return; /* an older server */
+    printf("%-14s self-supervised %s, %d negative queries, holdout %g; gate %s, tolerance %g\n", "",
+           t->self_supervised ? "on" : "off", t->negative_queries, t->holdout,
+           t->gate ? "on" : "off", t->gate_tolerance);
 }
 
 static void print_model(const ws_client_model *m)
@@ -70,15 +109,24 @@ static void print_model(const ws_client_model *m)
         printf("origin         %s%s\n", m->origin,
                random ? " (random parameters: untrained, unless trained since)" : "");
     if (m->version_note) printf("version note   %s\n", m->version_note);
+    printf("tenant         %s\n", m->tenant[0] ? m->tenant : "(shared by every tenant)");
     print_training("training", &m->training);
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
     printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, "
-           "%lld trained, "
+           "%lld self-supervised, %lld held out, %lld trained, "
            "%lld dropped\nupdates        %lld (last loss %.4f)\n",
            st->state, (long long)st->serving_version, (long long)st->examples_ready,
-           (long long)st->examples_labelled, (long long)st->examples_trained,
+           (long long)st->examples_labelled, (long long)st->examples_self_supervised,
+           (long long)st->examples_held_out, (long long)st->examples_trained,
            (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
+    const ws_client_model_gate *g = &m->gate;
+    if (!g->present) return;
+    printf("gate           %lld published, %lld rejected", (long long)g->published,
+           (long long)g->rejected);
+    if (g->served_probe_accuracy >= 0)
+        printf(" (served version's probe accuracy %.4f)", g->served_probe_accuracy);
+    printf("\n");
 }
 
 /* Prints a model as JSON or text, then frees it. */
@@ -125,19 +173,23 @@ static int list(cli_ctx *ctx)
 
 static int create(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *name, *config = NULL;
+    const char *name, *config = NULL, *tenant = NULL;
     long long seed = -1;
     training_flags tf = training_flags_unset();
     const cli_opt opts[] = {{"--config", CLI_STR, &config},
                             {"--seed", CLI_INT, &seed},
+                            {"--tenant", CLI_STR, &tenant},
                             TRAINING_OPTS(tf),
                             {NULL, CLI_FLAG, NULL}};
     int rc = cli_parse(argc, argv, opts, &name, 1, 1, NULL, MODEL_USAGE), any;
     ws_client_training_patch patch;
     if (rc == CLI_EXIT_OK) rc = patch_of(&tf, &patch, &any, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;
-    ws_client_model_spec spec = {
-        .name = name, .config_json = config, .training = any ? &patch : NULL, .seed = seed};
+    ws_client_model_spec spec = {.name = name,
+                                 .config_json = config,
+                                 .training = any ? &patch : NULL,
+                                 .seed = seed,
+                                 .tenant = tenant};
     ws_client_model m;
     ws_client_error e;
     if (ws_client_model_create(ctx->client, &spec, &m, &e) != WS_CLIENT_OK)
@@ -145,17 +197,18 @@ static int create(cli_ctx *ctx, int argc, char **argv)
     return show_model(ctx, &m);
 }
 
-/* import NAME FILE */
+/* import NAME FILE [--tenant T] */
 static int import(cli_ctx *ctx, int argc, char **argv)
 {
-    const char *pos[2];
-    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
-    int rc = cli_parse(argc, argv, none, pos, 2, 2, NULL, MODEL_USAGE);
+    const char *pos[2], *tenant = NULL;
+    const cli_opt opts[] = {{"--tenant", CLI_STR, &tenant}, {NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, opts, pos, 2, 2, NULL, MODEL_USAGE);
     if (rc != CLI_EXIT_OK) return rc;
     ws_client_model m;
     ws_client_error e;
     int created = 0;
-    if (ws_client_model_import(ctx->client, pos[0], pos[1], &m, &created, &e) != WS_CLIENT_OK)
+    if (ws_client_model_import(ctx->client, pos[0], tenant, pos[1], &m, &created, &e) !=
+        WS_CLIENT_OK)
         return cli_fail(&e, "model import");
     if (ctx->json) {
         cJSON *o = cli_model_json(&m);
@@ -166,6 +219,26 @@ static int import(cli_ctx *ctx, int argc, char **argv)
     }
     ws_client_model_free(&m);
     return rc;
+}
+
+/* rollback NAME VERSION */
+static int rollback(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *pos[2];
+    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, none, pos, 2, 2, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    char *end;
+    errno = 0;
+    long long v = strtoll(pos[1], &end, 10);
+    if (errno || end == pos[1] || *end || v < 1)
+        return cli_usage(MODEL_USAGE, "rollback: VERSION must be a positive integer, got \"%s\"",
+                         pos[1]);
+    ws_client_model m;
+    ws_client_error e;
+    if (ws_client_model_rollback(ctx->client, pos[0], v, &m, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model rollback");
+    return show_model(ctx, &m);
 }
 
 /* status NAME / checkpoint NAME --out FILE */
@@ -208,6 +281,7 @@ int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)
     if (!strcmp(sub, "status")) return one(ctx, argc - 1, argv + 1, 0);
     if (!strcmp(sub, "checkpoint")) return one(ctx, argc - 1, argv + 1, 1);
     if (!strcmp(sub, "import")) return import(ctx, argc - 1, argv + 1);
+    if (!strcmp(sub, "rollback")) return rollback(ctx, argc - 1, argv + 1);
     return cli_usage(MODEL_USAGE, "unknown model subcommand \"%s\"", sub);
 }
 

@@ -48,7 +48,13 @@ cJSON *cli_training_json(const ws_client_training *t)
     cJSON *o = cli_json_item(cJSON_CreateObject(), "enabled", cJSON_CreateBool(t->enabled));
     o = cli_json_num(o, "lr", t->lr);
     o = cli_json_num(o, "update_every", t->update_every);
-    return cli_json_num(o, "recall_queries", t->recall_queries);
+    o = cli_json_num(o, "recall_queries", t->recall_queries);
+    if (t->self_supervised < 0) return o; /* an older server */
+    o = cli_json_item(o, "self_supervised", cJSON_CreateBool(t->self_supervised));
+    o = cli_json_num(o, "negative_queries", t->negative_queries);
+    o = cli_json_num(o, "holdout", t->holdout);
+    o = cli_json_item(o, "gate", cJSON_CreateBool(t->gate));
+    return cli_json_num(o, "gate_tolerance", t->gate_tolerance);
 }
 
 static cJSON *status_json(const ws_client_model_status *st)
@@ -57,10 +63,22 @@ static cJSON *status_json(const ws_client_model_status *st)
     o = cli_json_num(o, "serving_version", (double)st->serving_version);
     o = cli_json_num(o, "examples_ready", (double)st->examples_ready);
     o = cli_json_num(o, "examples_labelled", (double)st->examples_labelled);
+    o = cli_json_num(o, "examples_self_supervised", (double)st->examples_self_supervised);
+    o = cli_json_num(o, "examples_held_out", (double)st->examples_held_out);
     o = cli_json_num(o, "examples_trained", (double)st->examples_trained);
     o = cli_json_num(o, "examples_dropped", (double)st->examples_dropped);
     o = cli_json_num(o, "updates", (double)st->updates);
     return cli_json_num(o, "last_loss", st->last_loss);
+}
+
+static cJSON *gate_json(const ws_client_model_gate *g)
+{
+    cJSON *o = cli_json_num(cJSON_CreateObject(), "published", (double)g->published);
+    o = cli_json_num(o, "rejected", (double)g->rejected);
+    return cli_json_item(o, "served_probe_accuracy",
+                         g->served_probe_accuracy >= 0
+                             ? cJSON_CreateNumber(g->served_probe_accuracy)
+                             : cJSON_CreateNull());
 }
 
 cJSON *cli_model_json(const ws_client_model *m)
@@ -72,5 +90,8 @@ cJSON *cli_model_json(const ws_client_model *m)
     o = cli_json_num(o, "created_ms", (double)m->created_ms);
     if (m->origin[0]) o = cli_json_str(o, "origin", m->origin);
     if (m->version_note) o = cli_json_str(o, "version_note", m->version_note);
+    o = cli_json_item(o, "tenant",
+                      m->tenant[0] ? cJSON_CreateString(m->tenant) : cJSON_CreateNull());
+    if (m->gate.present) o = cli_json_item(o, "gate", gate_json(&m->gate));
     return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
 }

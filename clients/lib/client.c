@@ -120,7 +120,7 @@ ws_client_status wsc_check_name(const char *name, ws_client_error *err)
              strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
     return ok ? WS_CLIENT_OK
               : wsc_fail(err, WS_CLIENT_ERR_INVALID,
-                         "\"%s\" is not a model name ([A-Za-z0-9._-]{1,64})",
+                         "\"%s\" is not a model or tenant name ([A-Za-z0-9._-]{1,64})",
                          name ? name : "(null)");
 }
 

@@ -45,11 +45,16 @@ ws_client_status wsc_training_from_json(const cJSON *obj, ws_client_training *ou
         {"enabled", WSC_BOOL, offsetof(ws_client_training, enabled), 0, 1},
         {"lr", WSC_DBL, offsetof(ws_client_training, lr), 0, 1},
         {"update_every", WSC_INT, offsetof(ws_client_training, update_every), 0, 1},
-        {"recall_queries", WSC_INT, offsetof(ws_client_training, recall_queries), 0, 1}};
-    memset(out, 0, sizeof *out);
+        {"recall_queries", WSC_INT, offsetof(ws_client_training, recall_queries), 0, 1},
+        {"self_supervised", WSC_BOOL, offsetof(ws_client_training, self_supervised), 0, 0},
+        {"negative_queries", WSC_INT, offsetof(ws_client_training, negative_queries), 0, 0},
+        {"holdout", WSC_DBL, offsetof(ws_client_training, holdout), 0, 0},
+        {"gate", WSC_BOOL, offsetof(ws_client_training, gate), 0, 0},
+        {"gate_tolerance", WSC_DBL, offsetof(ws_client_training, gate_tolerance), 0, 0}};
+    *out = WS_CLIENT_TRAINING_KEEP; /* what an older server does not send stays -1 */
     if (!cJSON_IsObject(obj))
         return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "training must be an object");
-    return wsc_decode_fields(obj, fields, 4, out, err);
+    return wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), out, err);
 }
 
 static ws_client_status config_from_json(const cJSON *obj, ws_client_model *m, ws_client_error *err)
@@ -90,7 +95,10 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
         MF(examples_trained),
         MF(examples_dropped),
         MF(updates),
-        {"last_loss", WSC_DBL, offsetof(ws_client_model_status, last_loss), 0, 1}};
+        {"last_loss", WSC_DBL, offsetof(ws_client_model_status, last_loss), 0, 1},
+        {"examples_self_supervised", WSC_I64,
+         offsetof(ws_client_model_status, examples_self_supervised), 0, 0},
+        {"examples_held_out", WSC_I64, offsetof(ws_client_model_status, examples_held_out), 0, 0}};
 #undef MF
     ws_client_status s =
         wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), st, err);
@@ -98,12 +106,34 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
     return s;
 }
 
-/* origin and version_note, optional (servers before them sent neither). */
+/* The gate's counts and served probe accuracy (null: not measured). */
+static ws_client_status gate_from_json(const cJSON *obj, ws_client_model_gate *g,
+                                       ws_client_error *err)
+{
+    static const wsc_field fields[] = {
+        {"published", WSC_I64, offsetof(ws_client_model_gate, published), 0, 1},
+        {"rejected", WSC_I64, offsetof(ws_client_model_gate, rejected), 0, 1}};
+    ws_client_status s = wsc_decode_fields(obj, fields, 2, g, err);
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(obj, "served_probe_accuracy");
+    g->served_probe_accuracy = cJSON_IsNumber(p) ? p->valuedouble : -1;
+    g->present = s == WS_CLIENT_OK;
+    return s;
+}
+
+/* origin, version_note and tenant, optional (servers before them sent none;
+ * a shared model's tenant is null). */
 static ws_client_status origin_from_json(const cJSON *obj, ws_client_model *m, ws_client_error *err)
 {
     static const wsc_field fields[] = {
         {"origin", WSC_STR, offsetof(ws_client_model, origin), sizeof m->origin, 0}};
     ws_client_status s = wsc_decode_fields(obj, fields, 1, m, err);
+    const cJSON *tenant = cJSON_GetObjectItemCaseSensitive(obj, "tenant");
+    if (s == WS_CLIENT_OK && tenant && !cJSON_IsNull(tenant)) {
+        if (!cJSON_IsString(tenant) || strlen(tenant->valuestring) >= sizeof m->tenant)
+            return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL,
+                            "answer field \"tenant\" must be null or a tenant name");
+        strcpy(m->tenant, tenant->valuestring);
+    }
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(obj, "version_note");
     if (s != WS_CLIENT_OK || !note) return s;
     if (!cJSON_IsString(note))
@@ -128,6 +158,8 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
                                    &out->training, err);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "status");
     if (s == WS_CLIENT_OK && st) s = status_from_json(st, &out->status, err);
+    const cJSON *gate = cJSON_GetObjectItemCaseSensitive(obj, "gate");
+    if (s == WS_CLIENT_OK && cJSON_IsObject(gate)) s = gate_from_json(gate, &out->gate, err);
     if (s == WS_CLIENT_OK) s = origin_from_json(obj, out, err);
     if (s != WS_CLIENT_OK) ws_client_model_free(out);
     return s;
@@ -158,6 +190,14 @@ ws_client_status wsc_training_patch_to_json(const ws_client_training_patch *p, c
         ok = cJSON_AddNumberToObject(o, "update_every", p->update_every) != NULL;
     if (ok && p->recall_queries >= 0)
         ok = cJSON_AddNumberToObject(o, "recall_queries", p->recall_queries) != NULL;
+    if (ok && p->self_supervised >= 0)
+        ok = cJSON_AddBoolToObject(o, "self_supervised", p->self_supervised != 0) != NULL;
+    if (ok && p->negative_queries >= 0)
+        ok = cJSON_AddNumberToObject(o, "negative_queries", p->negative_queries) != NULL;
+    if (ok && p->holdout >= 0) ok = cJSON_AddNumberToObject(o, "holdout", p->holdout) != NULL;
+    if (ok && p->gate >= 0) ok = cJSON_AddBoolToObject(o, "gate", p->gate != 0) != NULL;
+    if (ok && p->gate_tolerance >= 0)
+        ok = cJSON_AddNumberToObject(o, "gate_tolerance", p->gate_tolerance) != NULL;
     if (!ok) {
         cJSON_Delete(o);
         return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");

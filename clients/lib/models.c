@@ -66,6 +66,9 @@ static ws_client_status spec_body(const ws_client_model_spec *spec, char **body,
     if (s == WS_CLIENT_OK && spec->seed >= 0 &&
         !cJSON_AddNumberToObject(o, "seed", (double)spec->seed))
         s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    if (s == WS_CLIENT_OK && spec->tenant) s = wsc_check_name(spec->tenant, err);
+    if (s == WS_CLIENT_OK && spec->tenant && !cJSON_AddStringToObject(o, "tenant", spec->tenant))
+        s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
     if (s != WS_CLIENT_OK) {
         cJSON_Delete(o);
         return s;
@@ -105,12 +108,29 @@ ws_client_status ws_client_training_set(const ws_client *c, const char *name,
     return wsc_send(c, s, "PATCH", path, body, 1, decode_training, out, err);
 }
 
-ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *path,
-                                        ws_client_model *out, int *created, ws_client_error *err)
+ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, int64_t version,
+                                          ws_client_model *out, ws_client_error *err)
 {
     memset(out, 0, sizeof *out);
-    char url_path[128];
-    ws_client_status s = wsc_model_path(url_path, sizeof url_path, name, "/import", err);
+    char path[160], tail[48];
+    snprintf(tail, sizeof tail, "/versions/%lld/current", (long long)version);
+    ws_client_status s = wsc_model_path(path, sizeof path, name, tail, err);
+    if (s == WS_CLIENT_OK && version < 1)
+        s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "version must be at least 1");
+    /* Making the same version current twice is harmless. */
+    return wsc_send(c, s, "POST", path, NULL, 1, decode_model, out, err);
+}
+
+ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,
+                                        const char *path, ws_client_model *out, int *created,
+                                        ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char url_path[256], suffix[96] = "/import";
+    ws_client_status s = tenant ? wsc_check_name(tenant, err) : WS_CLIENT_OK;
+    /* a checked name needs no escaping in a query */
+    if (s == WS_CLIENT_OK && tenant) snprintf(suffix, sizeof suffix, "/import?tenant=%s", tenant);
+    if (s == WS_CLIENT_OK) s = wsc_model_path(url_path, sizeof url_path, name, suffix, err);
     if (s == WS_CLIENT_OK && (!path || !*path))
         s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "no checkpoint file");
     if (s != WS_CLIENT_OK) return s;

@@ -387,13 +387,18 @@ class Client:
     # ---- models ------------------------------------------------------------
 
     def list_models(self):
-        """GET /v1/models: the list of models."""
+        """GET /v1/models: the models this key may use (shared ones and its
+        tenant's own; an admin key: all). Each has "tenant": its tenant, or
+        None when shared."""
         return self._json("GET", "/v1/models")["models"]
 
-    def create_model(self, name, config=None, training=None, seed=None):
-        """POST /v1/models (admin): {"name", "version": 1, "config", "training"}."""
+    def create_model(self, name, config=None, training=None, seed=None, tenant=None):
+        """POST /v1/models (admin): {"name", "version": 1, "config", "training",
+        "tenant"}. ``tenant``: the tenant the model is for (only its sessions use
+        and train it); None: a model shared by every tenant."""
         body = {"name": name}
-        for k, v in (("config", config), ("training", training), ("seed", seed)):
+        for k, v in (("config", config), ("training", training), ("seed", seed),
+                     ("tenant", tenant)):
             if v is not None:
                 body[k] = v
         return self._json("POST", "/v1/models", body, repeatable=False)
@@ -402,16 +407,30 @@ class Client:
         """GET /v1/models/{name}: the model with its live "status"."""
         return self._json("GET", "/v1/models/" + self._q(name))
 
-    def set_training(self, name, enabled=None, lr=None, update_every=None, recall_queries=None):
-        """PATCH /v1/models/{name}/training (admin): the resulting settings."""
+    def set_training(self, name, enabled=None, lr=None, update_every=None, recall_queries=None,
+                     **more):
+        """PATCH /v1/models/{name}/training (admin): the resulting settings. ``more``
+        takes the other settings by their API names (self_supervised,
+        negative_queries, holdout, gate, gate_tolerance: api.md)."""
         body = {k: v for k, v in (("enabled", enabled), ("lr", lr), ("update_every", update_every),
                                   ("recall_queries", recall_queries)) if v is not None}
+        body.update({k: v for k, v in more.items() if v is not None})
         return self._json("PATCH", "/v1/models/%s/training" % self._q(name), body)
 
-    def import_model(self, name, path_or_bytes):
+    def list_versions(self, name):
+        """GET /v1/models/{name}/versions: the recorded versions, oldest first."""
+        return self._json("GET", "/v1/models/%s/versions" % self._q(name))["versions"]
+
+    def rollback_model(self, name, version):
+        """POST /v1/models/{name}/versions/{version}/current (admin): makes an
+        earlier version current again; the model as ``list_models`` shows it."""
+        return self._json("POST", "/v1/models/%s/versions/%d/current" % (self._q(name), int(version)))
+
+    def import_model(self, name, path_or_bytes, tenant=None):
         """POST /v1/models/{name}/import (admin): a checkpoint (safetensors,
-        worldstate-model-1; a file path or its bytes) becomes model ``name``, or
-        its next version when the model exists. Returns the model as
+        worldstate-model-1; a file path or its bytes) becomes model ``name``
+        (``tenant``'s own, or shared when None), or its next version when the
+        model exists (it keeps its tenant). Returns the model as
         ``list_models`` shows it, plus ``"created"``: True when a new model was
         made (201), False for a new version (200). Never repeated once sent."""
         if isinstance(path_or_bytes, (bytes, bytearray)):
@@ -419,8 +438,10 @@ class Client:
         else:
             with open(path_or_bytes, "rb") as f:
                 data = f.read()
-        status, _, raw = self._request("POST", "/v1/models/%s/import" % self._q(name), data,
-                                       repeatable=False)
+        path = "/v1/models/%s/import" % self._q(name)
+        if tenant is not None:
+            path += "?tenant=" + self._q(tenant)
+        status, _, raw = self._request("POST", path, data, repeatable=False)
         try:
             model = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
@@ -429,7 +450,7 @@ class Client:
         return model
 
     def get_checkpoint(self, name):
-        """GET /v1/models/{name}/checkpoint: (version, safetensors bytes)."""
+        """GET /v1/models/{name}/checkpoint (admin): (version, safetensors bytes)."""
         _, headers, data = self._request("GET", "/v1/models/%s/checkpoint" % self._q(name))
         try:
             return int(headers.get("X-Model-Version", "")), data

@@ -13,8 +13,13 @@
 typedef struct {
     int enabled;
     float lr;
-    int update_every;   /* examples per AdamW step */
-    int recall_queries; /* recall queries the engine adds per example */
+    int update_every;     /* examples per AdamW step */
+    int recall_queries;   /* recall queries the engine adds per example */
+    int self_supervised;  /* unlabelled steps are examples too (recall queries, negatives) */
+    int negative_queries; /* never-told facts the engine adds per example, labelled false */
+    float holdout;        /* share of examples kept out of training for the gate's replay */
+    int gate;             /* candidates are evaluated before they are published */
+    float gate_tolerance; /* accuracy a candidate may lose on the probe or the replay */
 } ws_srv_training;
 
 /* The fields of a ws_srv_training, as bits (a partial update names its fields). */
@@ -22,7 +27,12 @@ enum {
     WS_SRV_TRAINING_ENABLED = 1,
     WS_SRV_TRAINING_LR = 2,
     WS_SRV_TRAINING_UPDATE_EVERY = 4,
-    WS_SRV_TRAINING_RECALL_QUERIES = 8
+    WS_SRV_TRAINING_RECALL_QUERIES = 8,
+    WS_SRV_TRAINING_SELF_SUPERVISED = 16,
+    WS_SRV_TRAINING_NEGATIVE_QUERIES = 32,
+    WS_SRV_TRAINING_HOLDOUT = 64,
+    WS_SRV_TRAINING_GATE = 128,
+    WS_SRV_TRAINING_GATE_TOLERANCE = 256
 };
 
 ws_srv_training ws_srv_training_default(void);

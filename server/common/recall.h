@@ -19,15 +19,24 @@
 typedef struct {
     int n;
     int32_t ids[WS_RECALL_FACTS][WS_MAX_FACT_LEN]; /* S ids each, -1 padded */
+    /* Each symbol's hash (its fixed code; what tells apart two symbols that
+     * share an overflow id), 0 padded; all 0 where the caller had ids only. */
+    uint64_t hash[WS_RECALL_FACTS][WS_MAX_FACT_LEN];
     int8_t val[WS_RECALL_FACTS];
 } ws_recall_facts;
 
-/* Records that fact ids (S ids, -1 padded) now has value val: it becomes the
- * newest (an older entry of the same fact goes); at capacity the oldest fact
- * is forgotten. */
-void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, int val);
+/* Records that fact ids (S ids, -1 padded; hash: their S hashes, or NULL for
+ * none) now has value val: it becomes the newest (an older entry of the same
+ * fact goes); at capacity the oldest fact is forgotten. */
+void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, const uint64_t *hash, int val);
+/* The index of the fact (ids and hashes as ws_recall_tell takes them), or -1
+ * when the session was not told it (or it was forgotten). */
+int ws_recall_find(const ws_recall_facts *f, int S, const int32_t *ids, const uint64_t *hash);
 /* A uniformly drawn fact index in [0, f->n) (f->n > 0), advancing *rng
  * (xorshift64, never 0). */
 int ws_recall_draw(const ws_recall_facts *f, uint64_t *rng);
+/* Fact k's symbols as a batch takes them (id and hash) into out[S]; returns
+ * how many there are. */
+int ws_recall_syms(const ws_recall_facts *f, int k, int S, ws_sym *out);
 
 #endif

@@ -108,11 +108,20 @@ typedef struct {
  * on success, else a 503 in a (the job freed). */
 void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a);
 /* A model as the API shows it (model_json.c): name, version, config, training,
- * created_ms, origin and version_note. One model by name (*id: its id; may be
- * NULL), or every model. */
-ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id,
-                            ws_error *err);
-ws_status ws_srv_models_json(ws_store *st, cJSON **out, ws_error *err);
+ * created_ms, tenant, origin and version_note. One model by name (*id: its id;
+ * may be NULL), or every model, as `who` may see them: an admin key (or who
+ * NULL: an admin route's answer) sees every model, any other key the shared
+ * ones and its tenant's; another tenant's model is WS_ERR_NOTFOUND, worded as
+ * a missing one, and left out of the list. */
+ws_status ws_srv_model_json(ws_store *st, const char *name, const ws_store_principal *who,
+                            cJSON **out, int64_t *id, ws_error *err);
+ws_status ws_srv_models_json(ws_store *st, const ws_store_principal *who, cJSON **out,
+                             ws_error *err);
+/* 1 when `who` may see model m (ws_srv_model_json's rule). */
+int ws_srv_model_visible(const ws_store_principal *who, const ws_store_model *m);
+/* A model's publication gate as GET /v1/models/{name} shows it (routes_versions.c). */
+cJSON *ws_srv_gate_json(const ws_engine_gate_info *g);
+
 /* A session as the API shows it (routes_sessions.c); NULL when out of memory. */
 cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s);
 

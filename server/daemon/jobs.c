@@ -47,6 +47,7 @@ static const struct {
     {WS_JOB_INCONSISTENT, 500, "internal"},
     {WS_JOB_MODEL_NOT_FOUND, 404, "model_not_found"},
     {WS_JOB_SESSION_LIMIT, 409, "session_limit"},
+    {WS_JOB_VERSION_UNAVAILABLE, 409, "version_unavailable"},
 };
 
 static void failure(const ws_job_result *r, ws_http_answer *a)
@@ -68,7 +69,8 @@ static void model_reply(ws_srv *srv, const ws_job *j, int status, ws_http_answer
 {
     ws_error err = {0};
     ws_store *st = ws_srv_store(srv, &err);
-    ws_status s = st ? ws_srv_model_json(st, j->model_name, &a->json, NULL, &err) : err.code;
+    /* create and import are admin routes: the model as an admin sees it */
+    ws_status s = st ? ws_srv_model_json(st, j->model_name, NULL, &a->json, NULL, &err) : err.code;
     if (s == WS_OK) {
         a->status = status;
         return;
@@ -117,6 +119,7 @@ void ws_http_job_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a)
     switch (j->kind) {
     case WS_JOB_MODEL_CREATE: return model_reply(srv, j, 201, a);
     case WS_JOB_MODEL_IMPORT: return model_reply(srv, j, r->created ? 201 : 200, a);
+    case WS_JOB_MODEL_ROLLBACK: return model_reply(srv, j, 200, a);
     case WS_JOB_SESSION_CREATE: return session_reply(srv, j, a);
     case WS_JOB_SESSION_DELETE:
         a->status = 204;

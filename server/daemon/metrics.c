@@ -2,6 +2,7 @@
  * request latency histogram, engine batch sizes, steps, queries, training
  * updates; the engine adds queue depth and model versions. Counters are
  * process-wide atomics: cheap on every request, no locks. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,37 +76,87 @@ int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
     }
 }
 
+/* The per-model series: name, type, and the value of one model (NAN: no
+ * sample for that model, e.g. a probe accuracy not measured yet). */
+typedef struct {
+    const char *name, *type;
+    double (*value)(const ws_engine_model_info *m);
+} model_series;
+
+static double m_version(const ws_engine_model_info *m)
+{
+    return (double)m->version;
+}
+static double m_unloadable(const ws_engine_model_info *m)
+{
+    return (double)m->unloadable;
+}
+static double m_ready(const ws_engine_model_info *m)
+{
+    return m->examples_ready;
+}
+static double m_trained(const ws_engine_model_info *m)
+{
+    return (double)m->examples_trained;
+}
+static double m_self(const ws_engine_model_info *m)
+{
+    return (double)m->examples_self;
+}
+static double m_published(const ws_engine_model_info *m)
+{
+    return (double)m->gate.published;
+}
+static double m_rejected(const ws_engine_model_info *m)
+{
+    return (double)m->gate.rejected;
+}
+static double m_probe(const ws_engine_model_info *m)
+{
+    return m->gate.served.probe >= 0 ? m->gate.served.probe : NAN;
+}
+static double m_gate_seconds(const ws_engine_model_info *m)
+{
+    return m->gate.has_last ? m->gate.last.ms / 1000.0 : NAN;
+}
+
+static const model_series series[] = {
+    {"model_version", "gauge", m_version},
+    {"model_unloadable_version", "gauge", m_unloadable},
+    {"training_examples_ready", "gauge", m_ready},
+    {"training_examples_trained_total", "counter", m_trained},
+    {"training_examples_self_supervised_total", "counter", m_self},
+    {"gate_published_total", "counter", m_published},
+    {"gate_rejected_total", "counter", m_rejected},
+    {"gate_served_probe_accuracy", "gauge", m_probe},
+    {"gate_last_seconds", "gauge", m_gate_seconds},
+};
+
 typedef struct {
     char **buf;
     size_t *len, *cap;
-    int kind; /* 0: model versions, 1: unloadable versions, 2: examples ready */
+    const model_series *s;
 } model_lines;
 
 static void model_line(void *ctx, const ws_engine_model_info *m)
 {
     model_lines *l = ctx;
-    if (l->kind == 2)
-        ws_metrics_printf(l->buf, l->len, l->cap,
-                          "worldstate_training_examples_ready{model=\"%s\"} %d\n", m->name,
-                          m->examples_ready);
-    else
-        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_model_%sversion{model=\"%s\"} %lld\n",
-                          l->kind ? "unloadable_" : "", m->name,
-                          (long long)(l->kind ? m->unloadable : m->version));
+    double v = l->s->value(m);
+    if (!isnan(v))
+        ws_metrics_printf(l->buf, l->len, l->cap, "worldstate_%s{model=\"%s\"} %.17g\n", l->s->name,
+                          m->name, v);
 }
 
-/* Queue depth and, per loaded model, its version, the recorded version it
- * cannot serve (0: none) and ready examples. */
+/* Queue depth and, per loaded model, the series above. */
 static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
 {
     ws_metrics_printf(buf, len, cap,
                       "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
                       ws_engine_queue_depth(e));
-    static const char *const types[] = {"model_version", "model_unloadable_version",
-                                        "training_examples_ready"};
-    model_lines l = {buf, len, cap, 0};
-    for (l.kind = 0; l.kind < 3; l.kind++) {
-        ws_metrics_printf(buf, len, cap, "# TYPE worldstate_%s gauge\n", types[l.kind]);
+    for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
+        model_lines l = {buf, len, cap, &series[i]};
+        ws_metrics_printf(buf, len, cap, "# TYPE worldstate_%s %s\n", series[i].name,
+                          series[i].type);
         ws_engine_models_each(e, model_line, &l);
     }
 }

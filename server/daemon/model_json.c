@@ -4,7 +4,8 @@
  * shipped, imported) and "version_note" (what made the current version: e.g.
  * "online training", "imported", a retrain's summary). Both come from the
  * notes of model_versions, read after the listing (a listing's callback may not
- * call into the store). */
+ * call into the store). "tenant" names the tenant a model belongs to (null:
+ * shared), and a key sees only the models it may use (visible). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,9 @@ static cJSON *base_json(const ws_store_model *m)
              cJSON_AddNumberToObject(o, "version", (double)m->current_version) &&
              cJSON_AddItemToObject(o, "config", cJSON_Parse(m->config_json)) &&
              cJSON_AddItemToObject(o, "training", cJSON_Parse(m->training_json)) &&
-             cJSON_AddNumberToObject(o, "created_ms", (double)m->created_ms);
+             cJSON_AddNumberToObject(o, "created_ms", (double)m->created_ms) &&
+             (m->tenant ? cJSON_AddStringToObject(o, "tenant", m->tenant_name)
+                        : cJSON_AddNullToObject(o, "tenant"));
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -52,11 +55,22 @@ static ws_status add_origin(ws_store *st, cJSON *o, int64_t id, int64_t version,
     return WS_OK;
 }
 
-ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t *id, ws_error *err)
+/* daemon.h ws_srv_model_json says who sees what. */
+int ws_srv_model_visible(const ws_store_principal *who, const ws_store_model *m)
+{
+    return !who || who->admin || !m->tenant || m->tenant == who->tenant;
+}
+
+ws_status ws_srv_model_json(ws_store *st, const char *name, const ws_store_principal *who,
+                            cJSON **out, int64_t *id, ws_error *err)
 {
     *out = NULL;
     ws_store_model m = {0};
     WS_TRY(ws_store_model_find(st, name, &m, err));
+    if (!ws_srv_model_visible(who, &m)) { /* answered as a missing one, word for word */
+        ws_store_model_clear(&m);
+        return ws_error_set(err, WS_ERR_NOTFOUND, "model %s not found", name);
+    }
     cJSON *o = base_json(&m);
     ws_status s = o ? add_origin(st, o, m.id, m.current_version, err)
                     : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
@@ -71,6 +85,7 @@ ws_status ws_srv_model_json(ws_store *st, const char *name, cJSON **out, int64_t
 }
 
 typedef struct {
+    const ws_store_principal *who;
     cJSON *arr;
     int64_t *ids, *versions;
     int n, cap;
@@ -79,6 +94,7 @@ typedef struct {
 static ws_status list_one(void *ctx, const ws_store_model *m)
 {
     listing *l = ctx;
+    if (!ws_srv_model_visible(l->who, m)) return WS_OK;
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 8;
         int64_t *ids = realloc(l->ids, sizeof *ids * (size_t)cap);
@@ -98,9 +114,10 @@ static ws_status list_one(void *ctx, const ws_store_model *m)
     return WS_OK;
 }
 
-ws_status ws_srv_models_json(ws_store *st, cJSON **out, ws_error *err)
+ws_status ws_srv_models_json(ws_store *st, const ws_store_principal *who, cJSON **out,
+                             ws_error *err)
 {
-    listing l = {.arr = cJSON_CreateArray()};
+    listing l = {.who = who, .arr = cJSON_CreateArray()};
     ws_status s = l.arr ? ws_store_model_list(st, list_one, &l, err) : WS_ERR_NOMEM;
     if (s == WS_ERR_NOMEM) ws_error_set(err, s, "out of memory");
     int i = 0;

@@ -42,8 +42,10 @@ typedef enum {
     ROW(POST,   "/v1/models",                            model_create,   ADMIN, "models",     MEM) \
     ROW(GET,    "/v1/models/{name}",                     model_get,      KEY,   "model",      MEM) \
     ROW(PATCH,  "/v1/models/{name}/training",            training_patch, ADMIN, "training",   MEM) \
-    ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, KEY,   "checkpoint", MEM) \
-    ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE)
+    ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, ADMIN, "checkpoint", MEM) \
+    ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE) \
+    ROW(GET,    "/v1/models/{name}/versions",            versions_list,  KEY,   "versions",   MEM) \
+    ROW(POST,   "/v1/models/{name}/versions/{version}/current", version_current, ADMIN, "rollback", MEM)
 /* clang-format on */
 
 /* A handler answers into a (status + JSON, a raw response, or a submitted job). */

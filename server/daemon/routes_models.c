@@ -38,9 +38,42 @@ static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
     a->json = ws_http_error(code, "%s", err->msg);
 }
 
+/* The id of the tenant a model is for, named by name (NULL: a shared model, 0). */
+static ws_status tenant_id(ws_http_ctx *c, const char *name, int64_t *id, ws_error *err)
+{
+    *id = 0;
+    if (!name) return WS_OK;
+    if (!name_ok(name))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "tenant must be a tenant name: 1..64 characters of [A-Za-z0-9._-]");
+    ws_store *st = ws_srv_store(c->srv, err);
+    if (!st) return err->code;
+    ws_status s = ws_store_tenant_find(st, name, id, err);
+    if (s == WS_ERR_NOTFOUND) /* tenants come with their first key */
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "no tenant named \"%s\" (worldstated key create --tenant %s makes it)",
+                            name, name);
+    return s;
+}
+
+/* The body's "tenant": a tenant's name, or null or absent for a shared model. */
+static ws_status parse_tenant(ws_http_ctx *c, const cJSON *t, int64_t *id, ws_error *err)
+{
+    if (t && !cJSON_IsNull(t) && !cJSON_IsString(t))
+        return ws_error_set(err, WS_ERR_INVALID, "tenant must be a string or null");
+    return tenant_id(c, t && cJSON_IsString(t) ? t->valuestring : NULL, id, err);
+}
+
+/* An import's ?tenant=NAME (absent: a shared model). */
+static ws_status import_tenant(ws_http_ctx *c, int64_t *id, ws_error *err)
+{
+    return tenant_id(c, MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "tenant"), id,
+                     err);
+}
+
 void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
-    static const char *const fields[] = {"name", "config", "training", "seed", NULL};
+    static const char *const fields[] = {"name", "config", "training", "seed", "tenant", NULL};
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
@@ -59,6 +92,9 @@ void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
     if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
     j->training = ws_srv_training_default();
     if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
+    if (s == WS_OK)
+        s = parse_tenant(c, cJSON_GetObjectItemCaseSensitive(body, "tenant"), &j->model_tenant,
+                         &err);
     if (s == WS_OK) strcpy(j->model_name, name->valuestring);
     cJSON_Delete(body);
     if (s != WS_OK) {
@@ -101,18 +137,28 @@ void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_IMPORT;
+    ws_status s = import_tenant(c, &j->model_tenant, &err); /* checked by the begin hook too */
+    if (s != WS_OK) {
+        ws_job_free(j);
+        return fail(a, s, &err);
+    }
     strcpy(j->model_name, c->params[0]); /* checked by ws_route_model_import_begin */
     j->upload = c->upload;               /* the job owns the file from here on */
     c->upload = NULL;
     ws_http_submit(c, j, a);
 }
 
-/* The name is checked before a body of up to 256 MiB is read. */
+/* The name and tenant are checked before a body of up to 256 MiB is read. */
 int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
 {
-    if (name_ok(c->params[0])) return 1;
-    a->status = 400;
-    a->json = ws_http_error("invalid_request", "name must be 1..64 characters of [A-Za-z0-9._-]");
+    ws_error err = {0};
+    int64_t tenant;
+    ws_status s =
+        name_ok(c->params[0])
+            ? import_tenant(c, &tenant, &err)
+            : ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
+    if (s == WS_OK) return 1;
+    fail(a, s, &err);
     return 0;
 }
 
@@ -162,7 +208,7 @@ void ws_route_models_list(ws_http_ctx *c, ws_http_answer *a)
     ws_error err = {0};
     ws_store *st = ws_srv_store(c->srv, &err);
     cJSON *arr;
-    ws_status s = st ? ws_srv_models_json(st, &arr, &err) : err.code;
+    ws_status s = st ? ws_srv_models_json(st, &c->who, &arr, &err) : err.code;
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     a->json = cJSON_CreateObject();
@@ -179,6 +225,8 @@ static cJSON *status_json(const ws_engine_model_info *m)
     cJSON_AddNumberToObject(o, "unloadable_version", (double)m->unloadable);
     cJSON_AddNumberToObject(o, "examples_ready", m->examples_ready);
     cJSON_AddNumberToObject(o, "examples_labelled", (double)m->examples_labelled);
+    cJSON_AddNumberToObject(o, "examples_self_supervised", (double)m->examples_self);
+    cJSON_AddNumberToObject(o, "examples_held_out", (double)m->examples_held_out);
     cJSON_AddNumberToObject(o, "examples_trained", (double)m->examples_trained);
     cJSON_AddNumberToObject(o, "examples_dropped", (double)m->examples_dropped);
     cJSON_AddNumberToObject(o, "updates", (double)m->updates);
@@ -205,12 +253,14 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store *st = model_store(c, a);
     if (!st) return;
     int64_t id;
-    ws_status s = ws_srv_model_json(st, c->params[0], &a->json, &id, &err);
+    ws_status s = ws_srv_model_json(st, c->params[0], &c->who, &a->json, &id, &err);
     if (s != WS_OK) return fail(a, s, &err);
     a->status = 200;
     ws_engine_model_info m;
-    if (ws_engine_model_info_of(c->srv->engine, id, &m))
+    if (ws_engine_model_info_of(c->srv->engine, id, &m)) {
         cJSON_AddItemToObject(a->json, "status", status_json(&m));
+        cJSON_AddItemToObject(a->json, "gate", ws_srv_gate_json(&m.gate));
+    }
 }
 
 void ws_route_checkpoint_get(ws_http_ctx *c, ws_http_answer *a)

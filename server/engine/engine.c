@@ -97,7 +97,8 @@ static void import_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_job_why why = WS_JOB_FAILED;
-    ws_status s = ws_eng_model_import(e, j->model_name, j->upload, &j->result.created, &why, &err);
+    ws_status s = ws_eng_model_import(e, j->model_name, j->model_tenant, j->upload,
+                                      &j->result.created, &why, &err);
     free(j->upload); /* the file is gone or in place: not the job's any more */
     j->upload = NULL;
     if (s != WS_OK) return ws_eng_refuse(j, why, s, "%s", err.msg);
@@ -130,6 +131,7 @@ static void admin_job(ws_engine *e, ws_job *j)
 {
     if (j->kind == WS_JOB_MODEL_IMPORT) return import_job(e, j);
     if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
+    if (j->kind == WS_JOB_MODEL_ROLLBACK) return ws_eng_rollback_job(e, j);
     if (j->kind == WS_JOB_SESSION_CREATE || j->kind == WS_JOB_SESSION_DELETE)
         return ws_eng_session_job(e, j);
     ws_eng_build_start(e, j); /* WS_JOB_MODEL_CREATE: completes when installed */
@@ -349,13 +351,16 @@ static ws_engine_model_info info_of(const ws_eng_model *em)
     ws_engine_model_info m = {.id = em->id,
                               .version = em->version,
                               .examples_ready = em->stats.ready,
+                              .examples_held_out = em->stats.held_out,
                               .examples_labelled = em->stats.examples_labelled,
+                              .examples_self = em->stats.examples_self,
                               .examples_trained = em->stats.examples_trained,
                               .examples_dropped = em->stats.examples_dropped,
                               .unloadable = em->unloadable,
                               .updates = em->stats.updates,
                               .last_loss = em->stats.last_loss,
-                              .memory_bytes = em->bytes};
+                              .memory_bytes = em->bytes,
+                              .gate = em->gate};
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

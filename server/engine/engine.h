@@ -68,7 +68,8 @@ typedef enum {
     WS_JOB_TRAINING_SET,   /* change some of a model's online-training settings */
     WS_JOB_MODEL_IMPORT,   /* a checkpoint file becomes a model, or a model's next version */
     WS_JOB_SESSION_CREATE, /* a session on a model (model_name); its id into session */
-    WS_JOB_SESSION_DELETE  /* a session and its step log */
+    WS_JOB_SESSION_DELETE, /* a session and its step log */
+    WS_JOB_MODEL_ROLLBACK  /* make a recorded version (version) of a model current again */
 } ws_job_kind;
 
 /* A fact: 1..max_fact_len symbols, or a vector of the model's d_raw numbers. */
@@ -82,20 +83,21 @@ typedef struct {
 
 /* Why a job failed, where its status alone does not say it. */
 typedef enum {
-    WS_JOB_FAILED,          /* see result.status */
-    WS_JOB_STEP_CONFLICT,   /* the session is not at expect_step (result.step: where it is) */
-    WS_JOB_LABELS_CONFLICT, /* the step already has other labels, and replace is 0 */
-    WS_JOB_DEADLINE,        /* queued past job_timeout_ms: not run */
-    WS_JOB_SHUTTING_DOWN,   /* the engine stopped before running it */
-    WS_JOB_BAD_CHECKPOINT,  /* import: not a checkpoint, or a model this engine cannot hold */
-    WS_JOB_CONFIG_MISMATCH, /* import: the checkpoint's config is not the model's */
-    WS_JOB_VOCAB_MISMATCH,  /* import: a symbol id means another symbol in the model */
-    WS_JOB_MODEL_TOO_LARGE, /* create, import: the model would take the loaded models
+    WS_JOB_FAILED,             /* see result.status */
+    WS_JOB_STEP_CONFLICT,      /* the session is not at expect_step (result.step: where it is) */
+    WS_JOB_LABELS_CONFLICT,    /* the step already has other labels, and replace is 0 */
+    WS_JOB_DEADLINE,           /* queued past job_timeout_ms: not run */
+    WS_JOB_SHUTTING_DOWN,      /* the engine stopped before running it */
+    WS_JOB_BAD_CHECKPOINT,     /* import: not a checkpoint, or a model this engine cannot hold */
+    WS_JOB_CONFIG_MISMATCH,    /* import: the checkpoint's config is not the model's */
+    WS_JOB_VOCAB_MISMATCH,     /* import: a symbol id means another symbol in the model */
+    WS_JOB_MODEL_TOO_LARGE,    /* create, import: the model would take the loaded models
                                past max_model_memory (err.msg: bytes needed and left) */
-    WS_JOB_INCONSISTENT,    /* the data directory contradicts itself (a stored state that
+    WS_JOB_INCONSISTENT,       /* the data directory contradicts itself (a stored state that
                                 does not fit its model, a session's model not loaded) */
-    WS_JOB_MODEL_NOT_FOUND, /* session create: no model of that name */
-    WS_JOB_SESSION_LIMIT    /* session create: the tenant has max_sessions sessions */
+    WS_JOB_MODEL_NOT_FOUND,    /* session create: no model of that name */
+    WS_JOB_SESSION_LIMIT,      /* session create: the tenant has max_sessions sessions */
+    WS_JOB_VERSION_UNAVAILABLE /* rollback: the version's checkpoint is gone or damaged */
 } ws_job_why;
 
 typedef struct {
@@ -135,8 +137,13 @@ struct ws_job {
      * end, as it lists the log): STEP instr_json and query_json, labels_json
      * when labelled; LABELS labels_json. */
     char *instr_json, *query_json, *labels_json;
-    /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT, SESSION_CREATE */
+    /* MODEL_CREATE, TRAINING_SET, MODEL_IMPORT, SESSION_CREATE, MODEL_ROLLBACK */
     char model_name[WS_STORE_NAME_MAX + 1];
+    /* MODEL_CREATE, MODEL_IMPORT: the tenant the new model is for, only its
+     * sessions use it; 0 a model shared by all (import: an existing model's
+     * tenant must be this one, or 0) */
+    int64_t model_tenant;
+    int64_t version;          /* MODEL_ROLLBACK: the version to serve */
     ws_model_config cfg;      /* MODEL_CREATE */
     uint64_t seed;            /* MODEL_CREATE */
     ws_srv_training training; /* MODEL_CREATE: the settings; TRAINING_SET: new values */
@@ -175,15 +182,46 @@ void ws_engine_free(ws_engine *e);
 const char *ws_engine_backend_name(ws_engine *e);
 int ws_engine_queue_depth(ws_engine *e);
 
+/* One version's scores at the publication gate (engine_gate.c). */
+#define WS_ENGINE_GATE_KINDS 3 /* probe answers: told true, overridden, never told */
+typedef struct {
+    double probe; /* accuracy on the fixed memory probe; -1: not run (facts of
+                     fewer than 4 symbols) */
+    double probe_kind[WS_ENGINE_GATE_KINDS]; /* the same per kind of answer; -1: none */
+    long probe_kind_n[WS_ENGINE_GATE_KINDS];
+    long replay_right, replay_n; /* held-out answers replayed right, of */
+} ws_engine_gate_score;
+
+/* The publication gate of a model: its counts since the start and its last
+ * decision. */
+typedef struct {
+    int64_t published, rejected;
+    /* The served version's probe (probe < 0: not measured yet), and the best
+     * probe accuracies, overall and per kind, that a version served since the
+     * last load, adoption or rollback had: the bar, less the tolerance (so
+     * versions cannot creep down one tolerance at a time); -1 none. */
+    ws_engine_gate_score served;
+    double best_probe, best_kind[WS_ENGINE_GATE_KINDS];
+    int has_last;
+    struct {
+        int published;                 /* 1: published as version; 0: rejected */
+        int64_t base_version, version; /* trained from; published as (0: rejected) */
+        ws_engine_gate_score served, candidate;
+        double ms; /* the evaluation's wall time */
+        char reason[160];
+    } last;
+} ws_engine_gate_info;
+
 /* A loaded model as the engine serves and trains it. */
 typedef struct {
     int64_t id, version;
     int64_t unloadable; /* the recorded current version when it cannot be served; 0 none */
     char name[WS_STORE_NAME_MAX + 1];
-    int examples_ready;
-    int64_t examples_labelled, examples_trained, examples_dropped, updates;
+    int examples_ready, examples_held_out;
+    int64_t examples_labelled, examples_self, examples_trained, examples_dropped, updates;
     float last_loss;
     size_t memory_bytes; /* ws_engine_model_bytes of its config */
+    ws_engine_gate_info gate;
 } ws_engine_model_info;
 
 /* The model of that id: 1 with *out filled, 0 when it is not loaded. */

@@ -104,8 +104,9 @@ void ws_eng_builds_finish(ws_engine *e)
         ws_status s = b->status;
         if (s == WS_OK) {
             ws_eng_model *em;
-            s = ws_eng_model_install(e, j->model_name, b->m, b->bytes, &j->training, b->path,
-                                     b->sha256, WS_SRV_NOTE_CREATED, &em, &b->err);
+            s = ws_eng_model_install(e, j->model_name, j->model_tenant, b->m, b->bytes,
+                                     &j->training, b->path, b->sha256, WS_SRV_NOTE_CREATED, &em,
+                                     &b->err);
         } else {
             ws_eng_memory_release(e, b->bytes);
         }

@@ -21,10 +21,13 @@ typedef struct {
     int64_t version;
     int64_t unloadable; /* a recorded version that failed to load (not tried again): the
                            current one in SQLite while an older one is served; 0 none */
+    int64_t latest;     /* the greatest version recorded, as last seen: a rollback makes
+                           an older one current, and the next publish goes on top */
     int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
     ws_online_trainer *trainer;
-    ws_online_stats stats; /* published copy for other threads (under mu) */
+    ws_online_stats stats;    /* published copy for other threads (under mu) */
+    ws_engine_gate_info gate; /* written on the engine thread under mu */
     ws_batch *batch;
     float *w_dev;  /* max_batch states on the backend */
     float *w_host; /* max_batch states on the host */
@@ -77,15 +80,16 @@ ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_conf
  * default model of a build that ships none), its bytes counted. */
 ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model_config *cfg,
                                   const ws_srv_training *tr, uint64_t seed, ws_error *err);
-/* Adds model `name` served from m (owned: freed on failure), whose version 1
+/* Adds model `name` (of tenant `tenant`, 0: shared) served from m (owned: freed on failure), whose version 1
  * is already written at `path` (its SHA-256: sha256, or NULL to read the file
  * here), and whose `bytes` were reserved (the model's
  * from now on; released on failure): records the model, version 1 with `note`
  * and m's vocabulary in one transaction. On failure nothing stays: no row, and
  * no file at path (except for WS_ERR_CONFLICT, a name in use: path is untouched). */
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *sha256,
-                               const char *note, ws_eng_model **out, ws_error *err);
+ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
+                               size_t bytes, const ws_srv_training *tr, const char *path,
+                               const char *sha256, const char *note, ws_eng_model **out,
+                               ws_error *err);
 /* Serves m (owned, freed on failure; em's configuration) as version `version`
  * of em from the next batch on; the gradients summed for the replaced
  * parameters are dropped. */
@@ -106,14 +110,35 @@ void ws_eng_models_free(ws_engine *e);
  * engine-thread only). */
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
 
+/* engine_gate.c: the publication gate. */
+/* Scores em's parameters as they are now, in its context: the fixed memory
+ * probe (when probe is non-zero; else out->probe is left as it is) and the
+ * replay of the trainer's held-out examples. */
+ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err);
+/* 1 when the candidate may be published: its probe accuracy, overall and per
+ * kind, is not below the served version's or g's best by more than the
+ * tolerance, nor its replay accuracy below the served version's; else 0 with
+ * why. */
+int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                     char *why, size_t cap);
+/* A new served line (a load, an adoption, a rollback): nothing measured yet. */
+void ws_eng_gate_reset(ws_engine_gate_info *g);
+/* s is the served version's score from now on (its best accuracies raise the bar). */
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
+/* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
+void ws_eng_rollback_job(ws_engine *e, ws_job *j);
+
 /* engine_import.c: models from checkpoint files. */
 /* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into
- * place or removed) becomes model `name` (*created = 1) or, when it exists,
- * its next version (*created = 0). A refusal of the checkpoint itself sets
- * *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH, _VOCAB_MISMATCH); other
- * failures leave it WS_JOB_FAILED. Nothing changes on failure. */
-ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              ws_job_why *why, ws_error *err);
+ * place or removed) becomes model `name` (*created = 1; tenant's own when
+ * tenant > 0, else shared) or, when it exists, its next version (*created = 0;
+ * a tenant > 0 that is not the model's is WS_ERR_CONFLICT). A refusal of the
+ * checkpoint itself sets *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH,
+ * _VOCAB_MISMATCH); other failures leave it WS_JOB_FAILED. Nothing changes on
+ * failure. */
+ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
+                              int *created, ws_job_why *why, ws_error *err);
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);

@@ -86,8 +86,8 @@ static ws_status load_checked(ws_engine *e, const char *file, admit_ctx *a, ws_m
     return s;
 }
 
-static ws_status import_new(ws_engine *e, const char *name, const char *file, const char *note,
-                            int at_start, ws_job_why *why, ws_error *err)
+static ws_status import_new(ws_engine *e, const char *name, int64_t tenant, const char *file,
+                            const char *note, int at_start, ws_job_why *why, ws_error *err)
 {
     ws_model *m = NULL;
     admit_ctx a = {.e = e, .at_start = at_start, .name = name, .why = WS_JOB_FAILED};
@@ -104,7 +104,7 @@ static ws_status import_new(ws_engine *e, const char *name, const char *file, co
     }
     ws_srv_training tr = ws_srv_training_default();
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, a.bytes, &tr, path, NULL, note, &em, err);
+    return ws_eng_model_install(e, name, tenant, m, a.bytes, &tr, path, NULL, note, &em, err);
 }
 
 /* m's vocabulary made the model's: the stored symbols and the checkpoint's
@@ -135,9 +135,23 @@ static ws_status vocab_merge(ws_eng_model *em, ws_model *m, int *store_from, ws_
     return WS_OK;
 }
 
-static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file, ws_job_why *why,
-                                ws_error *err)
+/* A version keeps its model's tenant: an import naming another is refused. */
+static ws_status tenant_check(ws_engine *e, const ws_eng_model *em, int64_t tenant, ws_error *err)
 {
+    ws_store_model row = {0};
+    ws_status s = tenant ? ws_store_model_get(e->st, em->id, &row, err) : WS_OK;
+    if (s == WS_OK && tenant && row.tenant != tenant)
+        s = ws_error_set(
+            err, WS_ERR_CONFLICT, "model %s is %s%s%s: a version keeps its model's tenant",
+            em->name, row.tenant ? "tenant " : "shared", row.tenant_name, row.tenant ? "'s" : "");
+    ws_store_model_clear(&row);
+    return s;
+}
+
+static ws_status import_version(ws_engine *e, ws_eng_model *em, int64_t tenant, const char *file,
+                                ws_job_why *why, ws_error *err)
+{
+    WS_TRY(tenant_check(e, em, tenant, err));
     ws_model *m = NULL;
     admit_ctx a = {.e = e, .em = em, .why = WS_JOB_FAILED};
     WS_TRY(load_checked(e, file, &a, &m, why, err));
@@ -156,8 +170,8 @@ static ws_status import_version(ws_engine *e, ws_eng_model *em, const char *file
     return ws_eng_model_adopt(e, em, m, v, err); /* served from the next batch on */
 }
 
-ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, int *created,
-                              ws_job_why *why, ws_error *err)
+ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
+                              int *created, ws_job_why *why, ws_error *err)
 {
     *why = WS_JOB_FAILED;
     ws_eng_model *em = ws_eng_model_by_name(e, name);
@@ -166,8 +180,8 @@ ws_status ws_eng_model_import(ws_engine *e, const char *name, const char *file, 
     if (!em && ws_eng_building(e, name)) /* its version 1 is being written */
         s = ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" is being created", name);
     else
-        s = em ? import_version(e, em, file, why, err)
-               : import_new(e, name, file, WS_SRV_NOTE_IMPORTED, 0, why, err);
+        s = em ? import_version(e, em, tenant, file, why, err)
+               : import_new(e, name, tenant, file, WS_SRV_NOTE_IMPORTED, 0, why, err);
     /* Renamed into place on success (then this finds nothing), else removed. */
     if (unlink(file) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
@@ -205,7 +219,7 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
     char tmp[WS_SRV_PATH_MAX + 64];
     WS_TRY(shipped_to_file(e, bytes, len, tmp, sizeof tmp, err));
     ws_job_why why;
-    ws_status s = import_new(e, "default", tmp, WS_SRV_NOTE_SHIPPED, 1, &why, err);
+    ws_status s = import_new(e, "default", 0, tmp, WS_SRV_NOTE_SHIPPED, 1, &why, err);
     if (unlink(tmp) != 0 && errno != ENOENT)
         fprintf(stderr, "worldstated: cannot remove %s: %s\n", tmp, strerror(errno));
     if (s != WS_OK) {

@@ -12,9 +12,12 @@
  * vocabulary is a prefix of it.
  *
  * Only a published version is ever served: online training applies an update
- * to the served parameters only inside ws_eng_model_update, which publishes
- * them before the engine thread serves again and restores the parameters it
- * had (the published version's) when the publish fails. */
+ * to the served parameters only inside ws_eng_model_update, which scores the
+ * candidate at the publication gate (engine_gate.c) and publishes it before the
+ * engine thread serves again, and restores the parameters it had (the
+ * published version's) when the gate rejects it or the publish fails. A
+ * rollback (ws_eng_rollback_job) makes a recorded older version current and
+ * serves it; versions go on growing from the greatest recorded (em->latest). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/ws_clock.h"
 #include "model/checkpoint.h"
 #include "engine_impl.h"
 #include "server/common/versions.h"
@@ -167,6 +171,18 @@ ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_con
     return WS_OK;
 }
 
+/* em->latest from SQLite (kept as it was, said on stderr, when it cannot be
+ * read: a publish on a stale number is refused as a conflict, not made). */
+static void latest_read(ws_engine *e, ws_eng_model *em)
+{
+    ws_error err = {0};
+    int64_t max = 0;
+    if (ws_store_version_max(e->st, em->id, &max, &err) == WS_OK)
+        em->latest = max;
+    else
+        fprintf(stderr, "worldstated: model %s: reading its versions: %s\n", em->name, err.msg);
+}
+
 static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
 {
     ws_eng_model *em = table_add(e, err);
@@ -182,6 +198,8 @@ static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *e
     cJSON_Delete(tj);
     if (s == WS_OK) s = model_attach(e, em, err);
     em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
+    ws_eng_gate_reset(&em->gate);
+    latest_read(e, em);
     return s;
 }
 
@@ -200,9 +218,9 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     return s;
 }
 
-/* Records a new model, its version 1 (the file at its path, with note) and m's
- * vocabulary in one transaction. */
-static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
+/* Records a new model (of tenant, 0: shared), its version 1 (the file at its
+ * path, with note) and m's vocabulary in one transaction. */
+static ws_status record_model(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
                               const ws_srv_training *tr, const char *sha256, const char *note,
                               int64_t *id, ws_error *err)
 {
@@ -213,7 +231,7 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     cJSON_Delete(tj);
     ws_status s = ctext && ttext ? ws_store_begin(e->st, err)
                                  : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    if (s == WS_OK) s = ws_store_model_create(e->st, name, ctext, ttext, id, err);
+    if (s == WS_OK) s = ws_store_model_create(e->st, name, tenant, ctext, ttext, id, err);
     if (s == WS_OK)
         s = ws_srv_version_record(e->st, e->cfg.data_dir, name, *id, 1, sha256, note, err);
     if (s == WS_OK) s = ws_srv_vocab_store(e->st, *id, m, 0, err);
@@ -226,9 +244,10 @@ static ws_status record_model(ws_engine *e, const char *name, ws_model *m,
     return s;
 }
 
-ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size_t bytes,
-                               const ws_srv_training *tr, const char *path, const char *sha256,
-                               const char *note, ws_eng_model **out, ws_error *err)
+ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, ws_model *m,
+                               size_t bytes, const ws_srv_training *tr, const char *path,
+                               const char *sha256, const char *note, ws_eng_model **out,
+                               ws_error *err)
 {
     if (ws_eng_model_by_name(e, name)) { /* path is that model's version 1: left alone */
         ws_model_free(m);
@@ -240,7 +259,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
      * committed model is always served. */
     ws_status s = model_attach(e, &tmp, err);
     if (s == WS_OK) s = table_reserve(e, err);
-    if (s == WS_OK) s = record_model(e, name, m, tr, sha256, note, &tmp.id, err);
+    if (s == WS_OK) s = record_model(e, name, tenant, m, tr, sha256, note, &tmp.id, err);
     if (s != WS_OK) {
         model_release(&tmp);
         ws_eng_memory_release(e, bytes);
@@ -250,7 +269,8 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, ws_model *m, size
             fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
         return s;
     }
-    tmp.version = 1;
+    tmp.version = 1, tmp.latest = 1;
+    ws_eng_gate_reset(&tmp.gate);
     tmp.tr = *tr;
     tmp.vocab_stored = ws_vocab_size(ws_model_vocab(m));
     strcpy(tmp.name, name);
@@ -290,7 +310,8 @@ ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model
         return s;
     }
     ws_eng_model *em;
-    return ws_eng_model_install(e, name, m, bytes, tr, path, sha256, WS_SRV_NOTE_CREATED, &em, err);
+    return ws_eng_model_install(e, name, 0, m, bytes, tr, path, sha256, WS_SRV_NOTE_CREATED, &em,
+                                err);
 }
 
 /* A model's parameters and AdamW state in host memory. */
@@ -331,10 +352,11 @@ static ws_status weights_put(ws_model *m, const weights_copy *c, ws_error *err)
 static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
     int64_t v = 0, prev = em->unloadable > em->version ? em->unloadable : em->version;
+    if (em->latest > prev) prev = em->latest; /* served an older version: a rollback */
     WS_TRY(ws_srv_version_publish(e->st, e->cfg.data_dir, em->name, em->id, em->m, prev,
                                   "online training", &v, err));
     pthread_mutex_lock(&e->mu);
-    em->version = v, em->unloadable = 0;
+    em->version = v, em->unloadable = 0, em->latest = v;
     pthread_mutex_unlock(&e->mu);
     /* Retention: online training makes a version per AdamW step, so only the
      * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
@@ -349,16 +371,53 @@ static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
     return WS_OK;
 }
 
+/* Records the gate's decision (mu: status and metrics read it) and says it. */
+static void gate_note(ws_engine *e, ws_eng_model *em, int published, int64_t base,
+                      const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                      double ms, const char *why)
+{
+    pthread_mutex_lock(&e->mu);
+    ws_engine_gate_info *g = &em->gate;
+    g->has_last = 1;
+    g->last.published = published;
+    g->last.base_version = base;
+    g->last.version = published ? em->version : 0;
+    g->last.served = *served, g->last.candidate = *cand;
+    g->last.ms = ms;
+    snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
+    g->published += published, g->rejected += !published;
+    ws_eng_gate_served(g, published ? cand : served);
+    pthread_mutex_unlock(&e->mu);
+    if (!published)
+        fprintf(stderr,
+                "worldstated: model %s: gate rejected the candidate trained from version %lld: "
+                "%s; serving version %lld, training goes on from it\n",
+                em->name, (long long)base, why, (long long)em->version);
+}
+
 ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
     weights_copy served = {0};
+    ws_engine_gate_score before = {0}, after = {0};
+    int64_t base = em->version, t0 = ws_clock_mono_us();
+    int gate = em->tr.gate, pass = 1;
+    char why[160] = "";
     ws_status s = weights_take(em->m, &served, err);
+    /* The served version's probe score is known once measured (the same
+     * parameters answer the same fixed probe). */
+    before = em->gate.served;
+    if (s == WS_OK && gate) s = ws_eng_gate_score(em, before.probe < 0, &before, err);
     if (s == WS_OK) s = ws_online_update(em->trainer, em->m, &em->tr, err);
-    if (s == WS_OK) s = publish(e, em, err);
+    if (s == WS_OK && gate) s = ws_eng_gate_score(em, 1, &after, err);
+    if (s == WS_OK && gate)
+        pass = ws_eng_gate_pass(&em->tr, &em->gate, &before, &after, why, sizeof why);
+    double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
+    if (s == WS_OK && pass) s = publish(e, em, err);
+    if (s == WS_OK && gate) gate_note(e, em, pass, base, &before, &after, ms, why);
     /* Not published: the published version's parameters are served again, and
      * training goes on from them (the update's examples are spent). */
     ws_error put_err = {0};
-    if (s != WS_OK && served.host && weights_put(em->m, &served, &put_err) != WS_OK)
+    if ((s != WS_OK || !pass) && served.host && weights_put(em->m, &served, &put_err) != WS_OK)
         fprintf(stderr, "worldstated: model %s: %s; serving unpublished parameters\n", em->name,
                 put_err.msg);
     free(served.host);
@@ -382,8 +441,10 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
      * the old model: no committed step refers to them. */
     em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
     ws_online_discard_gradients(em->trainer);
+    latest_read(e, em);
     pthread_mutex_lock(&e->mu);
     em->version = version, em->unloadable = 0;
+    ws_eng_gate_reset(&em->gate); /* a new line: measured at its next gate */
     pthread_mutex_unlock(&e->mu);
     return WS_OK;
 }
@@ -422,6 +483,35 @@ void ws_eng_models_sync(ws_engine *e)
         }
     }
     ws_srv_model_rows_free(&rows);
+}
+
+void ws_eng_rollback_job(ws_engine *e, ws_job *j)
+{
+    ws_error err = {0};
+    ws_eng_model *em = ws_eng_model_by_name(e, j->model_name);
+    if (!em) return ws_eng_refuse(j, WS_JOB_FAILED, WS_ERR_NOTFOUND, "no such model");
+    ws_model *m = NULL;
+    ws_status s = ws_srv_version_load(e->st, e->cfg.data_dir, em->id, j->version, e->be, &m, &err);
+    if (s == WS_ERR_NOTFOUND)
+        return ws_eng_refuse(j, WS_JOB_FAILED, s, "model %s has no version %lld", em->name,
+                             (long long)j->version);
+    /* Retention removed its file (online training keeps the newest few), or it is damaged. */
+    if (s == WS_ERR_IO || s == WS_ERR_FORMAT)
+        return ws_eng_refuse(j, WS_JOB_VERSION_UNAVAILABLE, s, "version %lld cannot be served: %s",
+                             (long long)j->version, err.msg);
+    if (s == WS_OK) s = ws_store_model_set_current(e->st, em->id, j->version, &err);
+    if (s != WS_OK) {
+        ws_model_free(m);
+        return ws_eng_fail(j, s, &err);
+    }
+    /* Recorded: from here on SQLite names it current, so it is served (an
+     * adoption that fails leaves it to the next sync, which retries and logs). */
+    s = ws_eng_model_adopt(e, em, m, j->version, &err);
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
+    fprintf(stderr, "worldstated: model %s: rolled back to version %lld\n", em->name,
+            (long long)j->version);
+    ws_eng_model_stats_publish(e, em);
+    ws_eng_finish(j);
 }
 
 void ws_eng_models_free(ws_engine *e)

@@ -202,9 +202,11 @@ static void observe(ws_eng_model *em, item *it, int64_t step)
                          .step = step,
                          .w_prev = it->sess.rows ? it->sess.state : NULL,
                          .instr_ids = it->ids,
+                         .instr_hash = it->hash,
                          .instr_val = iv,
                          .n_instr = j->n_instr,
                          .query_ids = it->ids + (size_t)j->n_instr * S,
+                         .query_hash = it->hash + (size_t)j->n_instr * S,
                          .labels = j->has_labels ? lb : NULL,
                          .n_query = j->n_query,
                          .has_vectors = vec};

@@ -5,13 +5,18 @@
 #include "engine_impl.h"
 
 /* WS_JOB_SESSION_CREATE: a session on the named model's current version;
- * its id into j->session. */
+ * its id into j->session. Another tenant's model is refused exactly as a
+ * missing one, so that its name does not leak. */
 static void create_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
     ws_store_model m = {0};
     ws_status s = ws_store_model_find(e->st, j->model_name, &m, &err);
-    if (s == WS_ERR_NOTFOUND) return ws_eng_refuse(j, WS_JOB_MODEL_NOT_FOUND, s, "no such model");
+    if (s == WS_OK && m.tenant && m.tenant != j->tenant) s = WS_ERR_NOTFOUND;
+    if (s == WS_ERR_NOTFOUND) {
+        ws_store_model_clear(&m);
+        return ws_eng_refuse(j, WS_JOB_MODEL_NOT_FOUND, s, "no such model");
+    }
     if (s == WS_OK)
         s = ws_store_session_create(e->st, j->tenant, m.id, NULL, 0, 0, m.current_version,
                                     j->max_sessions, j->session, &err);

@@ -4,14 +4,25 @@
  * session's recent-facts cache (recall.h: the last value told for each fact,
  * newest 64 facts per session, for the newest 512 sessions; in memory only, so it
  * refills from new steps after a restart rather than re-reading the log), and
- * the step becomes a record (W_{t-1}, I_t, Q_t, recall queries). The recall
- * queries are drawn from the cache *after* I_t was applied, labelled with the
- * last value told — exactly "told earlier and not overridden since" — which
- * keeps the truncated-gradient training thorough without the client's help.
- * A step posted with labels becomes a ready example at once; an unlabelled one
- * waits in a ring of the newest 256 for labels to arrive by PUT (older ones
- * only get their labels stored, for offline retraining). Steps with raw vector
- * facts are not trained on online (their vectors are not kept).
+ * the step becomes an example (W_{t-1}, I_t, queries with known answers):
+ * - recall queries drawn from the cache *after* I_t was applied, labelled with
+ *   the last value told — exactly "told earlier and not overridden since"
+ *   (overrides included), which keeps the truncated-gradient training thorough
+ *   without the client's help;
+ * - negative queries: never-told facts, labelled false (closed world): half a
+ *   told fact with one symbol swapped (for another symbol of the session, or a
+ *   fresh one), half facts of fresh symbols (a random hash, no vocabulary id:
+ *   the code alone, as a new user's symbol first is);
+ * - the client's labels when the step has them.
+ * With self_supervised on, an unlabelled step is an example at once (its recall
+ * and negative queries); its client queries also wait, with its instructions, in
+ * a ring of the newest 256 for labels to arrive by PUT (older ones only get their
+ * labels stored, for offline retraining). A labelled step is one example. Every
+ * symbol keeps its hash beside its id, so a symbol past the vocabulary's capacity
+ * (an overflow id) trains on its own code, as it was served.
+ * A share of the examples (holdout) is kept out of training, newest 64, for the
+ * publication gate's replay (ws_online_replay). Steps with raw vector facts are
+ * not trained on online (their vectors are not kept).
  * The engine calls ws_online_run when it has no serving work: one TRAIN pass
  * over up to 8 ready examples; every update_every examples it applies the
  * summed gradients (ws_online_update) as part of publishing a version. */
@@ -19,20 +30,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_rng.h"
 #include "server/common/recall.h"
 #include "online_trainer.h"
 
 #define RING           256
+#define HOLDOUT        64
 #define CACHE_SESSIONS 512
 #define TRAIN_CHUNK    8
+#define EXTRA_MAX      (2 * WS_SRV_RECALL_MAX) /* recall + negative queries per example */
 
 typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     int64_t step;
-    float *w_prev; /* NULL: the trajectory starts from W_0 */
-    int n_instr, n_query, n_recall;
-    int32_t *ids; /* (n_instr + n_query + n_recall) rows of S ids */
-    int8_t *vals; /* instruction values, query labels (-1 unknown), recall labels */
+    float *w_prev;                 /* NULL: the trajectory starts from W_0 */
+    int n_instr, n_query, n_extra; /* extra: the engine's recall and negative queries */
+    int32_t *ids;                  /* (n_instr + n_query + n_extra) rows of S ids */
+    uint64_t *hash;                /* the same rows' symbol hashes */
+    int8_t *vals;                  /* instruction values, query labels (-1 unknown), extra labels */
 } example;
 
 typedef struct {
@@ -44,8 +59,9 @@ typedef struct {
 struct ws_online_trainer {
     int S;
     size_t state_floats;
-    example *pending[RING], *ready[RING];
-    int n_pending, pending_head, n_ready;
+    example *pending[RING], *ready[RING], *held[HOLDOUT];
+    int n_pending, pending_head, n_ready, n_held, held_head;
+    int64_t seen;      /* examples made: every 1/holdout-th is held out */
     fact_cache *cache; /* [CACHE_SESSIONS] */
     uint64_t tick, rng;
     ws_batch *batch;
@@ -58,15 +74,17 @@ struct ws_online_trainer {
 
 ws_batch_shape ws_online_shape(void)
 {
-    return (ws_batch_shape){TRAIN_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS + WS_SRV_RECALL_MAX, 1};
+    return (ws_batch_shape){TRAIN_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS + EXTRA_MAX, 1};
 }
 
 size_t ws_online_bytes(const ws_model_config *c)
 {
     size_t state = (size_t)c->n_state * (size_t)c->d * sizeof(float);
-    size_t rows = 2 * WS_SRV_MAX_ITEMS + WS_SRV_RECALL_MAX;
-    size_t one = sizeof(example) + state + rows * ((size_t)c->max_fact_len * sizeof(int32_t) + 1);
-    return 2 * TRAIN_CHUNK * state + 2 * RING * one + CACHE_SESSIONS * sizeof(fact_cache);
+    size_t rows = 2 * WS_SRV_MAX_ITEMS + EXTRA_MAX;
+    size_t row = (size_t)c->max_fact_len * (sizeof(int32_t) + sizeof(uint64_t)) + 1;
+    size_t one = sizeof(example) + state + rows * row;
+    return 2 * TRAIN_CHUNK * state + (2 * RING + HOLDOUT) * one +
+           CACHE_SESSIONS * sizeof(fact_cache);
 }
 
 static void example_free(example *e)
@@ -74,6 +92,7 @@ static void example_free(example *e)
     if (!e) return;
     free(e->w_prev);
     free(e->ids);
+    free(e->hash);
     free(e->vals);
     free(e);
 }
@@ -103,6 +122,7 @@ void ws_online_free(ws_online_trainer *t, ws_model *m)
 {
     if (!t) return;
     for (int i = 0; i < RING; i++) example_free(t->pending[i]);
+    for (int i = 0; i < HOLDOUT; i++) example_free(t->held[i]);
     for (int i = 0; i < t->n_ready; i++)
         example_free(t->ready[i]); /* the tail holds stale pointers */
     free(t->cache);
@@ -112,11 +132,16 @@ void ws_online_free(ws_online_trainer *t, ws_model *m)
     free(t);
 }
 
-/* Symbols in a -1 padded id row. */
-static int row_len(const int32_t *ids, int S)
+/* Row r of e's facts as symbols; returns how many. */
+static int row_syms(const example *e, int S, int r, ws_sym *out)
 {
+    const int32_t *ids = e->ids + (size_t)r * S;
+    const uint64_t *hash = e->hash + (size_t)r * S;
     int n = 0;
-    while (n < S && ids[n] >= 0) n++;
+    while (n < S && (ids[n] >= 0 || hash[n])) {
+        out[n] = (ws_sym){ids[n], hash[n]};
+        n++;
+    }
     return n;
 }
 
@@ -133,60 +158,167 @@ static fact_cache *cache_of(ws_online_trainer *t, const char *session)
     return oldest;
 }
 
+/* An example of st's instructions, then (with_queries) its queries with their
+ * labels (-1 when unlabelled), and n_extra rows left for the engine's own
+ * queries; NULL when out of memory (training is best effort: serving never
+ * fails for it). */
+static example *example_new(const ws_online_trainer *t, const ws_online_step *st, int with_queries,
+                            int n_extra)
+{
+    int S = t->S, n_query = with_queries ? st->n_query : 0;
+    size_t rows = (size_t)(st->n_instr + n_query + n_extra), row = (size_t)S;
+    example *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->ids = malloc(sizeof(int32_t) * row * (rows ? rows : 1));
+    e->hash = malloc(sizeof(uint64_t) * row * (rows ? rows : 1));
+    e->vals = malloc(rows ? rows : 1);
+    e->w_prev = st->w_prev ? malloc(sizeof(float) * t->state_floats) : NULL;
+    if (!e->ids || !e->hash || !e->vals || (st->w_prev && !e->w_prev)) {
+        example_free(e);
+        return NULL;
+    }
+    strcpy(e->session, st->session);
+    e->step = st->step;
+    e->n_instr = st->n_instr, e->n_query = n_query, e->n_extra = n_extra;
+    if (st->w_prev) memcpy(e->w_prev, st->w_prev, sizeof(float) * t->state_floats);
+    size_t ni = row * (size_t)st->n_instr, nq = row * (size_t)n_query;
+    memcpy(e->ids, st->instr_ids, sizeof(int32_t) * ni);
+    memcpy(e->hash, st->instr_hash, sizeof(uint64_t) * ni);
+    memcpy(e->ids + ni, st->query_ids, sizeof(int32_t) * nq);
+    memcpy(e->hash + ni, st->query_hash, sizeof(uint64_t) * nq);
+    for (int i = 0; i < st->n_instr; i++) e->vals[i] = (int8_t)st->instr_val[i];
+    for (int i = 0; i < n_query; i++)
+        e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
+    return e;
+}
+
+/* A fresh symbol: no vocabulary id, a random hash (never 0). */
+static void fresh(ws_online_trainer *t, int32_t *id, uint64_t *hash)
+{
+    *id = -1;
+    *hash = ws_xorshift64(&t->rng);
+}
+
+/* A never-told fact into ids/hash (S each): a told fact with one symbol
+ * swapped, or a fact of fresh symbols. */
+static void negative(ws_online_trainer *t, const ws_recall_facts *f, int swap, int32_t *ids,
+                     uint64_t *hash)
+{
+    int S = t->S;
+    for (int j = 0; j < S; j++) ids[j] = -1, hash[j] = 0;
+    if (swap && f->n > 0) {
+        int k = ws_recall_draw(f, &t->rng), n = 0;
+        memcpy(ids, f->ids[k], sizeof(int32_t) * (size_t)S);
+        memcpy(hash, f->hash[k], sizeof(uint64_t) * (size_t)S);
+        while (n < S && (ids[n] >= 0 || hash[n])) n++;
+        int j = (int)(ws_xorshift64(&t->rng) % (uint64_t)n);
+        /* Another symbol the session used, at that place: a near miss. */
+        int k2 = ws_recall_draw(f, &t->rng), j2 = (int)(ws_xorshift64(&t->rng) % (uint64_t)S);
+        ids[j] = f->ids[k2][j2], hash[j] = f->hash[k2][j2];
+        int repeat = 0;
+        for (int i = 0; i < n; i++) repeat |= i != j && ids[i] == ids[j] && hash[i] == hash[j];
+        if ((ids[j] < 0 && !hash[j]) || repeat || ws_recall_find(f, S, ids, hash) >= 0)
+            fresh(t, &ids[j], &hash[j]); /* that was told, or no symbol: a fresh one */
+        return;
+    }
+    int arity = 1 + (int)(ws_xorshift64(&t->rng) % (uint64_t)(S < 4 ? S : 4));
+    for (int j = 0; j < arity; j++) fresh(t, &ids[j], &hash[j]);
+}
+
+/* Fills e's extra rows: n_recall recall queries, then negatives. */
+static void add_extra(ws_online_trainer *t, const ws_recall_facts *f, example *e, int n_recall)
+{
+    int S = t->S, first = e->n_instr + e->n_query;
+    size_t row = (size_t)S;
+    for (int i = 0; i < e->n_extra; i++) {
+        int r = first + i;
+        int32_t *ids = e->ids + row * (size_t)r;
+        uint64_t *hash = e->hash + row * (size_t)r;
+        if (i < n_recall) {
+            int k = ws_recall_draw(f, &t->rng);
+            memcpy(ids, f->ids[k], sizeof(int32_t) * row);
+            memcpy(hash, f->hash[k], sizeof(uint64_t) * row);
+            e->vals[r] = f->val[k];
+        } else {
+            negative(t, f, (i - n_recall) % 2 == 0, ids, hash);
+            e->vals[r] = 0;
+        }
+    }
+}
+
+/* Appends e to a bounded list, dropping the oldest at capacity (counted). */
+static void push_ready(ws_online_trainer *t, example *e)
+{
+    if (t->n_ready == RING) {
+        example_free(t->ready[0]);
+        memmove(&t->ready[0], &t->ready[1], sizeof(example *) * (RING - 1));
+        t->n_ready--;
+        t->stats.examples_dropped++;
+    }
+    t->ready[t->n_ready++] = e;
+}
+
+/* Puts e in a ring of cap examples (head: the oldest), freeing the oldest when
+ * it is full. */
+static void ring_put(example **ring, int cap, int *head, int *n, example *e)
+{
+    int slot = (*head + *n) % cap;
+    if (*n == cap) {
+        slot = *head;
+        *head = (*head + 1) % cap;
+        (*n)--;
+    }
+    example_free(ring[slot]);
+    ring[slot] = e;
+    (*n)++;
+}
+
+/* A finished example: kept out of training for the gate (every 1/holdout-th,
+ * into a ring of the newest HOLDOUT) or made ready. */
+static void take(ws_online_trainer *t, const ws_srv_training *tr, example *e)
+{
+    t->seen++;
+    if ((int64_t)((double)t->seen * tr->holdout) > (int64_t)((double)(t->seen - 1) * tr->holdout)) {
+        ring_put(t->held, HOLDOUT, &t->held_head, &t->n_held, e);
+        t->stats.examples_held_out++;
+        return;
+    }
+    push_ready(t, e);
+}
+
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st)
 {
     fact_cache *c = cache_of(t, st->session);
     c->last_use = ++t->tick;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)
-        ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_val[i]);
+        ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_hash + (size_t)i * S,
+                       st->instr_val[i]);
     if (!tr->enabled || st->has_vectors) return;
     int n_recall = c->facts.n < tr->recall_queries ? c->facts.n : tr->recall_queries;
-    example *e = calloc(1, sizeof *e);
-    int rows = st->n_instr + st->n_query + n_recall;
-    if (!e) return; /* training is best effort: serving never fails for it */
-    e->ids = malloc(sizeof(int32_t) * (size_t)(rows ? rows : 1) * S);
-    e->vals = malloc((size_t)(rows ? rows : 1));
-    e->w_prev = st->w_prev ? malloc(sizeof(float) * t->state_floats) : NULL;
-    if (!e->ids || !e->vals || (st->w_prev && !e->w_prev)) return example_free(e);
-    strcpy(e->session, st->session);
-    e->step = st->step;
-    e->n_instr = st->n_instr, e->n_query = st->n_query, e->n_recall = n_recall;
-    if (st->w_prev) memcpy(e->w_prev, st->w_prev, sizeof(float) * t->state_floats);
-    size_t row = (size_t)S;
-    memcpy(e->ids, st->instr_ids, sizeof(int32_t) * row * (size_t)st->n_instr);
-    memcpy(e->ids + row * (size_t)st->n_instr, st->query_ids,
-           sizeof(int32_t) * row * (size_t)st->n_query);
-    for (int i = 0; i < st->n_instr; i++) e->vals[i] = (int8_t)st->instr_val[i];
-    for (int i = 0; i < st->n_query; i++)
-        e->vals[st->n_instr + i] = (int8_t)(st->labels ? st->labels[i] : -1);
-    for (int i = 0; i < n_recall; i++) {
-        int k = ws_recall_draw(&c->facts, &t->rng);
-        int r = st->n_instr + st->n_query + i;
-        memcpy(e->ids + row * (size_t)r, c->facts.ids[k], sizeof(int32_t) * row);
-        e->vals[r] = c->facts.val[k];
-    }
+    int n_extra = n_recall + tr->negative_queries;
     if (st->labels) {
+        example *e = example_new(t, st, 1, n_extra);
+        if (!e) return;
+        add_extra(t, &c->facts, e, n_recall);
         t->stats.examples_labelled++;
-        if (t->n_ready == RING) { /* bounded: drop the oldest waiting example */
-            example_free(t->ready[0]);
-            memmove(&t->ready[0], &t->ready[1], sizeof(example *) * (RING - 1));
-            t->n_ready--;
-            t->stats.examples_dropped++;
-        }
-        t->ready[t->n_ready++] = e;
-        return;
+        return take(t, tr, e);
     }
-    /* Unlabelled: wait for labels; the ring overwrites the oldest. */
-    int slot = (t->pending_head + t->n_pending) % RING;
-    if (t->n_pending == RING) {
-        slot = t->pending_head;
-        t->pending_head = (t->pending_head + 1) % RING;
-        t->n_pending--;
+    if (tr->self_supervised && n_extra > 0) {
+        example *e = example_new(t, st, 0, n_extra);
+        if (!e) return;
+        add_extra(t, &c->facts, e, n_recall);
+        t->stats.examples_self++;
+        take(t, tr, e);
     }
-    example_free(t->pending[slot]);
-    t->pending[slot] = e;
-    t->n_pending++;
+    /* The client's queries wait for labels (with the engine's own queries only
+     * when those did not make an example already). */
+    if (st->n_query == 0) return;
+    int waiting_extra = tr->self_supervised ? 0 : n_extra;
+    example *w = example_new(t, st, 1, waiting_extra);
+    if (!w) return;
+    add_extra(t, &c->facts, w, n_recall);
+    ring_put(t->pending, RING, &t->pending_head, &t->n_pending, w); /* the oldest goes */
 }
 
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
@@ -220,8 +352,30 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t)
 {
     ws_online_stats s = t->stats;
     s.ready = t->n_ready;
+    s.held_out = t->n_held;
     s.last_loss = t->loss_n ? t->loss_sum / (float)t->loss_n : s.last_loss;
     return s;
+}
+
+/* Adds examples ex[0..n) to t's batch, their states to w_in. */
+static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *ex, int n)
+{
+    ws_batch *b = t->batch;
+    ws_batch_clear(b);
+    int S = t->S;
+    ws_sym syms[WS_MAX_FACT_LEN];
+    for (int i = 0; i < n; i++) {
+        const example *e = ex[i];
+        WS_TRY(ws_batch_begin_traj(b, e->w_prev == NULL));
+        for (int k = 0; k < e->n_instr; k++)
+            WS_TRY(ws_batch_add_instr_syms(b, syms, row_syms(e, S, k, syms), e->vals[k]));
+        for (int k = e->n_instr; k < e->n_instr + e->n_query + e->n_extra; k++)
+            WS_TRY(ws_batch_add_query_syms(b, syms, row_syms(e, S, k, syms), e->vals[k]));
+        if (e->w_prev)
+            WS_TRY(ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, e->w_prev,
+                                     sizeof(float) * t->state_floats));
+    }
+    return WS_OK;
 }
 
 ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
@@ -231,27 +385,11 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     *due = 0;
     int n = t->n_ready < TRAIN_CHUNK ? t->n_ready : TRAIN_CHUNK;
     if (n == 0 || !tr->enabled) return WS_OK;
-    ws_batch *b = t->batch;
-    ws_backend *be = ws_model_backend(m);
-    ws_batch_clear(b);
-    ws_status s = WS_OK;
-    int S = t->S;
-    for (int i = 0; i < n && s == WS_OK; i++) {
-        example *e = t->ready[i];
-        s = ws_batch_begin_traj(b, e->w_prev == NULL);
-        for (int k = 0; k < e->n_instr && s == WS_OK; k++)
-            s = ws_batch_add_instr(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S),
-                                   e->vals[k]);
-        for (int k = e->n_instr; k < e->n_instr + e->n_query + e->n_recall && s == WS_OK; k++)
-            s = ws_batch_add_query(b, e->ids + (size_t)k * S, row_len(e->ids + (size_t)k * S, S),
-                                   e->vals[k]);
-        if (s == WS_OK && e->w_prev)
-            s = ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, e->w_prev,
-                                  sizeof(float) * t->state_floats);
-    }
+    ws_status s = batch_of(t, ws_model_backend(m), t->ready, n);
+    if (s != WS_OK) ws_error_set(err, s, "cannot build a training batch");
     ws_step_result res = {0};
-    if (s == WS_OK && ws_batch_n_labelled(b) > 0)
-        s = ws_exec_step(x, b, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
+    if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)
+        s = ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
     for (int i = 0; i < n; i++) example_free(t->ready[i]);
     memmove(&t->ready[0], &t->ready[n], sizeof(example *) * (size_t)(t->n_ready - n));
     t->n_ready -= n;
@@ -262,6 +400,25 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     t->since_update += n;
     t->calls++;
     *due = t->since_update >= tr->update_every;
+    return WS_OK;
+}
+
+ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
+{
+    ws_model *m = ws_exec_model(x);
+    *right = 0, *n = 0;
+    for (int first = 0; first < t->n_held; first += TRAIN_CHUNK) {
+        example *chunk[TRAIN_CHUNK];
+        int k = t->n_held - first < TRAIN_CHUNK ? t->n_held - first : TRAIN_CHUNK;
+        for (int i = 0; i < k; i++) chunk[i] = t->held[(t->held_head + first + i) % HOLDOUT];
+        ws_status s = batch_of(t, ws_model_backend(m), chunk, k);
+        if (s != WS_OK) return ws_error_set(err, s, "cannot build a replay batch");
+        if (ws_batch_n_labelled(t->batch) == 0) continue;
+        ws_step_result res = {0};
+        WS_TRY(ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_INFER, 1.0f, NULL, &res, err));
+        *right += res.n_correct;
+        *n += res.n_labelled;
+    }
     return WS_OK;
 }
 

@@ -7,23 +7,27 @@
 typedef struct ws_online_trainer ws_online_trainer;
 
 /* One committed step, as the engine ran it (ids are max_fact_len per row, -1
- * padded; w_prev is the host copy of W_{t-1}, NULL when it was W_0). */
+ * padded, hashes beside them, 0 padded; w_prev is the host copy of W_{t-1},
+ * NULL when it was W_0). */
 typedef struct {
     const char *session;
     int64_t step; /* the step's number (the state it produced) */
     const float *w_prev;
     const int32_t *instr_ids;
+    const uint64_t *instr_hash;
     const int *instr_val;
     int n_instr;
     const int32_t *query_ids;
+    const uint64_t *query_hash;
     const int *labels; /* NULL: not labelled */
     int n_query;
     int has_vectors; /* raw vector facts: not trained on */
 } ws_online_step;
 
 typedef struct {
-    int64_t examples_labelled, examples_trained, examples_dropped, updates;
-    int ready;
+    int64_t examples_labelled, examples_self, examples_held_out, examples_trained, examples_dropped,
+        updates;
+    int ready, held_out;
     float last_loss;
 } ws_online_stats;
 
@@ -49,6 +53,11 @@ ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
  * when it publishes the new version. */
 ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
                         ws_error *err);
+/* The held-out examples (the newest ones the holdout setting kept out of
+ * training) replayed in context x: each one's step from its W_{t-1}, its
+ * labelled queries answered (recall facts at their last value, never-told
+ * facts, client labels); *right of *n answers correct (both 0 when none). */
+ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err);
 /* One AdamW step of m with the summed gradients (which it zeroes). */
 ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,
                            ws_error *err);

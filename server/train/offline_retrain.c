@@ -23,13 +23,6 @@ typedef struct {
     uint64_t rng;
 } targets_ctx;
 
-static int id_len(const int32_t *ids, int S)
-{
-    int n = 0;
-    while (n < S && ids[n] >= 0) n++;
-    return n;
-}
-
 /* The step's labelled queries, then recall queries about facts told so far. */
 static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *err)
 {
@@ -38,7 +31,7 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
     const ws_off_step *st = r->step;
     for (int k = 0; k < st->n_instr; k++)
         if (st->facts[k].n_ids)
-            ws_recall_tell(&r->recall, c->S, st->facts[k].ids, st->facts[k].val);
+            ws_recall_tell(&r->recall, c->S, st->facts[k].ids, st->facts[k].hash, st->facts[k].val);
     for (int k = st->n_instr; k < st->n_instr + st->n_query; k++) {
         const ws_off_fact *f = &st->facts[k];
         ws_sym syms[WS_MAX_FACT_LEN];
@@ -49,8 +42,9 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
     int n = r->recall.n < c->recall ? r->recall.n : c->recall;
     for (int i = 0; i < n; i++) {
         int k = ws_recall_draw(&r->recall, &c->rng);
-        WS_TRY(ws_batch_add_query(b, r->recall.ids[k], id_len(r->recall.ids[k], c->S),
-                                  r->recall.val[k]));
+        ws_sym syms[WS_MAX_FACT_LEN];
+        int n_syms = ws_recall_syms(&r->recall, k, c->S, syms);
+        WS_TRY(ws_batch_add_query_syms(b, syms, n_syms, r->recall.val[k]));
     }
     return WS_OK;
 }

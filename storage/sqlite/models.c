@@ -1,5 +1,6 @@
-/* models.c — models (name, config, training settings, current version) and the
- * versions online training records (checkpoint path per version). */
+/* models.c — models (name, config, training settings, current version, the
+ * tenant a model belongs to, if any) and the versions online training records
+ * (checkpoint path per version). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,9 @@ static ws_status read_model(sqlite3_stmt *st, ws_store_model *m, int own, ws_err
     snprintf(m->name, sizeof m->name, "%s", name ? (const char *)name : "");
     m->current_version = (int64_t)sqlite3_column_int64(st, 4);
     m->created_ms = (int64_t)sqlite3_column_int64(st, 5);
+    m->tenant = (int64_t)sqlite3_column_int64(st, 6); /* NULL reads 0: shared */
+    const unsigned char *tenant = sqlite3_column_text(st, 7);
+    snprintf(m->tenant_name, sizeof m->tenant_name, "%s", tenant ? (const char *)tenant : "");
     if (own) {
         ws_status r = ws_sqlite__dup_column(st, 2, &m->config_json, err);
         if (r == WS_OK) r = ws_sqlite__dup_column(st, 3, &m->training_json, err);
@@ -45,16 +49,18 @@ static ws_status get_one(ws_sqlite *s, sqlite3_stmt *st, ws_store_model *out, ws
     return r;
 }
 
-ws_status ws_sqlite_model_create(ws_store *store, const char *name, const char *config_json,
-                                 const char *training_json, int64_t *id, ws_error *err)
+ws_status ws_sqlite_model_create(ws_store *store, const char *name, int64_t tenant,
+                                 const char *config_json, const char *training_json, int64_t *id,
+                                 ws_error *err)
 {
     ws_sqlite *s = ws_sqlite_of(store);
     ws_sqlite_op op;
     WS_TRY(ws_sqlite__op_begin(s, &op, err));
-    /* An explicit lookup turns a taken name into CONFLICT; a UNIQUE constraint
-     * failure would not say which constraint. */
+    /* Explicit lookups turn a taken name into CONFLICT and a missing tenant into
+     * NOTFOUND; a constraint failure would not say which constraint. */
+    ws_status r = tenant ? ws_sqlite__tenant_exists(s, tenant, err) : WS_OK;
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_MODEL_FIND);
-    ws_status r = ws_sqlite__bind_text(s, st, 1, name, err);
+    if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 1, name, err);
     if (r == WS_OK) {
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
@@ -70,6 +76,8 @@ ws_status ws_sqlite_model_create(ws_store *store, const char *name, const char *
         const char *training = training_json ? training_json : "{}";
         if (r == WS_OK) r = ws_sqlite__bind_text(s, st, 3, training, err);
         if (r == WS_OK) r = ws_sqlite__bind_int64(s, st, 4, ws_clock_wall_ms(), err);
+        /* a shared model's tenant is NULL: no tenants row 0 to refer to */
+        if (r == WS_OK && tenant) r = ws_sqlite__bind_int64(s, st, 5, tenant, err);
         if (r == WS_OK) r = ws_sqlite__exec(s, st, err, "storage: creating a model");
         ws_sqlite__done(st);
         if (r == WS_OK && id) *id = (int64_t)sqlite3_last_insert_rowid(s->db);
@@ -174,16 +182,15 @@ ws_status ws_sqlite_model_delete(ws_store *store, int64_t id, ws_error *err)
 ws_status ws_sqlite__model_exists(ws_sqlite *s, int64_t id, ws_error *err)
 {
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_MODEL_EXISTS);
+    return ws_sqlite__probe(s, st, ws_sqlite__bind_int64(s, st, 1, id, err), "model", id, err);
+}
+
+ws_status ws_sqlite__model_usable(ws_sqlite *s, int64_t id, int64_t tenant, ws_error *err)
+{
+    sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_MODEL_USABLE);
     ws_status r = ws_sqlite__bind_int64(s, st, 1, id, err);
-    if (r == WS_OK) {
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            r = ws_error_set(err, WS_ERR_NOTFOUND, "model %lld not found", (long long)id);
-        else if (rc != SQLITE_ROW)
-            r = ws_sqlite__sqlfail(s, rc, err, "storage: looking up a model");
-    }
-    ws_sqlite__done(st);
-    return r;
+    if (r == WS_OK) r = ws_sqlite__bind_int64(s, st, 2, tenant, err);
+    return ws_sqlite__probe(s, st, r, "model", id, err);
 }
 
 /* Sets models.current_version inside the caller's unit. */

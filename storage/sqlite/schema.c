@@ -94,6 +94,11 @@ static const char *const migrations[WS_STORE_SCHEMA_VERSION] = {
     /* 1 -> 2: each version's checkpoint SHA-256, checked when it is loaded;
      * versions recorded before have none ('') and load unchecked. */
     "ALTER TABLE model_versions ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';",
+
+    /* 2 -> 3: the tenant a model belongs to: only that tenant's sessions use
+     * (and so train) it. NULL, as every model before, is shared by every
+     * tenant. */
+    "ALTER TABLE models ADD COLUMN tenant INTEGER REFERENCES tenants(id);",
 };
 
 /* Reads an integer PRAGMA (not prepared once: runs only at open). */

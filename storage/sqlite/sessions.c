@@ -45,22 +45,6 @@ static void read_session(sqlite3_stmt *st, ws_store_session *o)
     o->updated_ms = (int64_t)sqlite3_column_int64(st, 8);
 }
 
-/* Whether a row of the tenants table exists, inside the caller's unit. */
-static ws_status tenant_exists(ws_sqlite *s, int64_t tenant, ws_error *err)
-{
-    sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_TENANT_EXISTS);
-    ws_status r = ws_sqlite__bind_int64(s, st, 1, tenant, err);
-    if (r == WS_OK) {
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-            r = ws_error_set(err, WS_ERR_NOTFOUND, "tenant %lld not found", (long long)tenant);
-        else if (rc != SQLITE_ROW)
-            r = ws_sqlite__sqlfail(s, rc, err, "storage: looking up a tenant");
-    }
-    ws_sqlite__done(st);
-    return r;
-}
-
 ws_status ws_sqlite_session_create(ws_store *store, int64_t tenant, int64_t model,
                                    const float *state, int32_t rows, int32_t cols,
                                    int64_t state_version, int64_t max_sessions,
@@ -69,8 +53,8 @@ ws_status ws_sqlite_session_create(ws_store *store, int64_t tenant, int64_t mode
     ws_sqlite *s = ws_sqlite_of(store);
     ws_sqlite_op op;
     WS_TRY(ws_sqlite__op_begin(s, &op, err));
-    ws_status r = tenant_exists(s, tenant, err);
-    if (r == WS_OK) r = ws_sqlite__model_exists(s, model, err);
+    ws_status r = ws_sqlite__tenant_exists(s, tenant, err);
+    if (r == WS_OK) r = ws_sqlite__model_usable(s, model, tenant, err);
     if (r == WS_OK && max_sessions > 0) {
         /* counted under the write lock: concurrent creates cannot overshoot */
         int64_t n = 0;

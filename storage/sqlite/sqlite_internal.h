@@ -14,6 +14,10 @@
  * column cannot shift the indexes the readers use. */
 #define WS_SQLITE_SESSION_COLS \
     "id, tenant, model, step, state_version, state_rows, state_cols, created_ms, updated_ms"
+/* A model with its tenant's name (NULL when shared). */
+#define WS_SQLITE_MODEL_COLS                                                                \
+    "m.id, m.name, m.config, m.training, m.current_version, m.created_ms, m.tenant, t.name " \
+    "FROM models m LEFT JOIN tenants t ON t.id = m.tenant"
 #define WS_SQLITE_STATEMENTS(X)                                                             \
     X(BEGIN, "BEGIN IMMEDIATE")                                                             \
     X(COMMIT, "COMMIT")                                                                     \
@@ -36,15 +40,13 @@
     X(KEY_REVOKE, "UPDATE api_keys SET revoked_ms = coalesce(revoked_ms, ?2) WHERE id = ?1") \
     X(KEY_COUNT_ACTIVE, "SELECT count(*) FROM api_keys WHERE revoked_ms IS NULL")           \
     /* models and versions */                                                               \
-    X(MODEL_INSERT, "INSERT INTO models(name, config, training, created_ms) "              \
-                    "VALUES(?1, ?2, ?3, ?4)")                                                \
-    X(MODEL_GET, "SELECT id, name, config, training, current_version, created_ms "          \
-                 "FROM models WHERE id = ?1")                                               \
-    X(MODEL_FIND, "SELECT id, name, config, training, current_version, created_ms "         \
-                  "FROM models WHERE name = ?1")                                            \
-    X(MODEL_LIST, "SELECT id, name, config, training, current_version, created_ms "         \
-                  "FROM models ORDER BY id")                                                \
+    X(MODEL_INSERT, "INSERT INTO models(name, config, training, created_ms, tenant) "      \
+                    "VALUES(?1, ?2, ?3, ?4, ?5)")                                            \
+    X(MODEL_GET, "SELECT " WS_SQLITE_MODEL_COLS " WHERE m.id = ?1")                        \
+    X(MODEL_FIND, "SELECT " WS_SQLITE_MODEL_COLS " WHERE m.name = ?1")                     \
+    X(MODEL_LIST, "SELECT " WS_SQLITE_MODEL_COLS " ORDER BY m.id")                         \
     X(MODEL_EXISTS, "SELECT 1 FROM models WHERE id = ?1")                                   \
+    X(MODEL_USABLE, "SELECT 1 FROM models WHERE id = ?1 AND (tenant IS NULL OR tenant = ?2)") \
     X(MODEL_SET_TRAINING, "UPDATE models SET training = ?2 WHERE id = ?1")                  \
     X(MODEL_SET_CURRENT, "UPDATE models SET current_version = ?2 WHERE id = ?1")            \
     X(MODEL_DELETE, "DELETE FROM models WHERE id = ?1")                                     \
@@ -151,6 +153,11 @@ ws_status ws_sqlite__query_int64(ws_sqlite *s, sqlite3_stmt *st, int64_t *out, w
  * per tenant). */
 ws_status ws_sqlite__query_int64_by(ws_sqlite *s, ws_sqlite_stmt_id id, int64_t key, int64_t *out,
                                     ws_error *err, const char *what);
+/* Steps an existence probe (a one-row SELECT, bound by the caller; r: the
+ * binding's status, returned as it is when not WS_OK): WS_OK when it finds a
+ * row, WS_ERR_NOTFOUND "<what> <id> not found" when none. Resets st. */
+ws_status ws_sqlite__probe(ws_sqlite *s, sqlite3_stmt *st, ws_status r, const char *what,
+                           int64_t id, ws_error *err);
 /* Steps a write statement to completion (SQLITE_DONE). */
 ws_status ws_sqlite__exec(ws_sqlite *s, sqlite3_stmt *st, ws_error *err, const char *what);
 
@@ -166,10 +173,15 @@ ws_status ws_sqlite__op_end(ws_sqlite *s, ws_sqlite_op *op, ws_status status, ws
 /* ---- tenants.c ---- */
 /* The tenant's id, created if new, inside the caller's write unit. */
 ws_status ws_sqlite__tenant_ensure_in(ws_sqlite *s, const char *name, int64_t *id, ws_error *err);
+/* WS_OK if the tenant exists, WS_ERR_NOTFOUND otherwise. */
+ws_status ws_sqlite__tenant_exists(ws_sqlite *s, int64_t tenant, ws_error *err);
 
 /* ---- models.c ---- */
 /* WS_OK if the model exists, WS_ERR_NOTFOUND otherwise. */
 ws_status ws_sqlite__model_exists(ws_sqlite *s, int64_t id, ws_error *err);
+/* WS_OK if the model exists and the tenant may use it (shared, or the
+ * tenant's own), WS_ERR_NOTFOUND otherwise: the same answer either way. */
+ws_status ws_sqlite__model_usable(ws_sqlite *s, int64_t id, int64_t tenant, ws_error *err);
 
 /* ---- sessions.c ---- */
 /* The internal row id and step of the tenant's session; WS_ERR_NOTFOUND (also

@@ -20,6 +20,13 @@ static ws_status find(ws_sqlite *s, const char *name, int64_t *id, ws_error *err
     return r;
 }
 
+ws_status ws_sqlite__tenant_exists(ws_sqlite *s, int64_t tenant, ws_error *err)
+{
+    sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_TENANT_EXISTS);
+    return ws_sqlite__probe(s, st, ws_sqlite__bind_int64(s, st, 1, tenant, err), "tenant", tenant,
+                            err);
+}
+
 /* find-or-insert, inside the caller's write unit. */
 ws_status ws_sqlite__tenant_ensure_in(ws_sqlite *s, const char *name, int64_t *id, ws_error *err)
 {

@@ -1,5 +1,6 @@
 /* util.c — small helpers shared by the SQLite backend's files: error mapping,
  * checked binds, one-value queries, column copies. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,23 @@ ws_status ws_sqlite__exec(ws_sqlite *s, sqlite3_stmt *st, ws_error *err, const c
 {
     int rc = sqlite3_step(st);
     ws_status r = rc == SQLITE_DONE ? WS_OK : ws_sqlite__sqlfail(s, rc, err, what);
+    ws_sqlite__done(st);
+    return r;
+}
+
+ws_status ws_sqlite__probe(ws_sqlite *s, sqlite3_stmt *st, ws_status r, const char *what,
+                           int64_t id, ws_error *err)
+{
+    if (r == WS_OK) {
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            r = ws_error_set(err, WS_ERR_NOTFOUND, "%s %lld not found", what, (long long)id);
+        else if (rc != SQLITE_ROW) {
+            char msg[64];
+            snprintf(msg, sizeof msg, "storage: looking up a %s", what);
+            r = ws_sqlite__sqlfail(s, rc, err, msg);
+        }
+    }
     ws_sqlite__done(st);
     return r;
 }

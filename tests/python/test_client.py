@@ -162,6 +162,24 @@ class OpenMode(unittest.TestCase):
             c.import_model("bad name!", data)
         self.assertEqual(e.exception.code, "invalid_request")
         self.assertEqual(c.list_models(), before)
+        # For a tenant (open mode: "default"): its own model; shared ones stay shared.
+        m = c.import_model("small-own", data, tenant="default")
+        self.assertEqual((m["created"], m["tenant"]), (True, "default"))
+        self.assertIsNone(c.get_model("small-copy")["tenant"])
+        with self.assertRaises(ws.Conflict):
+            c.import_model("small-copy", data, tenant="default")
+        m = c.create_model("small-own2", config={"d": 16, "n_heads": 2, "n_state": 4},
+                           tenant="default")
+        self.assertEqual(m["tenant"], "default")
+        # Back to version 1 and forth to 2: a rollback (admin; open mode is).
+        self.assertEqual([v["version"] for v in c.list_versions("small-copy")], [1, 2])
+        self.assertEqual(c.rollback_model("small-copy", 1)["version"], 1)
+        self.assertTrue(c.list_versions("small-copy")[0]["current"])
+        with self.assertRaises(ws.NotFound):
+            c.rollback_model("small-copy", 7)
+        self.assertEqual(c.rollback_model("small-copy", 2)["version"], 2)
+        t = c.set_training("small-copy", gate=False, holdout=0.25)
+        self.assertEqual((t["gate"], t["holdout"], t["self_supervised"]), (False, 0.25, True))
 
     def test_steps_queries_labels_state(self):
         c = self.c

@@ -1,0 +1,125 @@
+/* engine_gate.c — the publication gate (DESIGN §3): a candidate version made by
+ * online training is scored before it is published, beside the version served,
+ * on the same two things:
+ * - a fixed probe of the built-in task `memory` (model/probe.h): 8 episodes of
+ *   8 facts over fresh symbols (no vocabulary ids: codes alone, so the probe
+ *   never grows the model's vocabulary), told, overridden, then asked after 1
+ *   and after 10 silent steps, 256 answers in all — a fixed seed, so both
+ *   versions answer the same questions (the served version's score is kept
+ *   from its own gate: the same parameters answer the same), one batch of 8
+ *   trajectories per step, the training pass's shape;
+ * - the trainer's held-out examples (ws_online_replay): recent steps of real
+ *   sessions, never trained on, replayed from their W_{t-1} with their known
+ *   answers (recall facts at their last value, never-told facts, client labels).
+ * The candidate is published only if neither accuracy drops by more than the
+ * model's gate_tolerance. On the probe, overall and for each kind of answer
+ * (told true, overridden, never told: a model that learns to say "no" to
+ * everything must not pass by gaining on never-told facts what it loses on told
+ * ones; a kind of n answers is allowed at least 1.5/n, a lost answer and a
+ * half), and below the best accuracy of the versions served since the served
+ * line began (a load, an adoption or a rollback), so a run of candidates each a
+ * little worse cannot walk the model down. A replay of fewer than
+ * GATE_MIN_REPLAY answers is too noisy to judge and is not held against it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/probe.h"
+#include "engine_impl.h"
+
+#define GATE_SEED       0x6761746550524f42ull
+#define GATE_MIN_REPLAY 128
+
+static ws_probe_config gate_probe(void)
+{
+    return (ws_probe_config){.n_ks = 1,
+                             .ks = {8},
+                             .n_traj = {8},
+                             .n_delays = 2,
+                             .delays = {1, 10},
+                             .instr_per_step = 4,
+                             .max_arity = WS_PROBE_ARITY,
+                             .grow_vocab = 0,
+                             .seed = GATE_SEED};
+}
+
+ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err)
+{
+    if (probe) {
+        out->probe = -1;
+        for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++)
+            out->probe_kind[k] = -1, out->probe_kind_n[k] = 0;
+    }
+    if (probe && em->cfg.max_fact_len >= WS_PROBE_ARITY) {
+        ws_probe_config pc = gate_probe();
+        ws_probe_result r;
+        WS_TRY(ws_probe_run(em->x, &pc, &r, err));
+        long n = 0, right = 0;
+        for (int k = 0; k < WS_PROBE_KINDS; k++) {
+            long nk = 0, rk = 0;
+            for (int di = 0; di < pc.n_delays; di++) nk += r.n[0][di][k], rk += r.right[0][di][k];
+            out->probe_kind[k] = nk ? (double)rk / (double)nk : -1;
+            out->probe_kind_n[k] = nk;
+            n += nk, right += rk;
+        }
+        out->probe = n ? (double)right / (double)n : -1;
+    }
+    return ws_online_replay(em->trainer, em->x, &out->replay_right, &out->replay_n, err);
+}
+
+static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",
+                                                            "never-told"};
+
+/* 0 with why when cand falls below the bar (the better of served and best)
+ * by more than tol. */
+static int above(const char *what, double cand, double served, double best, double tol, char *why,
+                 size_t cap)
+{
+    double bar = served > best ? served : best;
+    if (served < 0 || cand < 0 || cand >= bar - tol) return 1;
+    snprintf(why, cap,
+             "memory probe %s accuracy %.4f, served version %.4f, best served %.4f "
+             "(tolerance %.3g)",
+             what, cand, served, bar, tol);
+    return 0;
+}
+
+int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                     char *why, size_t cap)
+{
+    double tol = tr->gate_tolerance;
+    snprintf(why, cap, "%s", "");
+    if (!above("overall", cand->probe, served->probe, g->best_probe, tol, why, cap)) return 0;
+    for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++) {
+        double n = (double)cand->probe_kind_n[k], tk = n > 0 && 1.5 / n > tol ? 1.5 / n : tol;
+        if (!above(KIND_NAME[k], cand->probe_kind[k], served->probe_kind[k], g->best_kind[k], tk,
+                   why, cap))
+            return 0;
+    }
+    if (served->replay_n >= GATE_MIN_REPLAY && cand->replay_n == served->replay_n) {
+        double a = (double)cand->replay_right / (double)cand->replay_n;
+        double b = (double)served->replay_right / (double)served->replay_n;
+        if (a < b - tol) {
+            snprintf(why, cap,
+                     "held-out replay accuracy %.4f, served version %.4f over %ld answers "
+                     "(tolerance %g)",
+                     a, b, cand->replay_n, tol);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void ws_eng_gate_reset(ws_engine_gate_info *g)
+{
+    g->served.probe = g->best_probe = -1;
+    for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++) g->best_kind[k] = -1;
+}
+
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s)
+{
+    g->served = *s;
+    if (s->probe > g->best_probe) g->best_probe = s->probe;
+    for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++)
+        if (s->probe_kind[k] > g->best_kind[k]) g->best_kind[k] = s->probe_kind[k];
+}

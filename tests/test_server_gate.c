@@ -1,0 +1,369 @@
+/* test_server_gate.c — online training without labels, and the publication
+ * gate, through the real daemon and its default model:
+ * - self-supervision: sessions posting unlabelled steps only (instructions and
+ *   queries, never a label) make training examples (recall queries at the last
+ *   value told, never-told facts), the trainer takes them and a version is
+ *   published (GET /v1/models/default's status and gate, /metrics);
+ * - a poisoned stream: a client posting deliberately wrong labels (told facts
+ *   labelled false, never-told ones true) with a high learning rate gets its
+ *   candidates rejected (gate.rejected > 0), and the served version's memory
+ *   probe accuracy does not drop below the first served version's, less the
+ *   tolerance — on the gate's probe and on an independent probe through the API
+ *   (fresh sessions told facts, then asked about them and about never-told
+ *   ones);
+ * - rollback: POST /v1/models/{name}/versions/{v}/current is admin only, bad
+ *   input is refused and changes nothing, a version whose file retention
+ *   removed is 409, an earlier version becomes current and answers the next
+ *   step, and online training goes on publishing above the greatest version. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test_server_util.h"
+#include "test_util.h"
+
+static const char *const FLAGS[] = {"--batch-wait-us", "0", NULL};
+
+/* GET /v1/models/default (owned by r). */
+static const cJSON *model_get(const ws_ts_daemon *d, ws_ts_resp *r)
+{
+    assert_int_equal(ws_ts_req(d, "GET", "/v1/models/default", NULL, NULL, r), 200);
+    return r->json;
+}
+
+static double num(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(o, a), b);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* A fresh symbol of the test's own. */
+static void sym(ws_test_rng *r, char *out, size_t cap)
+{
+    snprintf(out, cap, "t%010llx", (unsigned long long)(ws_test_next(r) >> 24));
+}
+
+/* Posts one step to session id; labels: NULL (none) or a JSON array text. */
+static void post_step_as(const ws_ts_daemon *d, const char *key, const char *id, const char *instr,
+                         const char *queries, const char *labels, ws_ts_resp *r)
+{
+    char path[160], body[4096];
+    snprintf(body, sizeof body, "{\"instructions\":[%s],\"queries\":[%s]%s%s}", instr, queries,
+             labels ? ",\"labels\":" : "", labels ? labels : "");
+    assert_int_equal(ws_ts_req(d, "POST", ws_ts_spath(path, sizeof path, id, "/steps"), key, body,
+                               r),
+                     200);
+}
+
+static void post_step(const ws_ts_daemon *d, const char *id, const char *instr, const char *queries,
+                      const char *labels)
+{
+    ws_ts_resp r;
+    post_step_as(d, NULL, id, instr, queries, labels, &r);
+    ws_ts_resp_free(&r);
+}
+
+static void test_self_supervised(void **state)
+{
+    (void)state;
+    char dir[256], id[40], p[64];
+    ws_ts_daemon d;
+    ws_ts_tmpdir(dir, sizeof dir);
+    assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
+    ws_ts_resp r;
+    /* Default settings (self-supervised, gated, lr 1e-4) but a version every 8 examples. */
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
+                               "{\"update_every\":8}", &r),
+                     200);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "self_supervised")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r.json, "gate")));
+    ws_ts_resp_free(&r);
+    ws_test_rng rng = {12};
+    int steps = 0;
+    for (; steps < 800; steps++) {
+        if (steps % 8 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
+        char a[24], b[24], c[24], instr[256], q[256];
+        sym(&rng, a, sizeof a), sym(&rng, b, sizeof b), sym(&rng, c, sizeof c);
+        snprintf(instr, sizeof instr, "{\"fact\":[\"%s\",\"at\",\"%s\"],\"value\":true}", a, b);
+        snprintf(q, sizeof q, "{\"fact\":[\"%s\",\"at\",\"%s\"]},{\"fact\":[\"%s\"]}", a, b, c);
+        post_step(&d, id, instr, q, NULL);
+        if (steps % 20 != 19) continue;
+        const cJSON *m = model_get(&d, &r);
+        int published = (int)num(m, "gate", "published");
+        ws_ts_resp_free(&r);
+        if (published >= 1) break;
+    }
+    for (int i = 0; i < 100; i++) { /* the examples left are trained on */
+        const cJSON *m = model_get(&d, &r);
+        int ready = (int)num(m, "status", "examples_ready");
+        ws_ts_resp_free(&r);
+        if (!ready) break;
+        sleep_ms(50);
+    }
+    const cJSON *m = model_get(&d, &r);
+    double self = num(m, "status", "examples_self_supervised");
+    double labelled = num(m, "status", "examples_labelled");
+    double trained = num(m, "status", "examples_trained");
+    double held = num(m, "status", "examples_held_out");
+    double published = num(m, "gate", "published");
+    double version = cJSON_GetObjectItem(m, "version")->valuedouble;
+    fprintf(stderr,
+            "self-supervised: %d unlabelled steps, %.0f examples (%.0f trained, %.0f held out), "
+            "%.0f published, %.0f rejected, version %.0f\n",
+            steps + 1, self, trained, held, published, num(m, "gate", "rejected"), version);
+    assert_true(self >= steps); /* every step is an example */
+    assert_true(labelled == 0);
+    assert_true(trained > 0 && held > 0);
+    assert_true(published >= 1 && version > 1);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/metrics", NULL, NULL, &r), 200);
+    snprintf(p, sizeof p, "model=\"default\"} %.0f\n", self);
+    const char *line = strstr(r.body, "worldstate_training_examples_self_supervised_total{");
+    assert_non_null(line);
+    assert_non_null(strstr(line, p));
+    assert_non_null(strstr(r.body, "worldstate_gate_published_total{model=\"default\"}"));
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(dir);
+}
+
+/* The served model's memory through the API: sessions told 4 facts of fresh
+ * symbols in one step, then asked (POST .../queries: nothing changes) about
+ * them and about 4 never-told facts of the same symbols; the share answered
+ * right. The same questions every call (seeded). */
+static double api_probe(const ws_ts_daemon *d)
+{
+    ws_test_rng rng = {77};
+    long right = 0, n = 0;
+    for (int s = 0; s < 12; s++) {
+        char id[40], path[160], syms[8][24], instr[1024] = "", q[2048] = "", body[3200];
+        assert_int_equal(ws_ts_session(d, NULL, "default", id), 201);
+        for (int i = 0; i < 8; i++) sym(&rng, syms[i], sizeof syms[i]);
+        for (int i = 0; i < 4; i++) {
+            size_t k = strlen(instr), m = strlen(q);
+            snprintf(instr + k, sizeof instr - k, "%s{\"fact\":[\"%s\",\"%s\"],\"value\":true}",
+                     i ? "," : "", syms[2 * i], syms[2 * i + 1]);
+            /* told: (a_i, b_i); never told: (a_i, b_{i+1}) */
+            snprintf(q + m, sizeof q - m, "%s{\"fact\":[\"%s\",\"%s\"]},{\"fact\":[\"%s\",\"%s\"]}",
+                     i ? "," : "", syms[2 * i], syms[2 * i + 1], syms[2 * i],
+                     syms[(2 * i + 3) % 8]);
+        }
+        post_step(d, id, instr, "", NULL);
+        snprintf(body, sizeof body, "{\"queries\":[%s]}", q);
+        ws_ts_resp r;
+        assert_int_equal(
+            ws_ts_req(d, "POST", ws_ts_spath(path, sizeof path, id, "/queries"), NULL, body, &r),
+            200);
+        const cJSON *ans = cJSON_GetObjectItem(r.json, "answers");
+        for (int i = 0; i < 8; i++) {
+            int holds = cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(ans, i), "holds"));
+            right += holds == (i % 2 == 0);
+            n++;
+        }
+        ws_ts_resp_free(&r);
+    }
+    return (double)right / (double)n;
+}
+
+static void test_gate_rejects_poison(void **state)
+{
+    (void)state;
+    char dir[256], id[40];
+    ws_ts_daemon d;
+    ws_ts_tmpdir(dir, sizeof dir);
+    assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
+    ws_ts_resp r;
+    /* Only the poisoned labels teach, fast: nothing of the engine's own to
+     * dilute them. */
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
+                               "{\"lr\":0.01,\"update_every\":8,\"recall_queries\":0,"
+                               "\"negative_queries\":0,\"self_supervised\":false,"
+                               "\"gate_tolerance\":0.02}",
+                               &r),
+                     200);
+    ws_ts_resp_free(&r);
+    double api_before = api_probe(&d), first_probe = -1;
+    ws_test_rng rng = {5};
+    int steps = 0, rejected = 0;
+    for (; steps < 400 && (steps < 120 || rejected < 3); steps++) {
+        if (steps % 4 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
+        char a[24], b[24], c[24], instr[256], q[512];
+        sym(&rng, a, sizeof a), sym(&rng, b, sizeof b), sym(&rng, c, sizeof c);
+        snprintf(instr, sizeof instr, "{\"fact\":[\"%s\",\"%s\"],\"value\":true}", a, b);
+        snprintf(q, sizeof q, "{\"fact\":[\"%s\",\"%s\"]},{\"fact\":[\"%s\",\"%s\"]}", a, b, a, c);
+        post_step(&d, id, instr, q, "[false,true]"); /* both wrong */
+        const cJSON *m = model_get(&d, &r);
+        const cJSON *last = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gate"), "last");
+        /* The first decision is about version 1: its probe is the baseline. */
+        if (first_probe < 0 && cJSON_IsObject(last)) {
+            assert_int_equal(cJSON_GetObjectItem(last, "base_version")->valueint, 1);
+            first_probe = num(last, "served", "probe_accuracy");
+        }
+        rejected = (int)num(m, "gate", "rejected");
+        ws_ts_resp_free(&r);
+    }
+    const cJSON *m = model_get(&d, &r);
+    double served = num(m, "gate", "served_probe_accuracy");
+    double api_after = api_probe(&d);
+    fprintf(stderr,
+            "poisoned stream: %d steps, %d rejected, %.0f published, version %.0f; gate probe "
+            "%.4f -> %.4f, API probe %.4f -> %.4f, last gate %.1f ms\n",
+            steps, rejected, num(m, "gate", "published"),
+            cJSON_GetObjectItem(m, "version")->valuedouble, first_probe, served, api_before,
+            api_after, num(cJSON_GetObjectItem(m, "gate"), "last", "ms"));
+    assert_true(rejected > 0);
+    assert_true(first_probe > 0);
+    assert_true(served >= first_probe - 0.02 - 1e-9);
+    assert_true(api_after >= api_before - 0.1);
+    ws_ts_resp_free(&r);
+    /* Rejections show in /metrics too. */
+    assert_int_equal(ws_ts_req(&d, "GET", "/metrics", NULL, NULL, &r), 200);
+    const char *line = strstr(r.body, "worldstate_gate_rejected_total{model=\"default\"} ");
+    assert_non_null(line);
+    assert_true(atoi(line + strlen("worldstate_gate_rejected_total{model=\"default\"} ")) > 0);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(dir);
+}
+
+/* The model's version as GET /v1/models/default says (key: an admin's or a user's). */
+static int version_of(const ws_ts_daemon *d, const char *key, int *serving)
+{
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(d, "GET", "/v1/models/default", key, NULL, &r), 200);
+    int v = cJSON_GetObjectItem(r.json, "version")->valueint;
+    if (serving) *serving = (int)num(r.json, "status", "serving_version");
+    ws_ts_resp_free(&r);
+    return v;
+}
+
+/* Labelled steps by `key` until the model's version reaches v. */
+static void train_to(const ws_ts_daemon *d, const char *key, const char *id, int v)
+{
+    for (int i = 0; i < 400 && version_of(d, key, NULL) < v; i++) {
+        ws_ts_resp r;
+        post_step_as(d, key, id, "{\"fact\":[\"ann\",\"hall\"],\"value\":true}",
+                     "{\"fact\":[\"ann\",\"hall\"]}", "[true]", &r);
+        ws_ts_resp_free(&r);
+        sleep_ms(10);
+    }
+    assert_true(version_of(d, key, NULL) >= v);
+}
+
+static void test_rollback_route(void **state)
+{
+    (void)state;
+    char dir[256], user[128], admin[128], id[40], path[160];
+    ws_ts_daemon d;
+    ws_ts_tmpdir(dir, sizeof dir);
+    assert_int_equal(ws_ts_key_create(dir, "alice", 0, user, sizeof user), 0);
+    assert_int_equal(ws_ts_key_create(dir, "ops", 1, admin, sizeof admin), 0);
+    assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
+    ws_ts_resp r;
+    /* A version for every second example, ungated: versions to roll back to. */
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", admin,
+                               "{\"update_every\":2,\"gate\":false,\"holdout\":0}", &r),
+                     200);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_session(&d, user, "default", id), 201);
+    train_to(&d, user, id, 8); /* retention keeps versions 1 and the newest 4 */
+    int top = version_of(&d, admin, NULL);
+
+    const char *v1 = "/v1/models/default/versions/1/current";
+    assert_int_equal(ws_ts_req(&d, "POST", v1, user, NULL, &r), 403);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "POST", v1, NULL, NULL, &r), 401);
+    ws_ts_resp_free(&r);
+    static const struct {
+        const char *path, *body;
+        long status;
+        const char *code;
+    } bad[] = {
+        {"/v1/models/default/versions/abc/current", NULL, 400, "invalid_request"},
+        {"/v1/models/default/versions/0/current", NULL, 400, "invalid_request"},
+        {"/v1/models/default/versions/-1/current", NULL, 400, "invalid_request"},
+        {"/v1/models/default/versions/99999999999999999/current", NULL, 400, "invalid_request"},
+        {"/v1/models/default/versions/1/current", "{\"force\":true}", 400, "invalid_request"},
+        {"/v1/models/default/versions/1/current", "[1]", 400, NULL},
+        {"/v1/models/default/versions/999/current", NULL, 404, "not_found"},
+        {"/v1/models/nope/versions/1/current", NULL, 404, "not_found"},
+        {"/v1/models/default/versions/2/current", NULL, 409, "version_unavailable"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ws_ts_req(&d, "POST", bad[i].path, admin, bad[i].body, &r),
+                         bad[i].status);
+        const cJSON *code = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "error"), "code");
+        assert_true(cJSON_IsString(code));
+        if (bad[i].code) assert_string_equal(code->valuestring, bad[i].code);
+        ws_ts_resp_free(&r);
+        int serving;
+        assert_true(version_of(&d, admin, &serving) >= top); /* nothing changed */
+        assert_true(serving >= top);
+    }
+    /* Training off while we look: the rolled-back version stays current. */
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", admin,
+                               "{\"enabled\":false}", &r),
+                     200);
+    ws_ts_resp_free(&r);
+    top = version_of(&d, admin, NULL);
+    assert_int_equal(ws_ts_req(&d, "POST", v1, admin, NULL, &r), 200);
+    assert_int_equal(cJSON_GetObjectItem(r.json, "version")->valueint, 1);
+    ws_ts_resp_free(&r);
+    int serving;
+    assert_int_equal(version_of(&d, user, &serving), 1);
+    assert_int_equal(serving, 1);
+    post_step_as(&d, user, id, "", "{\"fact\":[\"ann\",\"hall\"]}", NULL, &r);
+    assert_int_equal(cJSON_GetObjectItem(r.json, "model_version")->valueint, 1);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/default/versions", user, NULL, &r), 200);
+    const cJSON *vs = cJSON_GetObjectItem(r.json, "versions");
+    assert_int_equal(cJSON_GetArraySize(vs), top);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(vs, 0), "current")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(vs, 1), "available")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(vs, top - 1), "available")));
+    ws_ts_resp_free(&r);
+    /* Another tenant's model's versions are missing to alice, as the model is. */
+    assert_int_equal(ws_ts_req(&d, "POST", "/v1/models", admin,
+                               "{\"name\":\"own\",\"tenant\":\"ops\",\"config\":{\"d\":16,"
+                               "\"n_heads\":2,\"n_state\":4}}",
+                               &r),
+                     201);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/own/versions", user, NULL, &r), 404);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/own/versions", admin, NULL, &r), 200);
+    ws_ts_resp_free(&r);
+    /* Training goes on from version 1, publishing above the greatest version. */
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", admin,
+                               "{\"enabled\":true}", &r),
+                     200);
+    ws_ts_resp_free(&r);
+    train_to(&d, user, id, top + 1);
+    /* And a restart serves what SQLite names current. */
+    int now = version_of(&d, admin, NULL);
+    snprintf(path, sizeof path, "/v1/models/default/versions/%d/current", top);
+    assert_int_equal(ws_ts_req(&d, "POST", path, admin, NULL, &r), 200);
+    ws_ts_resp_free(&r);
+    assert_true(now > top);
+    assert_int_equal(ws_ts_stop(&d), 0);
+    assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
+    assert_int_equal(version_of(&d, admin, &serving), top);
+    assert_int_equal(serving, top);
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_self_supervised),
+                                       cmocka_unit_test(test_gate_rejects_poison),
+                                       cmocka_unit_test(test_rollback_route)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -9,6 +9,7 @@
  * state blob size: 1 step per transaction vs 64), and one JSON line.
  *
  *   build/bench/bench_server [--clients 64] [--seconds 5] [--durability normal|full]
+ *                            [--wait-us 2000]   (--batch-wait-us of the batching-on mode)
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -207,13 +208,14 @@ int main(int argc, char **argv)
 {
     int clients = 64;
     double seconds = 5;
-    const char *durability = "normal";
+    const char *durability = "normal", *wait_us = "2000";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--durability")) durability = argv[i + 1];
+        else if (!strcmp(argv[i], "--wait-us")) wait_us = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full]\n");
+            fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full] [--wait-us N]\n");
             return 2;
         }
     }
@@ -228,7 +230,7 @@ int main(int argc, char **argv)
 
     load_result off = {0}, on = {0};
     if (run_load(base, "1", "0", durability, clients, seconds, &off) != 0 ||
-        run_load(base, "64", "2000", durability, clients, seconds, &on) != 0) {
+        run_load(base, "64", wait_us, durability, clients, seconds, &on) != 0) {
         fprintf(stderr, "bench_server: the daemon did not start or failed (logs under %s)\n", base);
         return 1;
     }
@@ -237,14 +239,16 @@ int main(int argc, char **argv)
            "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
     printf("%-26s %12s %10s %10s %8s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors");
     printf("%-26s %12.0f %10.2f %10.2f %8ld\n", "batching off (max 1)", off.steps_per_s, off.p50_ms, off.p99_ms, off.errors);
-    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", "batching on (max 64)", on.steps_per_s, on.p50_ms, on.p99_ms, on.errors);
+    char on_mode[64];
+    snprintf(on_mode, sizeof on_mode, "batching on (64, %s us)", wait_us);
+    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms, on.errors);
     printf("%-26s %12.0f\n", "SQLite alone, 1/commit", c1);
     printf("%-26s %12.0f\n", "SQLite alone, 64/commit", c64);
     printf("{\"bench\":\"server\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
            "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
-           "\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
+           "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
-           clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, on.steps_per_s, on.p50_ms,
+           clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
            on.p99_ms, on.errors, c1, c64);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);

@@ -1,6 +1,6 @@
 /* daemon_proc.h — a worldstated child process for the benchmarks: started on a
- * data dir with extra flags, found by its "listening on" line, stopped with
- * SIGTERM. It dies with the benchmark (PR_SET_PDEATHSIG). */
+ * data dir with extra flags, found by its "listening on" line, stopped with a
+ * signal. It dies with the benchmark (PR_SET_PDEATHSIG). */
 #ifndef WS_DAEMON_PROC_H
 #define WS_DAEMON_PROC_H
 
@@ -12,9 +12,13 @@ typedef struct {
 } daemon_proc;
 
 /* path: the daemon binary; extra: NULL-terminated flags after --data-dir and
- * --listen (may be NULL). Its output goes to <dir>.log. 0, or -1 when it did not
- * start listening within 60 s. */
+ * --listen (may be NULL). Its output is appended to <dir>.log, so a restart on
+ * the same dir keeps the earlier runs' lines. 0, or -1 when it exited or did
+ * not start listening within 60 s (then it is killed). */
 int daemon_start(daemon_proc *d, const char *path, const char *dir, const char *const *extra);
+/* Sends sig and waits for the exit: the exit status, 128 + the signal that
+ * ended it, or -1 when there was no daemon. */
+int daemon_signal(daemon_proc *d, int sig);
 void daemon_stop(daemon_proc *d);
 
 #endif

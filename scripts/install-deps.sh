@@ -2,14 +2,19 @@
 # Installs the Debian 12 packages worldstate builds and tests with. Idempotent:
 # installs only what is missing (apt-get update only then). Run as root.
 #   --with-torch   also Debian's PyTorch (golden-file regeneration, benchmark peers)
+#   --with-fuzz    also clang with libFuzzer and its OpenMP (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmocka-dev
           libsqlite3-dev libmicrohttpd-dev zlib1g-dev libcurl4-openssl-dev sqlite3
           dataset-fashion-mnist python3)
-if [[ "${1:-}" == "--with-torch" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --with-torch) packages+=(python3-torch python3-numpy) ;;
+    --with-fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
+    *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -54,7 +54,7 @@
 
 #include "base/ws_status.h"
 
-#define WS_STORE_SCHEMA_VERSION 3        /* PRAGMA user_version of this build */
+#define WS_STORE_SCHEMA_VERSION 4        /* PRAGMA user_version of this build */
 #define WS_STORE_BUSY_TIMEOUT_MS 10000   /* how long a writer waits for the lock */
 #define WS_STORE_ID_LEN 32               /* session id: 128 random bits, lowercase hex */
 #define WS_STORE_KEY_LEN 68              /* API key: "wsk_" + 256 random bits as hex */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/ws_clock.h"
 #include "server/engine/engine.h"
@@ -462,6 +463,148 @@ static void test_creation_does_not_block_serving(void **state)
     assert_true(during_max < c_us / 2);
 }
 
+/* ---- continuous batching (issue 15) ------------------------------------------ */
+/* Batch sizes as the engine reports them (on_batch, on the engine thread); with
+ * hold set, the engine stays inside the callback of its next batch until the
+ * test clears it, so that jobs are submitted while a batch is running. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sizes[16], n, hold;
+} batches = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
+
+static void record_batch(int n_jobs, int n_steps, int n_queries)
+{
+    (void)n_steps, (void)n_queries;
+    pthread_mutex_lock(&batches.mu);
+    if (batches.n < 16) batches.sizes[batches.n] = n_jobs;
+    batches.n++;
+    pthread_cond_broadcast(&batches.cv);
+    while (batches.hold) pthread_cond_wait(&batches.cv, &batches.mu);
+    pthread_mutex_unlock(&batches.mu);
+}
+
+/* Waits (up to 5 s) until n batches were reported: a job completes before its
+ * batch is reported. Returns how many were. */
+static int batches_reported(int n)
+{
+    pthread_mutex_lock(&batches.mu);
+    for (int64_t until = ws_clock_mono_us() + 5000000;
+         batches.n < n && ws_clock_mono_us() < until;) {
+        pthread_mutex_unlock(&batches.mu);
+        usleep(1000);
+        pthread_mutex_lock(&batches.mu);
+    }
+    int got = batches.n;
+    pthread_mutex_unlock(&batches.mu);
+    return got;
+}
+
+static ws_job *step_of(const char session[WS_STORE_ID_LEN + 1])
+{
+    ws_job *j = step_job(-1);
+    memcpy(j->session, session, WS_STORE_ID_LEN + 1);
+    return j;
+}
+
+static void wait_done(waiter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* With a batch wait of 200 ms, a lone client's step runs at once (the old
+ * engine waited the whole 200 ms for a batch to fill); steps submitted while a
+ * batch runs form the next batch together, each session at most once in it,
+ * its steps in order. */
+static void test_continuous_batching(void **state)
+{
+    (void)state;
+    enum { WAIT_US = 200000, N = 7 };
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/batching", DIR_);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    ws_engine_config cfg = engine_config(dir);
+    cfg.batch_wait_us = WAIT_US;
+    cfg.on_batch = record_batch;
+    ws_engine *e = NULL;
+    ws_store *st = NULL;
+    ws_error err = {0};
+    int64_t tenant = 0;
+    assert_int_equal(ws_store_open(cfg.db_path, cfg.durability, 1, &st, &err), WS_OK);
+    assert_int_equal(ws_store_tenant_ensure(st, "default", &tenant, &err), WS_OK);
+    assert_int_equal(tenant, TENANT); /* the jobs carry TENANT */
+    assert_int_equal(ws_engine_start(&cfg, &e, &err), WS_OK);
+    ws_model_config tiny = tiny_config();
+    ws_job *j = create_job("tiny", &tiny);
+    j->training.enabled = 0; /* no training pass between the batches timed here */
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    ws_store_model m = {0};
+    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
+    char sess[N + 1][WS_STORE_ID_LEN + 1];
+    for (int i = 0; i <= N; i++)
+        assert_int_equal(ws_store_session_create(st, tenant, m.id, NULL, 0, 0, m.current_version,
+                                                 0, sess[i], &err),
+                         WS_OK);
+    ws_store_model_clear(&m);
+
+    /* one client, step after step: no batch wait in any of them */
+    int64_t worst = 0;
+    for (int i = 0; i < 5; i++) {
+        j = step_of(sess[0]);
+        int64_t t0 = ws_clock_mono_us();
+        run_on(e, j);
+        int64_t dt = ws_clock_mono_us() - t0;
+        assert_int_equal(j->result.status, WS_OK);
+        assert_int_equal(j->result.step, i + 1);
+        if (dt > worst) worst = dt;
+        ws_job_free(j);
+    }
+    printf("lone steps with --batch-wait-us %d: longest %.1f ms\n", WAIT_US, worst / 1e3);
+    assert_true(worst < WAIT_US / 4);
+
+    /* a step runs; while it does, N sessions step, one of them twice */
+    const int before = 5;
+    assert_int_equal(batches_reported(before), before);
+    pthread_mutex_lock(&batches.mu);
+    batches.hold = 1;
+    pthread_mutex_unlock(&batches.mu);
+    waiter w[N + 2];
+    ws_job *jobs[N + 2];
+    for (int i = 0; i < N + 2; i++) {
+        w[i] = (waiter){PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        jobs[i] = step_of(sess[i <= N ? i : 1]);
+    }
+    submit_on(e, jobs[0], &w[0]);
+    pthread_mutex_lock(&batches.mu);
+    while (batches.n == before) pthread_cond_wait(&batches.cv, &batches.mu);
+    pthread_mutex_unlock(&batches.mu);
+    for (int i = 1; i < N + 2; i++) submit_on(e, jobs[i], &w[i]);
+    pthread_mutex_lock(&batches.mu);
+    batches.hold = 0;
+    pthread_cond_broadcast(&batches.cv);
+    pthread_mutex_unlock(&batches.mu);
+    for (int i = 0; i < N + 2; i++) {
+        wait_done(&w[i]);
+        assert_int_equal(jobs[i]->result.status, WS_OK);
+    }
+    assert_int_equal(jobs[0]->result.step, 6);
+    assert_int_equal(jobs[1]->result.step, 1); /* sess[1]'s two steps, in order */
+    assert_int_equal(jobs[N + 1]->result.step, 2);
+    for (int i = 0; i < N + 2; i++) ws_job_free(jobs[i]);
+    assert_int_equal(batches_reported(before + 3), before + 3);
+    pthread_mutex_lock(&batches.mu);
+    assert_int_equal(batches.sizes[before], 1);
+    assert_int_equal(batches.sizes[before + 1], N); /* all of them but sess[1]'s second */
+    assert_int_equal(batches.sizes[before + 2], 1);
+    pthread_mutex_unlock(&batches.mu);
+    ws_engine_free(e);
+    ws_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -470,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_unknown_session),
         cmocka_unit_test(test_model_memory_bound),
         cmocka_unit_test(test_creation_does_not_block_serving),
+        cmocka_unit_test(test_continuous_batching),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -508,6 +508,67 @@ static void test_session_list_count_limit(void **state)
     ws_store_close(f.s);
 }
 
+/* The tenant's count of sessions (a counter the schema keeps, schema v4) under
+ * creates, deletes, refusals and a rolled-back group: the count and the limit
+ * mean exactly what counting the rows meant. */
+static void assert_count(ws_store *s, int64_t tenant, int64_t want)
+{
+    int64_t n = -1;
+    OK(ws_store_session_count(s, tenant, &n, &e_));
+    assert_int_equal(n, want);
+}
+
+static void test_session_counter(void **state)
+{
+    (void)state;
+    fixture f = make_fixture("counter.db");
+    ws_error err = {0};
+    char ids[3][WS_STORE_ID_LEN + 1], id[WS_STORE_ID_LEN + 1];
+    assert_count(f.s, f.acme, 0);
+    assert_count(f.s, 999, 0); /* an unknown tenant has none, as before */
+    for (int i = 0; i < 3; i++)
+        OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 3, ids[i], &e_));
+    assert_count(f.s, f.acme, 3);
+    assert_count(f.s, f.evil, 0);
+    /* at the limit: refused, nothing counted */
+    expect_status(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 3, id, &err),
+                  WS_ERR_CONFLICT, &err, "at the limit");
+    assert_count(f.s, f.acme, 3);
+    /* another tenant's limit is its own */
+    OK(ws_store_session_create(f.s, f.evil, f.model, NULL, 0, 0, 0, 1, id, &e_));
+    assert_count(f.s, f.evil, 1);
+    /* a refused create (unknown model) and a refused delete (another tenant's
+     * session) count nothing */
+    expect_status(ws_store_session_create(f.s, f.acme, 999, NULL, 0, 0, 0, 0, id, &err),
+                  WS_ERR_NOTFOUND, &err, "unknown model");
+    expect_status(ws_store_session_delete(f.s, f.evil, ids[0], &err), WS_ERR_NOTFOUND, &err,
+                  "another tenant's session");
+    assert_count(f.s, f.acme, 3);
+    assert_count(f.s, f.evil, 1);
+    /* a delete makes room for exactly one more */
+    OK(ws_store_session_delete(f.s, f.acme, ids[0], &e_));
+    assert_count(f.s, f.acme, 2);
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 3, ids[0], &e_));
+    expect_status(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 3, id, &err),
+                  WS_ERR_CONFLICT, &err, "full again");
+    /* creates and a delete inside a group that is rolled back: all undone */
+    OK(ws_store_begin(f.s, &e_));
+    OK(ws_store_session_delete(f.s, f.acme, ids[1], &e_));
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 3, id, &e_));
+    OK(ws_store_session_create(f.s, f.evil, f.model, NULL, 0, 0, 0, 0, id, &e_));
+    assert_count(f.s, f.evil, 2); /* the transaction sees its own writes */
+    OK(ws_store_rollback(f.s, &e_));
+    assert_count(f.s, f.acme, 3);
+    assert_count(f.s, f.evil, 1);
+    check_integrity(f.s);
+    ws_store_close(f.s);
+    /* past the API: the counters are the rows' counts */
+    assert_raw_count("counter.db",
+                     "SELECT count(*) FROM tenants t WHERE t.n_sessions <> "
+                     "(SELECT count(*) FROM sessions s WHERE s.tenant = t.id)",
+                     0);
+}
+
 /* ---- group commit ------------------------------------------------------------ */
 
 static void test_group_commit_with_stale_step(void **state)
@@ -986,6 +1047,83 @@ static void test_model_of_tenant(void **state)
     assert_raw_count("tenant_model.db", "SELECT count(*) FROM models WHERE tenant IS NULL", 1);
 }
 
+/* Opens the old database `name`, whose table has no `column` yet: migrated to
+ * the current version. */
+static ws_store *open_migrated(const char *name, const char *table, const char *column)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name = '%s'",
+             table, column);
+    assert_raw_count(name, sql, 0);
+    ws_store *s = open_db(name, WS_STORE_DURABILITY_NORMAL);
+    ws_store_info info;
+    OK(ws_store_get_info(s, &info, &e_));
+    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    return s;
+}
+
+/* Makes a current database one of schema version 3 (before the tenants'
+ * session counters): without the triggers and the column, user_version 3. */
+static void downgrade_to_v3(sqlite3 *db)
+{
+    assert_int_equal(sqlite3_exec(db,
+                                  "BEGIN;"
+                                  "DROP TRIGGER sessions_count_insert;"
+                                  "DROP TRIGGER sessions_count_delete;"
+                                  "ALTER TABLE tenants DROP COLUMN n_sessions;"
+                                  "PRAGMA user_version = 3; COMMIT;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+}
+
+/* A database of schema version 3 opens: the migration counts each tenant's
+ * sessions, and from there the counters follow creates and deletes. */
+static void test_schema_v3_migrates(void **state)
+{
+    (void)state;
+    if (!on_sqlite()) return;
+    fixture f = make_fixture("v3.db");
+    ws_error err = {0};
+    char ids[3][WS_STORE_ID_LEN + 1], id[WS_STORE_ID_LEN + 1], path[128];
+    int64_t quiet;
+    OK(ws_store_tenant_ensure(f.s, "quiet", &quiet, &e_)); /* a tenant with no session */
+    for (int i = 0; i < 3; i++)
+        OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 0, ids[i], &e_));
+    OK(ws_store_session_create(f.s, f.evil, f.model, NULL, 0, 0, 0, 0, id, &e_));
+    ws_store_close(f.s);
+    path_in(path, sizeof path, "v3.db");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    downgrade_to_v3(db);
+    /* rows the v3 build writes, no counter seeing them: a session more for
+     * evil, one of acme's gone */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO sessions(id, tenant, model, created_ms, updated_ms) "
+             "VALUES('ffffffffffffffffffffffffffffffff', %lld, %lld, 0, 0);"
+             "DELETE FROM sessions WHERE id = '%s';",
+             (long long)f.evil, (long long)f.model, ids[2]);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    ws_store *s = open_migrated("v3.db", "tenants", "n_sessions");
+    assert_count(s, f.acme, 2);
+    assert_count(s, f.evil, 2);
+    assert_count(s, quiet, 0);
+    /* the limit holds at the migrated count, and the counters move on */
+    expect_status(ws_store_session_create(s, f.evil, f.model, NULL, 0, 0, 0, 2, id, &err),
+                  WS_ERR_CONFLICT, &err, "evil at its limit after the migration");
+    OK(ws_store_session_delete(s, f.acme, ids[1], &e_));
+    assert_count(s, f.acme, 1);
+    OK(ws_store_session_create(s, f.acme, f.model, NULL, 0, 0, 0, 2, id, &e_));
+    expect_status(ws_store_session_create(s, f.acme, f.model, NULL, 0, 0, 0, 2, id, &err),
+                  WS_ERR_CONFLICT, &err, "acme at its limit");
+    OK(ws_store_session_create(s, quiet, f.model, NULL, 0, 0, 0, 1, id, &e_));
+    assert_count(s, f.acme, 2);
+    assert_count(s, quiet, 1);
+    check_integrity(s);
+    ws_store_close(s);
+}
+
 /* A database of schema version 2 (before models had tenants) opens: it is
  * migrated to the current version, its data intact, its models shared. The v2
  * file is made from a current one the way SQLite rebuilds a table: models
@@ -1004,6 +1142,7 @@ static void test_schema_v2_migrates(void **state)
     path_in(path, sizeof path, "v2.db");
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    downgrade_to_v3(db);
     assert_int_equal(sqlite3_exec(db,
                                   "PRAGMA foreign_keys = OFF; BEGIN;"
                                   "CREATE TABLE v2("
@@ -1020,13 +1159,7 @@ static void test_schema_v2_migrates(void **state)
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
-    assert_raw_count("v2.db", "SELECT count(*) FROM pragma_table_info('models') "
-                              "WHERE name = 'tenant'", 0);
-
-    ws_store *s = open_db("v2.db", WS_STORE_DURABILITY_NORMAL);
-    ws_store_info info;
-    OK(ws_store_get_info(s, &info, &e_));
-    assert_int_equal(info.schema_version, WS_STORE_SCHEMA_VERSION);
+    ws_store *s = open_migrated("v2.db", "models", "tenant");
     ws_store_model m;
     OK(ws_store_model_find(s, "life", &m, &e_));
     assert_int_equal(m.id, f.model);
@@ -1323,6 +1456,7 @@ int main(void)
         cmocka_unit_test(test_schema_survives_reopen),
         cmocka_unit_test(test_sessions_and_isolation),
         cmocka_unit_test(test_session_list_count_limit),
+        cmocka_unit_test(test_session_counter),
         cmocka_unit_test(test_group_commit_with_stale_step),
         cmocka_unit_test(test_rollback_leaves_nothing),
         cmocka_unit_test(test_state_bit_exact),
@@ -1331,6 +1465,7 @@ int main(void)
         cmocka_unit_test(test_models_and_versions),
         cmocka_unit_test(test_model_of_tenant),
         cmocka_unit_test(test_schema_v2_migrates),
+        cmocka_unit_test(test_schema_v3_migrates),
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
         cmocka_unit_test(test_error_kinds),

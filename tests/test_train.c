@@ -1,7 +1,9 @@
 /* test_train.c — training that holds (issue #3's CI half), on small models:
  *   recall, thorough:      truncated training reaches ceiling (>= 99%)
  *   recall, non-thorough:  recall stays near chance (Lemma 1's condition unmet)
- *   facts 4×4:             >= 95% at step 1000, not only at the training horizon */
+ *   facts 4×4:             >= 95% at step 1000, not only at the training horizon
+ * Under sanitizers (WS_TEST_SANITIZED) the same training and evaluation run
+ * 20 times shorter, on fewer trajectories: the accuracies are not asserted. */
 #include <stdio.h>
 
 #include "test_util.h"
@@ -46,11 +48,17 @@ static void train(rig *r, const ws_task_params *tp, ws_train_config tc)
     ws_trainer_free(t);
 }
 
+/* A sanitizer build's share of a full run's iterations or trajectories. */
+static int scaled(int full)
+{
+    return WS_TEST_SANITIZED ? full / 20 : full;
+}
+
 static void evaluate(rig *r, const ws_task_params *tp, int n_traj, const int *horizons, int n,
                      ws_eval_point *pts, const char *label)
 {
     ws_error err = {0};
-    ws_eval_config ec = {.n_traj = n_traj, .window = 4, .seed = 424242, .n_horizons = n};
+    ws_eval_config ec = {.n_traj = scaled(n_traj), .window = 4, .seed = 424242, .n_horizons = n};
     for (int i = 0; i < n; i++) ec.horizons[i] = horizons[i];
     assert_int_equal(ws_evaluate(r->x, tp, &ec, pts, &err), WS_OK);
     ws_eval_print(stdout, tp, pts, n, label);
@@ -59,7 +67,7 @@ static void evaluate(rig *r, const ws_task_params *tp, int n_traj, const int *ho
 static ws_train_config small_train(long iters)
 {
     ws_train_config tc = ws_train_config_default();
-    tc.batch = 32, tc.rollout = 8, tc.lr = 3e-3f, tc.warmup = 50, tc.iters = iters;
+    tc.batch = 32, tc.rollout = 8, tc.lr = 3e-3f, tc.warmup = 50, tc.iters = scaled((int)iters);
     tc.weight_decay = 0.0f;
     return tc;
 }
@@ -76,8 +84,10 @@ static void test_recall_thorough(void **s)
     int h[] = {8, 32};
     ws_eval_point pts[2];
     evaluate(&r, &tp, 256, h, 2, pts, "recall thorough");
-    assert_true(pts[0].recall_acc >= 0.99);
-    assert_true(pts[1].recall_acc >= 0.99);
+    if (!WS_TEST_SANITIZED) {
+        assert_true(pts[0].recall_acc >= 0.99);
+        assert_true(pts[1].recall_acc >= 0.99);
+    }
     rig_down(&r);
 }
 
@@ -94,11 +104,13 @@ static void test_recall_non_thorough(void **s)
     int h[] = {8};
     ws_eval_point pts[1];
     evaluate(&r, &tp, 1024, h, 1, pts, "recall non-thorough");
-    /* Chance is 50% (1024 recall queries: ±1.6% standard error). With gradients
-     * cut, nothing teaches the updater to keep the bit... */
-    assert_true(pts[0].recall_acc >= 0.42 && pts[0].recall_acc <= 0.58);
-    /* ...while the same model answers the queries about each step's own inputs. */
-    assert_true(pts[0].acc >= 0.85);
+    if (!WS_TEST_SANITIZED) {
+        /* Chance is 50% (1024 recall queries: ±1.6% standard error). With gradients
+         * cut, nothing teaches the updater to keep the bit... */
+        assert_true(pts[0].recall_acc >= 0.42 && pts[0].recall_acc <= 0.58);
+        /* ...while the same model answers the queries about each step's own inputs. */
+        assert_true(pts[0].acc >= 0.85);
+    }
     rig_down(&r);
 }
 
@@ -113,7 +125,7 @@ static void test_facts_holds_to_1000(void **s)
     int h[] = {8, 100, 1000};
     ws_eval_point pts[3];
     evaluate(&r, &tp, 64, h, 3, pts, "facts 4x4");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 && !WS_TEST_SANITIZED; i++) {
         assert_true(pts[i].group_acc >= 0.95);
         assert_true(pts[i].acc >= 0.95);
     }

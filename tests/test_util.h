@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+/* WS_TEST_SANITIZED is 1 in a sanitizer build (WS_SANITIZE; scripts/sanitize.sh),
+ * where code runs 5-20 times slower: a test that trains for minutes runs a
+ * smaller configuration of the same code there, and asserts what only the
+ * full one reaches (an accuracy) only when it is 0. */
+
 typedef struct {
     uint64_t s;
 } ws_test_rng;

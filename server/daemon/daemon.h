@@ -68,7 +68,9 @@ typedef struct ws_srv {
     atomic_int storage_fault;
 } ws_srv;
 
-/* The calling thread's storage connection (opened on first use). */
+/* The calling thread's storage connection (opened on first use; store.c);
+ * ws_srv_store_init once before any. */
+ws_status ws_srv_store_init(ws_srv *srv, ws_error *err);
 ws_store *ws_srv_store(ws_srv *srv, ws_error *err);
 
 /* ---- HTTP ------------------------------------------------------------------- */

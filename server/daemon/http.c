@@ -129,20 +129,6 @@ static enum MHD_Result send_405(struct MHD_Connection *conn, ws_http_req *r, con
     return send_response(conn, r, status, resp);
 }
 
-/* Splits the URL path into segments (in place in a copy). */
-static int split_path(const char *url, char *copy, size_t cap, char **segs, int max)
-{
-    if (strlen(url) >= cap) return -1;
-    strcpy(copy, url);
-    int n = 0;
-    char *save = NULL; /* strtok_r: requests are parsed on several threads at once */
-    for (char *p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
-        if (n == max) return -1;
-        segs[n++] = p;
-    }
-    return n;
-}
-
 static cJSON *too_large(const ws_http_req *r)
 {
     return ws_http_error("too_large", "request body over %llu bytes",
@@ -168,46 +154,11 @@ static int auth_ok(ws_http_ctx *c, ws_route_auth need, ws_http_answer *a)
     return 0;
 }
 
-/* MHD decodes %HH in the path (and query arguments) before routing: a decoded
- * %2F would split a segment in two and a %00 would end the path early
- * ("/v1/models/a%00b" naming model "a"). Those two stay encoded; the '%' that
- * remains is in no route's segment (route_of answers 404). */
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
-{
-    (void)cls, (void)conn;
-    char *w = s;
-    for (const char *p = s; *p; p++) {
-        int hi = p[0] == '%' ? hex_digit(p[1]) : -1, lo = hi >= 0 ? hex_digit(p[2]) : -1;
-        int byte = hi * 16 + lo;
-        if (lo >= 0 && byte != '/' && byte != 0) {
-            *w++ = (char)byte;
-            p += 2;
-        } else {
-            *w++ = *p;
-        }
-    }
-    *w = '\0';
-    return (size_t)(w - s);
-}
-
-/* The request's row in the route table (routes.h); c->params point into path.
- * -1 for a path too long or too deep for any route, or one with an encoded '/'
- * or NUL left in it (unescape). */
+/* The request's row in the route table (ws_http_route), its {…} segments in
+ * c->params (pointing into path); -1 for a path no route can have. */
 static int route_of(const char *url, char *path, size_t cap, ws_http_ctx *c, ws_route_match *m)
 {
-    if (strchr(url, '%')) return -1;
-    char *segs[8];
-    int n = split_path(url, path, cap, segs, 8);
-    if (n < 0) return -1;
-    ws_route_find(c->method, segs, n, m);
+    if (ws_http_route(url, c->method, path, cap, m) != 0) return -1;
     memcpy(c->params, m->params, sizeof c->params);
     return 0;
 }
@@ -447,7 +398,7 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
         (unsigned)srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, ws_http_unescape, NULL, MHD_OPTION_END);
     if (!srv->mhd)
         return ws_error_set(err, WS_ERR_IO, "cannot listen on %s:%d (in use, or not allowed)",
                             srv->cfg.host, srv->cfg.port);

@@ -37,24 +37,6 @@ ws_srv_config ws_srv_config_default(void)
     return c;
 }
 
-static void close_store(void *p)
-{
-    ws_store_close(p);
-}
-
-ws_store *ws_srv_store(ws_srv *srv, ws_error *err)
-{
-    ws_store *st = pthread_getspecific(srv->store_key);
-    if (st) return st;
-    if (ws_store_open(srv->db_path, srv->cfg.durability, 0, &st, err) != WS_OK) return NULL;
-    if (pthread_setspecific(srv->store_key, st) != 0) {
-        ws_store_close(st);
-        ws_error_set(err, WS_ERR_NOMEM, "cannot keep the storage connection");
-        return NULL;
-    }
-    return st;
-}
-
 static volatile sig_atomic_t got_signal;
 static void on_signal(int sig)
 {
@@ -137,7 +119,8 @@ static const ws_cli_opt flags[] = {
     NUM("max-batch", WS_OPT_INT, cfg.max_batch, 1, 1024, "N", SERVE,
         "most jobs in one engine batch; 1: no batching (64)"),
     NUM("batch-wait-us", WS_OPT_INT, cfg.batch_wait_us, 0, 1000000, "N", SERVE,
-        "how long the engine waits for a batch to fill (2000)"),
+        "after a batch of several requests, the longest wait for as many again; never when idle "
+        "(2000)"),
     FN("durability", cfg.durability, parse_durability, "normal|full", SERVE,
        "see api.md, Durability (normal)"),
     FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,
@@ -246,8 +229,7 @@ static int serve(ws_srv *srv)
                          "--admin`, or listen on 127.0.0.1)",
                          srv->cfg.host);
     srv->open_mode = n_keys == 0;
-    if (s == WS_OK && pthread_key_create(&srv->store_key, close_store) != 0)
-        s = ws_error_set(&err, WS_ERR_NOMEM, "cannot create thread key");
+    if (s == WS_OK) s = ws_srv_store_init(srv, &err);
     if (s == WS_OK) s = ws_srv_engine_start(srv, &err);
     if (s == WS_OK) s = ws_http_start(srv, &err);
     if (s != WS_OK) {

@@ -92,4 +92,31 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
 /* The /metrics route label of a slot. */
 const char *ws_route_label_name(int label);
 
+/* ---- a request's path (path.c) ------------------------------------------ */
+/* MHD's unescape callback: decodes %HH in place, except %2F and %00 (a '/' or
+ * NUL from the client would split or cut a segment); returns the new length. */
+size_t ws_http_unescape(void *cls, struct MHD_Connection *conn, char *s);
+/* Matches the (unescaped) url and method against the table: its segments are
+ * split into path (cap bytes; m->params point into it). -1 for a path too
+ * long or too deep for any route, or one with an encoded '/' or NUL left in it. */
+int ws_http_route(const char *url, const char *method, char *path, size_t cap, ws_route_match *m);
+
+/* ---- request bodies into engine jobs (request.c) ------------------------- */
+/* Each runs the strict body parse and every field's check; on failure the
+ * status and message are the answer (400 invalid_request or bad_json) and j
+ * may hold parts of the request (ws_job_free frees them). */
+/* POST /v1/sessions: j->model_name, "default" without a body. */
+ws_status ws_http_session_create_parse(const char *body, size_t len, ws_job *j, ws_error *err);
+/* POST .../steps, .../queries, PUT .../labels: j->kind says which. */
+ws_status ws_http_session_job_parse(const char *body, size_t len, ws_job *j, ws_error *err);
+/* POST /v1/models: name, config, seed and training settings; the tenant's name
+ * (checked as a name, not looked up) into tenant (WS_STORE_NAME_MAX + 1
+ * bytes; "" for a shared model). */
+ws_status ws_http_model_create_parse(const char *body, size_t len, ws_job *j, char *tenant,
+                                     ws_error *err);
+/* PATCH /v1/models/{name}/training: the settings sent and which they are. */
+ws_status ws_http_training_patch_parse(const char *body, size_t len, ws_job *j, ws_error *err);
+/* 1 when s is a model name: 1..64 characters of [A-Za-z0-9._-]. */
+int ws_http_model_name_ok(const char *s);
+
 #endif

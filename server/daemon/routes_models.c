@@ -12,25 +12,6 @@
 #include "routes.h"
 #include "server/common/versions.h"
 
-static ws_status parse_config(const cJSON *obj, ws_model_config *cfg, ws_error *err)
-{
-    *cfg = ws_model_config_default();
-    if (!obj) return WS_OK;
-    /* Its memory is the engine's to bound (--max-model-memory): it knows the
-     * models loaded beside it. */
-    return ws_model_config_from_json(obj, 0, cfg, err);
-}
-
-static int name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > WS_STORE_NAME_MAX) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", s[i]))
-            return 0;
-    return 1;
-}
-
 static void fail(ws_http_answer *a, ws_status s, const ws_error *err)
 {
     const char *code;
@@ -43,7 +24,7 @@ static ws_status tenant_id(ws_http_ctx *c, const char *name, int64_t *id, ws_err
 {
     *id = 0;
     if (!name) return WS_OK;
-    if (!name_ok(name))
+    if (!ws_http_model_name_ok(name))
         return ws_error_set(err, WS_ERR_INVALID,
                             "tenant must be a tenant name: 1..64 characters of [A-Za-z0-9._-]");
     ws_store *st = ws_srv_store(c->srv, err);
@@ -56,14 +37,6 @@ static ws_status tenant_id(ws_http_ctx *c, const char *name, int64_t *id, ws_err
     return s;
 }
 
-/* The body's "tenant": a tenant's name, or null or absent for a shared model. */
-static ws_status parse_tenant(ws_http_ctx *c, const cJSON *t, int64_t *id, ws_error *err)
-{
-    if (t && !cJSON_IsNull(t) && !cJSON_IsString(t))
-        return ws_error_set(err, WS_ERR_INVALID, "tenant must be a string or null");
-    return tenant_id(c, t && cJSON_IsString(t) ? t->valuestring : NULL, id, err);
-}
-
 /* An import's ?tenant=NAME (absent: a shared model). */
 static ws_status import_tenant(ws_http_ctx *c, int64_t *id, ws_error *err)
 {
@@ -73,35 +46,17 @@ static ws_status import_tenant(ws_http_ctx *c, int64_t *id, ws_error *err)
 
 void ws_route_model_create(ws_http_ctx *c, ws_http_answer *a)
 {
-    static const char *const fields[] = {"name", "config", "training", "seed", "tenant", NULL};
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_MODEL_CREATE;
-    cJSON *body = NULL;
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
-    if (s == WS_OK) s = ws_json_only(body, fields, &err);
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "name");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(body, "seed");
-    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(body, "training");
-    if (s == WS_OK && (!cJSON_IsString(name) || !name_ok(name->valuestring)))
-        s = ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
-    if (s == WS_OK)
-        s = parse_config(cJSON_GetObjectItemCaseSensitive(body, "config"), &j->cfg, &err);
-    int64_t sd = 1;
-    if (s == WS_OK && seed) s = ws_json_int(seed, 0, INT64_MAX / 2, &sd, "seed", &err);
-    j->training = ws_srv_training_default();
-    if (s == WS_OK && tr) s = ws_srv_training_parse(tr, &j->training, &err);
-    if (s == WS_OK)
-        s = parse_tenant(c, cJSON_GetObjectItemCaseSensitive(body, "tenant"), &j->model_tenant,
-                         &err);
-    if (s == WS_OK) strcpy(j->model_name, name->valuestring);
-    cJSON_Delete(body);
+    char tenant[WS_STORE_NAME_MAX + 1];
+    ws_status s = ws_http_model_create_parse(c->body, c->body_len, j, tenant, &err);
+    if (s == WS_OK) s = tenant_id(c, tenant[0] ? tenant : NULL, &j->model_tenant, &err);
     if (s != WS_OK) {
         ws_job_free(j);
         return fail(a, s, &err);
     }
-    j->seed = (uint64_t)sd;
     ws_http_submit(c, j, a);
 }
 
@@ -111,13 +66,8 @@ void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
     ws_job *j = calloc(1, sizeof *j);
     if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
     j->kind = WS_JOB_TRAINING_SET;
-    j->training = ws_srv_training_default();
-    cJSON *body = NULL;
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
-    /* The fields sent, checked here; the engine applies them to the settings in force. */
-    if (s == WS_OK) s = ws_srv_training_parse_fields(body, &j->training, &j->training_fields, &err);
-    cJSON_Delete(body);
-    if (s == WS_OK && !name_ok(c->params[0]))
+    ws_status s = ws_http_training_patch_parse(c->body, c->body_len, j, &err);
+    if (s == WS_OK && !ws_http_model_name_ok(c->params[0]))
         s = ws_error_set(&err, WS_ERR_NOTFOUND, "no such model");
     if (s != WS_OK) {
         ws_job_free(j);
@@ -154,7 +104,7 @@ int ws_route_model_import_begin(ws_http_ctx *c, ws_http_answer *a)
     ws_error err = {0};
     int64_t tenant;
     ws_status s =
-        name_ok(c->params[0])
+        ws_http_model_name_ok(c->params[0])
             ? import_tenant(c, &tenant, &err)
             : ws_error_set(&err, WS_ERR_INVALID, "name must be 1..64 characters of [A-Za-z0-9._-]");
     if (s == WS_OK) return 1;
@@ -242,9 +192,9 @@ static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
     ws_store *st = ws_srv_store(c->srv, &err);
     if (!st)
         fail(a, err.code, &err);
-    else if (!name_ok(c->params[0]))
+    else if (!ws_http_model_name_ok(c->params[0]))
         fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
-    return st && name_ok(c->params[0]) ? st : NULL;
+    return st && ws_http_model_name_ok(c->params[0]) ? st : NULL;
 }
 
 void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)

@@ -94,35 +94,16 @@ static ws_job *session_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 void ws_route_session_create(ws_http_ctx *c, ws_http_answer *a)
 {
     if (!session_store(c, a)) return;
-    static const char *const fields[] = {"model", NULL};
-    ws_error err = {0};
-    cJSON *body = NULL;
-    const char *name = "default";
-    if (c->body_len) {
-        ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
-        if (s == WS_OK) s = ws_json_only(body, fields, &err);
-        const cJSON *mn = body ? cJSON_GetObjectItemCaseSensitive(body, "model") : NULL;
-        if (s == WS_OK && mn && !cJSON_IsString(mn))
-            s = ws_error_set(&err, WS_ERR_INVALID, "model must be a string");
-        if (s == WS_OK && mn)
-            s = ws_srv_text_check(mn->valuestring, WS_STORE_NAME_MAX, "model", &err);
-        if (s != WS_OK) {
-            cJSON_Delete(body);
-            return fail(a, s, &err);
-        }
-        if (mn) name = mn->valuestring;
-    }
-    if (strlen(name) > WS_STORE_NAME_MAX) { /* no model has a longer name */
-        cJSON_Delete(body);
-        return fail_code(a, 404, "model_not_found", "no such model");
-    }
     ws_job *j = session_job(c, WS_JOB_SESSION_CREATE, a);
-    if (j) {
-        snprintf(j->model_name, sizeof j->model_name, "%s", name);
-        j->max_sessions = c->srv->cfg.max_sessions;
-        ws_http_submit(c, j, a);
+    if (!j) return;
+    ws_error err = {0};
+    ws_status s = ws_http_session_create_parse(c->body, c->body_len, j, &err);
+    if (s != WS_OK) {
+        ws_job_free(j);
+        return fail(a, s, &err);
     }
-    cJSON_Delete(body);
+    j->max_sessions = c->srv->cfg.max_sessions;
+    ws_http_submit(c, j, a);
 }
 
 typedef struct {
@@ -242,61 +223,9 @@ void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
     ws_store_session_clear(&sess);
 }
 
-/* The job's own copy of parsed facts: their vectors move over (src keeps
- * none), their symbols, which borrow the body, are copied. */
-static ws_status facts_take(ws_srv_fact *src, int n, ws_job_fact **out, ws_error *err)
-{
-    ws_job_fact *f = n ? calloc((size_t)n, sizeof *f) : NULL;
-    *out = f;
-    if (n && !f) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        f[i].value = src[i].value;
-        f[i].vec = src[i].vec, f[i].n_vec = src[i].n_vec;
-        src[i].vec = NULL;
-    }
-    for (int i = 0; i < n; i++)
-        WS_TRY(ws_job_fact_syms(&f[i], src[i].sym, src[i].sym_len, src[i].n_sym, err));
-    return WS_OK;
-}
-
-static void srv_facts_free(ws_srv_fact *f, int n)
-{
-    for (int i = 0; i < n; i++) free(f[i].vec);
-    free(f);
-}
-
-/* The labels of a LABELS job (ls: checked booleans). */
-static ws_status labels_take(const cJSON *ls, ws_job *j, ws_error *err)
-{
-    j->labels = malloc(sizeof(int) * (size_t)cJSON_GetArraySize(ls));
-    if (!j->labels) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    for (const cJSON *l = ls->child; l; l = l->next) j->labels[j->n_labels++] = cJSON_IsTrue(l);
-    return WS_OK;
-}
-
-/* The step log's JSON text of a job (engine.h): what was sent, normalised. */
-static ws_status log_text(ws_job *j, const cJSON *ins, const cJSON *qs, const cJSON *ls,
-                          ws_error *err)
-{
-    j->labels_json = ls ? cJSON_PrintUnformatted(ls) : NULL;
-    int ok = !ls || j->labels_json;
-    if (j->kind == WS_JOB_STEP) {
-        cJSON *empty = cJSON_CreateArray();
-        j->instr_json = cJSON_PrintUnformatted(ins ? ins : empty);
-        j->query_json = cJSON_PrintUnformatted(qs ? qs : empty);
-        cJSON_Delete(empty);
-        ok = ok && j->instr_json && j->query_json;
-    }
-    return ok ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-}
-
 /* Builds a STEP / QUERY / LABELS job from the body; NULL with *a filled on bad input. */
 static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
-    static const char *const step_fields[] = {"expect_step", "instructions", "queries", "labels",
-                                              NULL};
-    static const char *const query_fields[] = {"queries", NULL};
-    static const char *const label_fields[] = {"labels", "replace", NULL};
     ws_error err = {0};
     ws_job *j = calloc(1, sizeof *j);
     if (!j) {
@@ -304,52 +233,9 @@ static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
         return NULL;
     }
     j->kind = kind;
-    j->expect_step = -1;
     j->tenant = c->who.tenant;
     memcpy(j->session, c->params[0], strlen(c->params[0]) + 1);
-    cJSON *body = NULL;
-    ws_srv_fact *instr = NULL, *query = NULL;
-    int n_instr = 0, n_query = 0;
-    ws_status s = ws_json_parse_object(c->body, c->body_len, &body, &err);
-    const char *const *fields = kind == WS_JOB_STEP    ? step_fields
-                                : kind == WS_JOB_QUERY ? query_fields
-                                                       : label_fields;
-    if (s == WS_OK) s = ws_json_only(body, fields, &err);
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(body, "instructions");
-    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(body, "queries");
-    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(body, "labels");
-    const cJSON *es = cJSON_GetObjectItemCaseSensitive(body, "expect_step");
-    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(body, "replace");
-    if (s == WS_OK && es)
-        s = ws_json_int(es, 0, INT64_MAX / 2, &j->expect_step, "expect_step", &err);
-    if (s == WS_OK) s = ws_json_facts(ins, 1, &instr, &n_instr, &err);
-    if (s == WS_OK) s = ws_json_facts(qs, 0, &query, &n_query, &err);
-    if (s == WS_OK && kind == WS_JOB_QUERY && !qs)
-        s = ws_error_set(&err, WS_ERR_INVALID, "queries is required");
-    if (s == WS_OK && kind == WS_JOB_LABELS) {
-        if (!ls)
-            s = ws_error_set(&err, WS_ERR_INVALID, "labels is required");
-        else if (!cJSON_IsArray(ls) || cJSON_GetArraySize(ls) < 1 ||
-                 cJSON_GetArraySize(ls) > WS_SRV_MAX_ITEMS)
-            s = ws_error_set(&err, WS_ERR_INVALID, "labels must be an array of 1..%d booleans",
-                             WS_SRV_MAX_ITEMS);
-        else
-            s = ws_json_labels(ls, NULL, cJSON_GetArraySize(ls), &err);
-        if (s == WS_OK && rp && !cJSON_IsBool(rp))
-            s = ws_error_set(&err, WS_ERR_INVALID, "replace must be a boolean");
-        j->replace = rp && cJSON_IsTrue(rp);
-        if (s == WS_OK) s = labels_take(ls, j, &err);
-    } else if (s == WS_OK && ls) {
-        s = ws_json_labels(ls, query, n_query, &err);
-        j->has_labels = 1;
-    }
-    if (s == WS_OK && kind != WS_JOB_QUERY) s = log_text(j, ins, qs, ls, &err);
-    j->n_instr = n_instr, j->n_query = n_query;
-    if (s == WS_OK) s = facts_take(instr, n_instr, &j->instr, &err);
-    if (s == WS_OK) s = facts_take(query, n_query, &j->query, &err);
-    srv_facts_free(instr, n_instr);
-    srv_facts_free(query, n_query);
-    cJSON_Delete(body);
+    ws_status s = ws_http_session_job_parse(c->body, c->body_len, j, &err);
     if (s != WS_OK) {
         fail(a, s, &err);
         ws_job_free(j);

@@ -1,12 +1,18 @@
 /* engine.c — the engine thread (DESIGN §4): one thread owns the backend and
- * every loaded model. It takes up to max_batch queued jobs, waiting at most
- * batch_wait_us for the batch to fill, with each session at most once per
- * batch (a later job of the same session stays queued for the next batch, so a
- * session's steps apply strictly in order); runs them (engine_run.c); and,
- * when no serving work waits — or at least every 8th batch under sustained
- * load, so training is slowed, never starved — one online-training pass; and
- * about once a second, between batches, it adopts model versions that another
- * process recorded in SQLite (engine_models.c). */
+ * every loaded model. It takes up to max_batch queued jobs, with each session
+ * at most once per batch (a later job of the same session stays queued for the
+ * next batch, so a session's steps apply strictly in order); runs them
+ * (engine_run.c); and, when no serving work waits — or at least every 8th
+ * batch under sustained load, so training is slowed, never starved — one
+ * online-training pass; and about once a second, between batches, it adopts
+ * model versions that another process recorded in SQLite (engine_models.c).
+ *
+ * Continuous batching: an idle engine runs what is queued the moment it comes,
+ * so a lone client never waits for a batch to fill; what arrives while a batch
+ * runs is queued and forms the next batch. Right after a batch of several jobs
+ * (their clients are being answered and will be back within a round trip) the
+ * engine waits at most batch_wait_us for as many jobs to be queued again, so
+ * that load keeps batches as large as it made them. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +194,7 @@ static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
     int max = e->cfg.max_batch, batches = 0;
+    int refill = 0; /* jobs of the batch that just ran, whose clients are coming back */
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
@@ -207,6 +214,13 @@ static void *engine_main(void *arg)
             pthread_mutex_lock(&e->mu);
             continue;
         }
+        if (refill > 1) { /* a batch of several just ran: let its clients come back */
+            int64_t until = ws_clock_mono_us() + e->cfg.batch_wait_us;
+            while (!e->stop && e->depth < refill && ws_clock_mono_us() < until)
+                wait_until(e, until);
+            refill = 0;
+            continue;
+        }
         if (!e->head) {
             if (training_ready(e)) {
                 pthread_mutex_unlock(&e->mu);
@@ -217,10 +231,7 @@ static void *engine_main(void *arg)
             wait_until(e, next_sync);
             continue;
         }
-        /* Let the batch fill: wait until max jobs or batch_wait_us has passed. */
-        int64_t until = ws_clock_mono_us() + e->cfg.batch_wait_us;
-        while (!e->stop && e->depth < max && ws_clock_mono_us() < until) wait_until(e, until);
-        int n = take(e, jobs, max);
+        int n = take(e, jobs, max); /* what is queued now, at once */
         pthread_mutex_unlock(&e->mu);
         int m = 0;
         int64_t now = ws_clock_mono_us();
@@ -236,6 +247,7 @@ static void *engine_main(void *arg)
                 jobs[m++] = j;
         }
         if (m) ws_eng_run_batch(e, jobs, m);
+        refill = m;
         if (++batches % TRAIN_EVERY_BATCHES == 0) train_some(e);
         pthread_mutex_lock(&e->mu);
     }

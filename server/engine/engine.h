@@ -32,7 +32,8 @@ typedef struct {
     ws_store_durability durability;
     int force_cpu;      /* else the best backend found */
     int max_batch;      /* jobs per batch */
-    int batch_wait_us;  /* how long a batch may wait to fill */
+    int batch_wait_us;  /* after a batch of several jobs, the longest wait for as many
+                           again (never when idle: engine.c, continuous batching) */
     int max_queue;      /* queued jobs before ws_engine_submit refuses */
     int job_timeout_ms; /* a job still queued this long is failed without running */
     /* Bytes all loaded models may take together (ws_engine_model_bytes): a model

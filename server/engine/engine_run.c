@@ -259,15 +259,22 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
-        it->live = 0;
         if (s != WS_OK) { /* nothing of the group was kept: nobody is acknowledged */
+            it->live = 0;
             ws_eng_fail(it->j, s, &err);
             continue;
         }
         observe(em, it, it->sess.step + 1);
+    }
+    /* Before any reply: a client that has its step acknowledged sees its
+     * example counted (GET /v1/models, /metrics). */
+    ws_eng_model_stats_publish(e, em);
+    for (int i = 0; i < n; i++) {
+        item *it = &items[i];
+        if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
+        it->live = 0;
         ws_eng_finish(it->j);
     }
-    ws_eng_model_stats_publish(e, em);
 }
 
 static void answer_queries(ws_engine *e, ws_eng_model *em, item *items, int n, const float *probs)

@@ -99,6 +99,19 @@ static const char *const migrations[WS_STORE_SCHEMA_VERSION] = {
      * (and so train) it. NULL, as every model before, is shared by every
      * tenant. */
     "ALTER TABLE models ADD COLUMN tenant INTEGER REFERENCES tenants(id);",
+
+    /* 3 -> 4: each tenant's number of sessions, so that the session limit
+     * reads one row instead of counting the tenant's sessions under the write
+     * lock (O(n) per create). Triggers keep it in the very statement that
+     * inserts or deletes a session, so in its transaction, whatever the
+     * caller; a session never changes tenant. Initialised from the rows. */
+    "ALTER TABLE tenants ADD COLUMN n_sessions INTEGER NOT NULL DEFAULT 0"
+    "  CHECK(n_sessions >= 0);"
+    "UPDATE tenants SET n_sessions = (SELECT count(*) FROM sessions s WHERE s.tenant = tenants.id);"
+    "CREATE TRIGGER sessions_count_insert AFTER INSERT ON sessions BEGIN"
+    "  UPDATE tenants SET n_sessions = n_sessions + 1 WHERE id = NEW.tenant; END;"
+    "CREATE TRIGGER sessions_count_delete AFTER DELETE ON sessions BEGIN"
+    "  UPDATE tenants SET n_sessions = n_sessions - 1 WHERE id = OLD.tenant; END;",
 };
 
 /* Reads an integer PRAGMA (not prepared once: runs only at open). */

@@ -56,7 +56,9 @@ ws_status ws_sqlite_session_create(ws_store *store, int64_t tenant, int64_t mode
     ws_status r = ws_sqlite__tenant_exists(s, tenant, err);
     if (r == WS_OK) r = ws_sqlite__model_usable(s, model, tenant, err);
     if (r == WS_OK && max_sessions > 0) {
-        /* counted under the write lock: concurrent creates cannot overshoot */
+        /* read under the write lock (the tenant's counter, kept by triggers in
+         * the same transactions as every insert and delete): concurrent
+         * creates cannot overshoot */
         int64_t n = 0;
         r = ws_sqlite__query_int64_by(s, WS_ST_SESSION_COUNT, tenant, &n, err,
                                       "storage: counting sessions");

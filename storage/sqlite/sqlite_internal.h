@@ -70,7 +70,8 @@
     X(SESSION_GET, "SELECT " WS_SQLITE_SESSION_COLS ", state FROM sessions "                \
                    "WHERE id = ?1 AND tenant = ?2")                                         \
     X(SESSION_DELETE, "DELETE FROM sessions WHERE id = ?1 AND tenant = ?2")                 \
-    X(SESSION_COUNT, "SELECT count(*) FROM sessions WHERE tenant = ?1")                     \
+    /* the count the schema's triggers keep (0 for an unknown tenant, as count(*) gave) */ \
+    X(SESSION_COUNT, "SELECT coalesce((SELECT n_sessions FROM tenants WHERE id = ?1), 0)")  \
     X(SESSION_LIST, "SELECT " WS_SQLITE_SESSION_COLS " FROM sessions "                      \
                     "WHERE tenant = ?1 AND id > ?2 ORDER BY id LIMIT ?3")                   \
     X(SESSION_OF_MODEL, "SELECT " WS_SQLITE_SESSION_COLS " FROM sessions "                  \

@@ -1,10 +1,11 @@
 /* bench_memory.c — what a model remembers: accuracy on told-true, overridden
  * (told false after true) and never-told facts, for K live facts × delay steps of
- * silence since the last instruction, on symbols no model has seen (model/probe.h).
+ * silence since the last instruction (or, with --chatter N, steps that each tell N
+ * other facts), on symbols no model has seen (model/probe.h).
  *
  *   build/bench/bench_memory [--checkpoint PATH] [--ks 4,16,64,256]
  *       [--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] [--seed N]
- *       [--threads N] [--grow-vocab] [--http] [--http-ks 8] [--http-delays 1,10,100]
+ *       [--chatter N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] [--http-delays 1,10,100]
  *       [--http-traj N]
  *
  * The checkpoint defaults to the shipped default model (models/default.safetensors).
@@ -90,6 +91,8 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--max-arity"))
             bad = (o->lib.max_arity = atoi(v)) < 1 || o->lib.max_arity > WS_PROBE_ARITY;
         else if (!strcmp(a, "--seed")) o->lib.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--chatter"))
+            bad = (o->lib.chatter = atoi(v)) < 0 || o->lib.chatter > 64;
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
         else return -1;
         if (bad) return -1;
@@ -170,7 +173,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o)) {
         fprintf(stderr, "usage: bench_memory [--checkpoint PATH] [--ks 4,16,64,256] "
                         "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] "
-                        "[--seed N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] "
+                        "[--seed N] [--chatter N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] "
                         "[--http-delays 1,10,100] [--http-traj N]\n");
         return 2;
     }
@@ -186,11 +189,11 @@ int main(int argc, char **argv)
     }
     const ws_model_config *c = ws_model_config_of(m);
     printf("bench_memory: %s (d=%d, %d heads, T=%d, %d+%d layers, symbol_code %s), "
-           "%d instructions/step, seed %llu, symbols %s\n",
+           "%d instructions/step, seed %llu, symbols %s, %d chatter instructions/step after\n",
            o.checkpoint, c->d, c->n_heads, c->n_state, c->n_upd_layers, c->n_ext_layers,
            c->symbol_code == WS_SYMBOLS_HASHED ? "hashed" : "table", o.lib.instr_per_step,
            (unsigned long long)o.lib.seed,
-           o.lib.grow_vocab ? "with new vocabulary ids" : "without ids");
+           o.lib.grow_vocab ? "with new vocabulary ids" : "without ids", o.lib.chatter);
     double t0 = ws_clock_mono_s();
     ws_probe_result lib;
     if (ws_probe_run(x, &o.lib, &lib, &err) != WS_OK) {
@@ -219,8 +222,9 @@ int main(int argc, char **argv)
 #else
     if (o.with_http) fprintf(stderr, "bench_memory: built without the daemon: no --http\n");
 #endif
-    printf("{\"bench\":\"memory\",\"checkpoint\":\"%s\",\"grow_vocab\":%d,\"seconds\":%.1f,",
-           o.checkpoint, o.lib.grow_vocab, lib_s);
+    printf("{\"bench\":\"memory\",\"checkpoint\":\"%s\",\"grow_vocab\":%d,\"chatter\":%d,"
+           "\"seconds\":%.1f,",
+           o.checkpoint, o.lib.grow_vocab, o.lib.chatter, lib_s);
     print_json("library", &o.lib, &lib);
     if (http_ok) {
         printf(",");

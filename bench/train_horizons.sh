@@ -58,10 +58,10 @@ if [[ $what == facts8s-rmc-nonorm || $what == all ]]; then
 fi
 # Life and numbers: bounded runs; --horizons may be overridden through HORIZONS.
 if [[ $what == life || $what == all ]]; then
-  run life-fixed8 --task life $mid --rollout 8 --lifetime fixed --iters ${LIFE_ITERS:-12000} \
+  run life-fixed8 --task life $mid --empty-steps update --rollout 8 --lifetime fixed --iters ${LIFE_ITERS:-12000} \
     --horizons ${HORIZONS:-8,100,1000,10000}
 fi
 if [[ $what == numbers || $what == all ]]; then
-  run numbers-fixed8 --task numbers $mid --rollout 8 --lifetime fixed --iters ${NUMBERS_ITERS:-8000} \
+  run numbers-fixed8 --task numbers $mid --empty-steps update --rollout 8 --lifetime fixed --iters ${NUMBERS_ITERS:-8000} \
     --horizons ${HORIZONS:-8,100,1000}
 fi

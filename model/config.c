@@ -21,6 +21,7 @@ static const char *const mixer_names[WS_MIXER_COUNT] = {
 #undef WS_MIXER
 };
 static const char *const symbol_code_names[WS_SYMBOLS_COUNT] = {"table", "hashed"};
+static const char *const empty_steps_names[WS_EMPTY_COUNT] = {"update", "hold"};
 
 /* Bounds keep every buffer size far inside size_t and int row counts. */
 #define INT_FIELD(f, alias, def, lo, hi, req) \
@@ -50,6 +51,7 @@ const ws_model_config_field ws_model_config_fields[] = {
     INT_FIELD(rn_width, NULL, 64, 1, 4096, 0),
     INT_FIELD(rn_layers, NULL, 2, 1, 8, 0),
     NAME_FIELD(symbol_code, WS_SYMBOLS_HASHED, 0, 1, symbol_code_names, WS_SYMBOLS_COUNT),
+    NAME_FIELD(empty_steps, WS_EMPTY_HOLD, 0, 1, empty_steps_names, WS_EMPTY_COUNT),
 };
 #undef INT_FIELD
 #undef NAME_FIELD

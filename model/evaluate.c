@@ -62,6 +62,7 @@ ws_status ws_evaluate(ws_exec *x, const ws_task_params *task, const ws_eval_conf
     int *group_best = NULL;
     tally *tal = calloc((size_t)ec->n_horizons, sizeof *tal);
     ws_status st = ws_task_new(&tk, task, ec->n_traj, ws_model_vocab(m), err);
+    if (st == WS_OK) st = ws_task_check_model(tk, ws_model_config_of(m), err);
     if (st != WS_OK) goto done;
     int maxq = ws_task_max_queries(tk), nb = ws_task_n_baselines(tk);
     st = ws_batch_new(&b, ws_model_config_of(m));

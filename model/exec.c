@@ -76,6 +76,48 @@ static ws_status finish_queries(ws_exec *x, const ws_batch *b, float *probs_host
     return st == WS_OK ? WS_OK : ws_error_set(err, st, "model: reading answers failed");
 }
 
+/* Under empty_steps "hold" a step that tells a trajectory nothing leaves its
+ * state as it was, W_t = W_{t-1} bit for bit, however many such steps come: a
+ * fact memory then keeps what it was told through any silence (the Updater
+ * would rewrite it every step, and a small error compounds over thousands).
+ * A trajectory that starts from W_0 has no state of its own to hold yet. */
+static int holds(const ws_exec *x, const ws_batch *b, int t)
+{
+    return x->m->cfg.empty_steps == WS_EMPTY_HOLD && b->n_instr[t] == 0 && !b->from_w0[t];
+}
+
+static int count_holds(const ws_exec *x, const ws_batch *b)
+{
+    int n = 0;
+    for (int t = 0; t < b->n_traj; t++) n += holds(x, b, t);
+    return n;
+}
+
+/* W_t of every trajectory: the Updater's output in p->w_new, or W_{t-1} where it
+ * holds (already in place when w_out aliases w_prev). When d_w is given (the
+ * backward pass), the rows that held get no gradient into the Updater instead:
+ * their W_t did not come from it, and gradients stop at W_{t-1}. Runs of
+ * trajectories of one kind are one operation. */
+static ws_status hold_rows(ws_exec *x, const ws_batch *b, const float *w_prev, float *w_out,
+                           float *d_w)
+{
+    ws_backend *be = x->m->be;
+    size_t per = (size_t)x->m->cfg.n_state * x->m->cfg.d;
+    for (int t = 0; t < b->n_traj;) {
+        int h = holds(x, b, t), e = t + 1;
+        while (e < b->n_traj && holds(x, b, e) == h) e++;
+        size_t at = (size_t)t * per, n = (size_t)(e - t) * per;
+        if (d_w) {
+            if (h) WS_TRY(be->ops->fill(be, d_w + at, 0.0f, n));
+        } else {
+            const float *src = h ? w_prev + at : x->plan.w_new + at;
+            if (src != w_out + at) WS_TRY(be->ops->copy(be, w_out + at, src, n * sizeof(float)));
+        }
+        t = e;
+    }
+    return WS_OK;
+}
+
 ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, float *w_out,
                        ws_step_mode mode, float loss_scale, float *probs_host,
                        ws_step_result *res, ws_error *err)
@@ -85,8 +127,11 @@ ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, f
     WS_TRY(check_batch(x->m, batch, w_prev, err));
     int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
     WS_TRY(ws_plan_prepare(x, batch, train, err));
+    /* When every trajectory holds, the Updater has nothing to do. */
+    int n_hold = count_holds(x, batch), hold = n_hold > 0, upd = n_hold < batch->n_traj;
     ws_status st = ws_embed_forward(x);
-    if (st == WS_OK) st = ws_updater_forward(x, w_prev, w_out);
+    if (st == WS_OK && upd) st = ws_updater_forward(x, w_prev, hold ? x->plan.w_new : w_out);
+    if (st == WS_OK && hold) st = hold_rows(x, batch, w_prev, w_out, NULL);
     if (st == WS_OK) st = ws_extractor_forward(x, w_out);
     if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
     WS_TRY(finish_queries(x, batch, probs_host, res, err));
@@ -96,7 +141,8 @@ ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, f
     st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
                                loss_scale / (float)batch->n_labelled);
     if (st == WS_OK) st = ws_extractor_backward(x, w_out, p->d_w);
-    if (st == WS_OK) st = ws_updater_backward(x);
+    if (st == WS_OK && hold && upd) st = hold_rows(x, batch, w_prev, w_out, p->d_w);
+    if (st == WS_OK && upd) st = ws_updater_backward(x);
     if (st == WS_OK) st = ws_embed_backward(x);
     if (st != WS_OK) return ws_error_set(err, st, "model: backward pass failed");
     return WS_OK;

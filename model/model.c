@@ -124,6 +124,14 @@ void ws_model_free(ws_model *m)
 }
 
 const ws_model_config *ws_model_config_of(const ws_model *m) { return &m->cfg; }
+
+ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err)
+{
+    if (empty_steps < 0 || empty_steps >= WS_EMPTY_COUNT)
+        return ws_error_set(err, WS_ERR_INVALID, "model: no empty_steps value %d", empty_steps);
+    m->cfg.empty_steps = empty_steps;
+    return WS_OK;
+}
 ws_backend *ws_model_backend(const ws_model *m) { return m->be; }
 ws_vocab *ws_model_vocab(ws_model *m) { return m->vocab; }
 int ws_model_n_tensors(const ws_model *m) { return m->n_tensors; }

@@ -46,6 +46,16 @@ typedef enum {
     WS_SYMBOLS_COUNT
 } ws_symbol_code;
 
+/* What a step that tells a trajectory nothing does to its state (DESIGN §2). */
+typedef enum {
+    WS_EMPTY_UPDATE = 0, /* the Updater runs as on any step: a world with its own
+                            dynamics (the tasks life, numbers) changes while nobody
+                            tells anything; the behaviour before `empty_steps` */
+    WS_EMPTY_HOLD = 1,   /* W_t = W_{t-1} exactly: a fact memory keeps what it was
+                            told through any number of silent steps (default) */
+    WS_EMPTY_COUNT
+} ws_empty_steps;
+
 typedef struct {
     int d;            /* width */
     int n_heads;      /* d % n_heads == 0 */
@@ -71,6 +81,7 @@ typedef struct {
     int rn_width;        /* rn: width of g and f */
     int rn_layers;       /* rn: layers of g (>= 1) */
     int symbol_code;     /* ws_symbol_code */
+    int empty_steps;     /* ws_empty_steps */
 } ws_model_config;
 
 /* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */
@@ -188,6 +199,10 @@ ws_status ws_model_new(ws_model **out, const ws_model_config *cfg, ws_backend *b
 void ws_model_free(ws_model *m);
 
 const ws_model_config *ws_model_config_of(const ws_model *m);
+/* Switches what steps that tell nothing do (ws_empty_steps): the parameters do
+ * not depend on it, so a model trained with "update" can go on with "hold".
+ * Not while a step of the model runs. WS_ERR_INVALID for another value. */
+ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err);
 ws_backend *ws_model_backend(const ws_model *m);
 ws_vocab *ws_model_vocab(ws_model *m);
 

@@ -92,6 +92,8 @@ typedef struct {
     float *labels, *raw;
     /* forward activations */
     float *u, *tok, *ctx, *x0;
+    float *w_new; /* empty_steps "hold": the Updater's output, before the
+                     trajectories that hold take W_{t-1} instead (exec.c) */
     ws_ln_act fact_ln;
     ws_upd_layer_act *upd;
     ws_ln_act state_ln; /* out unused: the new state goes to the caller's buffer */

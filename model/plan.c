@@ -70,6 +70,7 @@ static void layout_acts(ws_exec *x, ws_carve *c)
     layout_ln(&p->fact_ln, c, p->n_facts, d, 0);
     p->ctx = ws_carve_f(c, p->n_ctx * d);
     p->x0 = ws_carve_f(c, ns * d);
+    p->w_new = m->cfg.empty_steps == WS_EMPTY_HOLD ? ws_carve_f(c, ns * d) : NULL;
     if (m->upd_variant) {
         p->upd_variant_act = ws_carve_f(c, m->upd_variant->act_floats(x));
         size_t scratch = m->upd_variant->scratch_floats(x);

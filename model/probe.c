@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_rng.h"
 #include "kernels/symcode.h"
 #include "model/tasks/task_rng.h"
 
@@ -180,6 +181,29 @@ static ws_status add_step(ws_batch *b, const probe_set *ps, int g, ws_vocab *v)
     return WS_OK;
 }
 
+/* A step after every episode's instructions: silent, or pc->chatter facts per
+ * episode over fresh symbols of their own (drawn from the step and the episode). */
+static ws_status add_after_step(ws_batch *b, const probe_set *ps, const ws_probe_config *pc,
+                                int g, ws_vocab *v)
+{
+    uint32_t arities = pc->max_arity ? (uint32_t)pc->max_arity : WS_PROBE_ARITY;
+    for (int i = 0; i < ps->n; i++) {
+        WS_TRY(ws_batch_begin_traj(b, 0));
+        ws_task_rng r;
+        ws_task_rng_seed(&r, ws_mix64(pc->seed ^ ((uint64_t)g << 24) ^ (uint64_t)i));
+        for (int j = 0; j < pc->chatter; j++) {
+            ws_probe_fact f = {.arity = 1 + (int)ws_task_rng_below(&r, arities)};
+            for (int a = 0; a < f.arity; a++)
+                snprintf(f.sym[a], sizeof f.sym[a], "c%012llx",
+                         (unsigned long long)(ws_task_rng_next(&r) >> 16));
+            ws_sym syms[WS_PROBE_ARITY];
+            ws_probe_syms(&f, v, syms);
+            WS_TRY(ws_batch_add_instr_syms(b, syms, f.arity, (int)ws_task_rng_below(&r, 2)));
+        }
+    }
+    return WS_OK;
+}
+
 static ws_status ask(ws_exec *x, ws_batch *b, const probe_set *ps, const float *w, ws_vocab *v,
                      int di, ws_probe_result *res, ws_error *err)
 {
@@ -219,11 +243,11 @@ static ws_status run(ws_exec *x, const ws_probe_config *pc, probe_set *ps, ws_ba
         WS_TRY(add_step(b, ps, g, v));
         WS_TRY(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
     }
-    int done = 0; /* silent steps since the last instruction */
+    int done = 0; /* steps since the last instruction */
     for (int di = 0; di < pc->n_delays; di++) {
         for (; done < pc->delays[di]; done++) {
             ws_batch_clear(b);
-            WS_TRY(add_step(b, ps, ps->last + 1, v)); /* past every episode: no instructions */
+            WS_TRY(add_after_step(b, ps, pc, ps->last + 1 + done, v));
             WS_TRY(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, &sr, err));
         }
         WS_TRY(ask(x, b, ps, w, v, di, res, err));
@@ -243,6 +267,8 @@ ws_status ws_probe_run(ws_exec *x, const ws_probe_config *pc, ws_probe_result *r
     for (int di = 0; di < pc->n_delays; di++)
         if (pc->delays[di] < 0 || (di && pc->delays[di] <= pc->delays[di - 1]))
             return ws_error_set(err, WS_ERR_INVALID, "probe: delays must ascend from >= 0");
+    if (pc->chatter < 0 || pc->chatter > 64)
+        return ws_error_set(err, WS_ERR_INVALID, "probe: chatter must be in [0, 64]");
     if (ws_model_config_of(m)->max_fact_len < WS_PROBE_ARITY)
         return ws_error_set(err, WS_ERR_INVALID, "probe: facts of %d symbols need max_fact_len "
                                                  ">= %d", WS_PROBE_ARITY, WS_PROBE_ARITY);

@@ -6,7 +6,7 @@
  * by any model) into a pool of 2K+4 and K distinct facts of 1..max_arity (4) of
  * them (arity uniform). It tells every fact true, instr_per_step instructions a step, then
  * overrides a quarter of them (told false: the last value told wins), again
- * instr_per_step a step; after that, silence. Its questions: the K told facts
+ * instr_per_step a step; after that, silence (or chatter: see ws_probe_config). Its questions: the K told facts
  * (told-true or overridden) and K never-told facts (half distractors: a told fact
  * with one symbol swapped for another pool symbol; half random pool tuples).
  * Closed world: a never-told or overridden fact does not hold. Deterministic in
@@ -61,9 +61,9 @@ void ws_probe_syms(const ws_probe_fact *f, ws_vocab *vocab, ws_sym *out);
 /* ---- running probes on a model ----------------------------------------------
  * For each K, n_traj episodes (ws_probe_seed) run in one batch:
  * every episode's instructions end on the same step (shorter ones start with
- * silent steps), then silent steps; at each delay d (ascending) all questions
- * are answered on the state d silent steps after the last instruction (the
- * Extractor alone: asking changes nothing). */
+ * silent steps), then silent (or chattering) steps; at each delay d (ascending)
+ * all questions are answered on the state d steps after the last instruction
+ * (the Extractor alone: asking changes nothing). */
 #define WS_PROBE_MAX_KS 8
 #define WS_PROBE_MAX_DELAYS 8
 
@@ -75,6 +75,10 @@ struct ws_probe_config {
     int max_arity;  /* symbols per fact: uniform in 1..max_arity (0: WS_PROBE_ARITY) */
     int grow_vocab; /* 1: symbols get ids in the model's vocabulary as a daemon gives
                        them; 0: id -1, the code alone (the table encoding: overflow) */
+    int chatter;    /* instructions on each step after an episode's last: 0, silence;
+                       else facts over symbols of their own ("c" + 12 hex digits,
+                       fresh each step), so no answer changes but the state must
+                       take them in while keeping the episode's facts */
     uint64_t seed;
 };
 

@@ -80,6 +80,7 @@ ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *tas
     t->rng = mix(tc->seed ^ 0x5EEDULL);
     t->t0 = ws_clock_mono_s();
     ws_status st = ws_task_new(&t->task, task, tc->batch, ws_model_vocab(m), err);
+    if (st == WS_OK) st = ws_task_check_model(t->task, ws_model_config_of(m), err);
     if (st != WS_OK) goto fail;
     st = ws_batch_new(&t->batch, ws_model_config_of(m));
     if (st == WS_OK) st = ws_model_state_alloc(m, tc->batch, &t->states, err);

@@ -12,6 +12,9 @@ ws_model_config model_check_tiny_config(int state_norm)
     c.d = 8, c.n_heads = 2, c.n_state = 3, c.n_upd_layers = 2, c.n_ext_layers = 2;
     c.max_fact_len = 3, c.vocab_cap = 6, c.n_overflow = 2, c.d_raw = 3;
     c.state_norm = state_norm;
+    /* Trajectory 1 (a state, no instructions) then runs the Updater too, so the
+     * checks cover it on every path; test_model_grad checks "hold" on its own. */
+    c.empty_steps = WS_EMPTY_UPDATE;
     return c;
 }
 

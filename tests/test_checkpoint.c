@@ -344,7 +344,7 @@ static const damage damages[] = {
                    "\"s2_virtual\":3,\"ext_mixer\":\"mha\",\"upd_mixer\":\"mha\","
                    "\"state_norm\":1,\"d_raw\":3,\"n_overflow\":4,\"vocab_cap\":8,"
                    "\"max_fact_len\":3,\"n_ext_layers\":1,\"n_upd_layers\":1,\"n_state\":4,"
-                   "\"n_heads\":2,\"d\":16,\"symbol_code\":\"hashed\"}",
+                   "\"n_heads\":2,\"d\":16,\"empty_steps\":\"hold\",\"symbol_code\":\"hashed\"}",
      .code = WS_OK},
     {.what = "missing tensor", .drop = "ext.head.b", .code = WS_ERR_FORMAT,
      .needle = "'ext.head.b' is missing"},
@@ -461,9 +461,10 @@ static const damage damages[] = {
      .code = WS_ERR_FORMAT, .needle = "'adam.m.embed.sym' is missing"},
 };
 
-/* A checkpoint written before symbol_code existed has no such key: it loads as
- * the table encoding it was trained with (not the hashed default), parameters
- * unchanged; a spelling this build does not know is refused. */
+/* A checkpoint written before symbol_code and empty_steps existed has no such
+ * keys: it loads as the table encoding and the Updater on every step it was
+ * trained with (not the defaults), parameters unchanged; a spelling this build
+ * does not know is refused. */
 static void test_symbol_code_of_old_checkpoints(void **state)
 {
     (void)state;
@@ -472,11 +473,13 @@ static void test_symbol_code_of_old_checkpoints(void **state)
     path_in(old, sizeof old, "old.safetensors");
     ws_model *a = make_model(8), *m = NULL;
     assert_int_equal(ws_model_config_of(a)->symbol_code, WS_SYMBOLS_HASHED);
+    assert_int_equal(ws_model_config_of(a)->empty_steps, WS_EMPTY_HOLD);
     ws_error err = {0};
     check(ws_checkpoint_save(a, good, 0, &err), &err);
     write_damaged(good, old, &(damage){.meta_key = "config", .meta_value = CFG_OK});
     check(ws_checkpoint_load(&m, old, be, &err), &err);
     assert_int_equal(ws_model_config_of(m)->symbol_code, WS_SYMBOLS_TABLE);
+    assert_int_equal(ws_model_config_of(m)->empty_steps, WS_EMPTY_UPDATE);
     float *x = download_all(a, ws_model_params(a)), *y = download_all(m, ws_model_params(m));
     assert_memory_equal(x, y, ws_model_n_params(a) * sizeof *x);
     free(x), free(y);

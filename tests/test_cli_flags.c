@@ -151,7 +151,7 @@ static void test_binary_sets_every_field(void **state)
         {"upd_mixer", "compositional"}, {"ext_mixer", "rn"}, {"s2_virtual", "3"},
         {"s2_heads", "2"}, {"s2_dim", "16"}, {"s2_tau", "0.5"}, {"comp_searches", "8"},
         {"comp_retrievals", "3"}, {"comp_dim", "8"}, {"rn_width", "32"}, {"rn_layers", "3"},
-        {"symbol_code", "table"},
+        {"symbol_code", "table"}, {"empty_steps", "update"},
     };
     char path[] = "/tmp/ws_train_cli_XXXXXX";
     int fd = mkstemp(path);
@@ -186,6 +186,48 @@ static void test_binary_sets_every_field(void **state)
         ws_model_free(m);
         ws_backend_free(be);
     }
+    unlink(path);
+}
+
+static int empty_steps_in(const char *path)
+{
+    ws_error err = {0};
+    ws_backend *be;
+    ws_model *m;
+    assert_int_equal(ws_backend_cpu_new(&be, 1, &err), WS_OK);
+    if (ws_checkpoint_load(&m, path, be, &err) != WS_OK) fail_msg("%s", err.msg);
+    int v = ws_model_config_of(m)->empty_steps;
+    ws_model_free(m);
+    ws_backend_free(be);
+    return v;
+}
+
+/* A resumed model keeps its config, except empty_steps when --empty-steps is
+ * given (the parameters do not depend on it). */
+static void test_resume_switches_empty_steps(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ws_train_resume_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char args[1024], out[1 << 14];
+    const char *base = "train --task memory --iters 1 --batch 1 --no-eval --threads 1 --d 8 "
+                       "--heads 2 --state-tokens 2 --vocab 8 --overflow 2";
+    snprintf(args, sizeof args, "%s --empty-steps update --checkpoint '%s'", base, path);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    assert_int_equal(empty_steps_in(path), WS_EMPTY_UPDATE);
+    snprintf(args, sizeof args, "%s --resume '%s' --checkpoint '%s'", base, path, path);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    assert_int_equal(empty_steps_in(path), WS_EMPTY_UPDATE);
+    snprintf(args, sizeof args, "%s --resume '%s' --empty-steps hold --checkpoint '%s'", base,
+             path, path);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    assert_int_equal(empty_steps_in(path), WS_EMPTY_HOLD);
+    /* a task whose worlds move on silent steps refuses a holding model */
+    snprintf(args, sizeof args, "train --task life --iters 1 --batch 1 --no-eval --threads 1");
+    assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 1);
+    assert_non_null(strstr(out, "--empty-steps update"));
     unlink(path);
 }
 
@@ -242,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_cli_and_json_share_bounds),
         cmocka_unit_test(test_binary_refuses_out_of_range),
         cmocka_unit_test(test_binary_sets_every_field),
+        cmocka_unit_test(test_resume_switches_empty_steps),
         cmocka_unit_test(test_help_lists_every_flag),
         cmocka_unit_test(test_daemon_and_offline_flags),
     };

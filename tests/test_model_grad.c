@@ -1,6 +1,7 @@
 /* test_model_grad.c — the whole model on tiny configs: every parameter tensor's
  * gradient against central finite differences of the loss, the ragged-batch
- * isolation (no trajectory sees another's data), and the query-only path. */
+ * isolation (no trajectory sees another's data), the query-only path, and
+ * empty_steps "hold" (a step that tells nothing keeps the state). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,84 @@ static void test_gradients_no_state_norm(void **s)
 {
     (void)s;
     check_all_gradients(0);
+}
+
+/* Trajectory 1 of the check batch (a state, no instructions) holds: its queries
+ * still train the Extractor, and nothing of it reaches the Updater. */
+static void test_gradients_hold(void **s)
+{
+    (void)s;
+    ws_model_config c = model_check_tiny_config(1);
+    c.empty_steps = WS_EMPTY_HOLD;
+    model_check_config_gradients(&c, 1e-2f, 2e-2, "empty_steps=hold");
+}
+
+static float *download_states(model_fixture *f, const float *dev)
+{
+    size_t n = MODEL_CHECK_N_TRAJ * ws_model_state_floats(f->m);
+    float *h = malloc(n * sizeof *h);
+    assert_non_null(h);
+    assert_int_equal(ws_backend_download(f->be, h, dev, n * sizeof *h), WS_OK);
+    return h;
+}
+
+/* One INFER step of the check batch: the new states (downloaded) and answers. */
+static float *step_of(model_fixture *f, float *w_out, float *probs)
+{
+    ws_error err;
+    assert_int_equal(ws_exec_step(f->x, f->b, f->w_prev, w_out, WS_STEP_INFER, 1, probs, NULL,
+                                  &err),
+                     WS_OK);
+    return download_states(f, w_out);
+}
+
+/* Under "hold" the trajectory that is told nothing keeps W_{t-1} bit for bit and
+ * answers from it as a query would; every other trajectory gets exactly what
+ * "update" gives (same parameters), in place or not; a batch in which every
+ * trajectory holds changes no state. */
+static void test_hold_keeps_state(void **s)
+{
+    (void)s;
+    model_fixture h, u;
+    ws_model_config c = model_check_tiny_config(1);
+    model_fixture_setup(&u, &c);
+    c.empty_steps = WS_EMPTY_HOLD;
+    model_fixture_setup(&h, &c);
+    size_t per = ws_model_state_floats(h.m), nq = (size_t)ws_batch_n_query(h.b);
+    float *ph = malloc(nq * sizeof *ph), *pu = malloc(nq * sizeof *pu);
+    float *pq = malloc(nq * sizeof *pq);
+    assert_true(ph && pu && pq);
+    float *prev = download_states(&h, h.w_prev);
+    float *wu = step_of(&u, u.w_out, pu), *wh = step_of(&h, h.w_out, ph);
+    assert_memory_equal(wh + per, prev + per, per * sizeof *wh); /* held */
+    assert_memory_not_equal(wu + per, prev + per, per * sizeof *wu); /* "update" moves it */
+    assert_memory_equal(wh, wu, per * sizeof *wh);
+    assert_memory_equal(wh + 2 * per, wu + 2 * per, 2 * per * sizeof *wh);
+    ws_error err;
+    assert_int_equal(ws_exec_query(h.x, h.b, h.w_prev, pq, NULL, &err), WS_OK);
+    int q1 = ws_batch_query_off(h.b, 1), n1 = ws_batch_query_count(h.b, 1);
+    assert_true(n1 > 0);
+    assert_memory_equal(ph + q1, pq + q1, (size_t)n1 * sizeof *ph);
+    assert_memory_equal(ph, pu, (size_t)q1 * sizeof *ph);
+    assert_memory_equal(ph + q1 + n1, pu + q1 + n1, (nq - q1 - n1) * sizeof *ph);
+    /* in place */
+    float *wi = step_of(&h, h.w_prev, NULL);
+    assert_memory_equal(wi, wh, MODEL_CHECK_N_TRAJ * per * sizeof *wi);
+    free(wi);
+    /* every trajectory held: no state changes */
+    int32_t id = 2;
+    ws_batch_clear(h.b);
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(ws_batch_begin_traj(h.b, 0), WS_OK);
+        assert_int_equal(ws_batch_add_query(h.b, &id, 1, 1), WS_OK);
+    }
+    assert_int_equal(ws_exec_step(h.x, h.b, h.w_out, h.w_out, WS_STEP_TRAIN, 1, ph, NULL, &err),
+                     WS_OK);
+    float *after = download_states(&h, h.w_out);
+    assert_memory_equal(after, wh, 2 * per * sizeof *after);
+    free(after), free(prev), free(wu), free(wh), free(ph), free(pu), free(pq);
+    model_fixture_teardown(&h);
+    model_fixture_teardown(&u);
 }
 
 static void test_trajectories_isolated(void **s)
@@ -102,6 +181,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients_state_norm),
         cmocka_unit_test(test_gradients_no_state_norm),
+        cmocka_unit_test(test_gradients_hold),
+        cmocka_unit_test(test_hold_keeps_state),
         cmocka_unit_test(test_trajectories_isolated),
         cmocka_unit_test(test_query_matches_step),
         cmocka_unit_test(test_rejects_bad_input),

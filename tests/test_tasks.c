@@ -1096,6 +1096,29 @@ static void test_idx_damaged(void **state)
     assert_int_equal(rmdir(tmpdir), 0);
 }
 
+/* A task whose worlds move on silent steps refuses a model that holds its state
+ * on them; the others take either. */
+static void test_dynamics_need_update(void **state)
+{
+    (void)state;
+    const char *names[] = {"life", "numbers", "memory", "recall"};
+    for (int i = 0; i < 4; i++) {
+        ws_task_params p = params(names[i]);
+        if (i == 1 && access(p.data_dir, R_OK) != 0) continue; /* dataset not installed */
+        rig r;
+        rig_open(&r, &p, 1);
+        ws_model_config c = ws_model_config_default();
+        ws_error err = {0};
+        assert_int_equal(c.empty_steps, WS_EMPTY_HOLD);
+        ws_status want = i < 2 ? WS_ERR_INVALID : WS_OK;
+        assert_int_equal(ws_task_check_model(r.t, &c, &err), want);
+        if (want != WS_OK) assert_non_null(strstr(err.msg, "--empty-steps update"));
+        c.empty_steps = WS_EMPTY_UPDATE;
+        assert_int_equal(ws_task_check_model(r.t, &c, &err), WS_OK);
+        rig_close(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1104,6 +1127,7 @@ int main(void)
         cmocka_unit_test(test_recall),       cmocka_unit_test(test_facts),
         cmocka_unit_test(test_conj),         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_life_rule),    cmocka_unit_test(test_life),
+        cmocka_unit_test(test_dynamics_need_update),
         cmocka_unit_test(test_numbers),      cmocka_unit_test(test_numbers_defaults),
         cmocka_unit_test(test_idx_damaged),
     };

@@ -140,6 +140,7 @@ static ws_status life_step(ws_task *t, int slot, ws_batch *b, ws_query_info *inf
 
 const ws_task_kind ws_task_kind_life = {
     .name = "life",
+    .dynamics = 1,
     .fact_len = 2,
     .n_baselines = 2,
     .baselines = {"all dead", "copy previous"},

@@ -248,6 +248,7 @@ static ws_status numbers_step(ws_task *t, int slot, ws_batch *b, ws_query_info *
 
 const ws_task_kind ws_task_kind_numbers = {
     .name = "numbers",
+    .dynamics = 1,
     .fact_len = 3,
     .n_baselines = 1,
     .baselines = {"class mean image"},

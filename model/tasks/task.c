@@ -103,6 +103,17 @@ int ws_task_max_queries(const ws_task *t) { return t->kind->max_queries(t); }
 
 int ws_task_max_fact_len(const ws_task *t) { return t->kind->fact_len; }
 
+ws_status ws_task_check_model(const ws_task *t, const ws_model_config *cfg, ws_error *err)
+{
+    if (t->kind->dynamics && cfg->empty_steps == WS_EMPTY_HOLD)
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "task %s: its worlds change on steps that tell nothing, which a "
+                            "model with empty_steps \"hold\" cannot follow "
+                            "(use empty_steps \"update\", flag --empty-steps update)",
+                            t->kind->name);
+    return WS_OK;
+}
+
 ws_status ws_task_reset(ws_task *t, int slot, uint64_t seed)
 {
     if (slot < 0 || slot >= t->n_slots) return WS_ERR_INVALID;

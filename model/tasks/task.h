@@ -108,6 +108,9 @@ const char *ws_task_baseline_name(const ws_task *t, int i);
 int ws_task_max_queries(const ws_task *t);
 /* Symbols in the task's longest fact: a model needs max_fact_len >= this. */
 int ws_task_max_fact_len(const ws_task *t);
+/* WS_ERR_INVALID when a model of config cfg cannot learn the task: its worlds
+ * change on steps that tell nothing, and cfg holds the state on such steps. */
+ws_status ws_task_check_model(const ws_task *t, const ws_model_config *cfg, ws_error *err);
 
 /* WS_ERR_INVALID for a slot out of range. */
 ws_status ws_task_reset(ws_task *t, int slot, uint64_t seed);

@@ -27,6 +27,8 @@ struct ws_task {
 struct ws_task_kind {
     const char *name;
     int fact_len;      /* longest fact it emits: the batch's S must be at least this */
+    int dynamics;      /* its worlds change on steps that tell nothing (a model that
+                          holds its state on such steps cannot learn it) */
     int n_baselines;
     const char *baselines[WS_TASK_MAX_BASELINES];
     void (*defaults)(ws_task_params *p);

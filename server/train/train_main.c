@@ -28,6 +28,7 @@ typedef struct {
     ws_train_config tc;
     ws_eval_config ec;
     const char *task, *checkpoint, *resume, *log_path, *ship;
+    int empty_steps_given; /* --empty-steps was given (mc.empty_steps is it) */
     int eval_every, threads, eval_at_end;
 } options;
 
@@ -173,6 +174,8 @@ static int parse_args(int argc, char **argv, options *o)
 {
     defaults(o);
     o->eval_only = !strcmp(argv[1], "eval");
+    /* -1 until --empty-steps is given: then a resumed model switches to it. */
+    o->mc.empty_steps = -1;
     /* The first pass finds --task (and checks every flag); the second sets the
      * flags given over that task's defaults. */
     if (ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc) < 0)
@@ -187,6 +190,8 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "worldstate-train: unexpected argument '%s'\n", argv[1 + first]);
         return -1;
     }
+    o->empty_steps_given = o->mc.empty_steps >= 0;
+    if (!o->empty_steps_given) o->mc.empty_steps = ws_model_config_default().empty_steps;
     return 0;
 }
 
@@ -300,6 +305,10 @@ int main(int argc, char **argv)
     const char *load = o.resume ? o.resume : (o.eval_only ? o.checkpoint : NULL);
     ws_status st = load ? ws_checkpoint_load(&m, load, be, &err)
                         : ws_model_new(&m, &o.mc, be, o.tc.seed, &err);
+    /* The only config field a resumed model takes from the flags: the
+     * parameters do not depend on it. */
+    if (st == WS_OK && o.resume && o.empty_steps_given)
+        st = ws_model_set_empty_steps(m, o.mc.empty_steps, &err);
     ws_exec *x = NULL;
     if (st == WS_OK) st = ws_exec_new(&x, m, &err);
     if (st != WS_OK) {

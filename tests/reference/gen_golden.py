@@ -71,6 +71,8 @@ GOLDEN = [
                                       "comp_retrievals": 3, "comp_dim": 3}),
     # the open-vocabulary encoding: fixed codes of the symbols' hashes + E_sym corrections
     ("model_hashed.safetensors", {"symbol_code": "hashed"}),
+    # empty_steps "hold": trajectory 1 (a state, no instructions) keeps its state
+    ("model_hold.safetensors", {"empty_steps": "hold"}),
 ]
 
 

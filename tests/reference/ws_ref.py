@@ -37,11 +37,12 @@ CONFIG_KEYS = ("d", "n_heads", "n_state", "n_upd_layers", "n_ext_layers", "max_f
                "vocab_cap", "n_overflow", "d_raw", "state_norm")
 
 # The fields a config may leave out (model/model.h), with the value they then take
-# in a checkpoint (model/config.c): the mixer fields' defaults, and symbol_code
-# "table", the encoding of checkpoints written before the field existed.
+# in a checkpoint (model/config.c): the mixer fields' defaults, symbol_code "table"
+# and empty_steps "update", what checkpoints written before those fields did.
 OPTIONAL_FIELDS = {"upd_mixer": "mha", "ext_mixer": "mha", "s2_virtual": 2, "s2_heads": 1,
                    "s2_dim": 32, "s2_tau": 1.0, "comp_searches": 4, "comp_retrievals": 2,
-                   "comp_dim": 16, "rn_width": 64, "rn_layers": 2, "symbol_code": "table"}
+                   "comp_dim": 16, "rn_width": 64, "rn_layers": 2, "symbol_code": "table",
+                   "empty_steps": "update"}
 
 # Mixers by name (model/mixer.h). A block mixer provides
 #   layout(add, linear, ln, prefix, cfg, mode)     its tensors "<prefix>.<name>" in C order
@@ -323,7 +324,16 @@ class WSRef(nn.Module):
             from_w0 = batch["from_w0"].bool()[:, None, None]
             X = torch.where(from_w0, w0, w_prev.detach().to(w0.dtype))
         M_prev = X
-        X = X + self.p("state.pos")
+        W = self.updater_layers(batch, X + self.p("state.pos"), M_prev)
+        if c["empty_steps"] == "update" or w_prev is None:
+            return W
+        # "hold": a trajectory told nothing keeps its previous state (not from W_0)
+        hold = ((batch["n_instr"] == 0) & ~batch["from_w0"].bool())[:, None, None]
+        return torch.where(hold, M_prev, W)
+
+    def updater_layers(self, batch, X, M_prev):
+        """The Updater's layers on X = the previous state + positions."""
+        c = self.cfg
         C, cmask = self.context(batch)
         variant = MIXERS.get(c["upd_mixer"])
         if getattr(variant, "kind", None) == "updater":

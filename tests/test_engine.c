@@ -471,7 +471,7 @@ static void test_creation_does_not_block_serving(void **state)
     assert_true(during_max < c_us / 2);
 }
 
-/* A step's longest wait while a 36 MB checkpoint (d=64, 140,000 symbols) is
+/* A step's longest wait while a 37 MB checkpoint (d=64, 140,000 symbols) is
  * imported beside it, against the import's duration: the checkpoint is loaded
  * and checked off the engine thread, so steps go on (before, a step waited for
  * the whole load). */

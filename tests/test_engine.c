@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/ws_clock.h"
+#include "model/checkpoint.h"
 #include "server/engine/engine.h"
 #include "storage/storage.h"
 #include "test_util.h"
@@ -437,6 +438,17 @@ static void timed_step(int64_t *max)
     ws_job_free(j);
 }
 
+/* Submits j and runs steps (each must succeed) until j completes: *max is the
+ * longest of them, *n how many ran; returns j's duration (µs). */
+static int64_t steps_beside(ws_job *j, int64_t *max, int64_t *n)
+{
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    int64_t t0 = ws_clock_mono_us();
+    submit_on(E, j, &w);
+    for (; !waiter_done(&w); (*n)++) timed_step(max);
+    return ws_clock_mono_us() - t0;
+}
+
 /* A step's longest wait while a large model (6.5M parameters, a 100 MB
  * checkpoint with its AdamW state) is created beside it, against the longest
  * without: creation is built off the engine thread, so steps go on (before, a
@@ -449,16 +461,52 @@ static void test_creation_does_not_block_serving(void **state)
     ws_model_config big = ws_model_config_default();
     big.d = 256, big.n_heads = 8, big.n_upd_layers = 4, big.n_ext_layers = 4;
     ws_job *create = create_job("big", &big);
-    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    int64_t c0 = ws_clock_mono_us();
-    submit_on(E, create, &w);
-    for (; !waiter_done(&w); n_during++) timed_step(&during_max);
-    int64_t c_us = ws_clock_mono_us() - c0;
+    int64_t c_us = steps_beside(create, &during_max, &n_during);
     printf("creation of d=256 4+4 layers: %.0f ms; longest step: %.1f ms without, %.1f ms "
            "during (%lld steps)\n",
            c_us / 1e3, base_max / 1e3, during_max / 1e3, (long long)n_during);
     assert_int_equal(create->result.status, WS_OK);
     ws_job_free(create);
+    assert_true(n_during >= 2);
+    assert_true(during_max < c_us / 2);
+}
+
+/* A step's longest wait while a 37 MB checkpoint (d=64, 140,000 symbols) is
+ * imported beside it, against the import's duration: the checkpoint is loaded
+ * and checked off the engine thread, so steps go on (before, a step waited for
+ * the whole load). */
+static void test_import_does_not_block_serving(void **state)
+{
+    (void)state;
+    ws_model_config big = ws_model_config_default();
+    big.d = 64, big.n_heads = 4, big.vocab_cap = 140000;
+    ws_backend *be = NULL;
+    ws_model *m = NULL;
+    ws_error err = {0};
+    char file[400];
+    snprintf(file, sizeof file, "%s/models/.upload-test-import", DIR_);
+    assert_int_equal(ws_backend_cpu_new(&be, 1, &err), WS_OK);
+    assert_int_equal(ws_model_new(&m, &big, be, 11, &err), WS_OK);
+    assert_int_equal(ws_checkpoint_save(m, file, 0, &err), WS_OK);
+    ws_model_free(m);
+    ws_backend_free(be);
+    struct stat sb;
+    assert_int_equal(stat(file, &sb), 0);
+    int64_t base_max = 0, during_max = 0, n_during = 0;
+    for (int i = 0; i < 20; i++) timed_step(&base_max);
+    ws_job *imp = job_new(WS_JOB_MODEL_IMPORT, "");
+    snprintf(imp->model_name, sizeof imp->model_name, "imported");
+    imp->upload = strdup(file);
+    assert_non_null(imp->upload);
+    int64_t c_us = steps_beside(imp, &during_max, &n_during);
+    printf("import of a %.1f MB checkpoint: %.0f ms; longest step: %.1f ms without, %.1f ms "
+           "during (%lld steps)\n",
+           sb.st_size / 1e6, c_us / 1e3, base_max / 1e3, during_max / 1e3,
+           (long long)n_during);
+    assert_int_equal(imp->result.status, WS_OK);
+    assert_int_equal(imp->result.created, 1);
+    ws_job_free(imp);
+    assert_int_not_equal(access(file, F_OK), 0); /* the upload was consumed */
     assert_true(n_during >= 2);
     assert_true(during_max < c_us / 2);
 }
@@ -613,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_unknown_session),
         cmocka_unit_test(test_model_memory_bound),
         cmocka_unit_test(test_creation_does_not_block_serving),
+        cmocka_unit_test(test_import_does_not_block_serving),
         cmocka_unit_test(test_continuous_batching),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

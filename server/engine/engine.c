@@ -99,18 +99,6 @@ static int take(ws_engine *e, ws_job **jobs, int max)
     return n;
 }
 
-static void import_job(ws_engine *e, ws_job *j)
-{
-    ws_error err = {0};
-    ws_job_why why = WS_JOB_FAILED;
-    ws_status s = ws_eng_model_import(e, j->model_name, j->model_tenant, j->upload,
-                                      &j->result.created, &why, &err);
-    free(j->upload); /* the file is gone or in place: not the job's any more */
-    j->upload = NULL;
-    if (s != WS_OK) return ws_eng_refuse(j, why, s, "%s", err.msg);
-    ws_eng_finish(j);
-}
-
 /* WS_JOB_TRAINING_SET: the new settings are recorded, then served. */
 static void training_job(ws_engine *e, ws_job *j)
 {
@@ -135,12 +123,11 @@ static void training_job(ws_engine *e, ws_job *j)
 
 static void admin_job(ws_engine *e, ws_job *j)
 {
-    if (j->kind == WS_JOB_MODEL_IMPORT) return import_job(e, j);
     if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
     if (j->kind == WS_JOB_MODEL_ROLLBACK) return ws_eng_rollback_job(e, j);
     if (j->kind == WS_JOB_SESSION_CREATE || j->kind == WS_JOB_SESSION_DELETE)
         return ws_eng_session_job(e, j);
-    ws_eng_build_start(e, j); /* WS_JOB_MODEL_CREATE: completes when installed */
+    ws_eng_build_start(e, j); /* MODEL_CREATE, MODEL_IMPORT: complete when installed */
 }
 
 void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)

@@ -67,7 +67,8 @@ typedef enum {
     WS_JOB_MODEL_CREATE,   /* a new model with random parameters (built off the engine
                               thread: serving goes on meanwhile) */
     WS_JOB_TRAINING_SET,   /* change some of a model's online-training settings */
-    WS_JOB_MODEL_IMPORT,   /* a checkpoint file becomes a model, or a model's next version */
+    WS_JOB_MODEL_IMPORT,   /* a checkpoint file becomes a model, or a model's next version
+                              (loaded off the engine thread: serving goes on meanwhile) */
     WS_JOB_SESSION_CREATE, /* a session on a model (model_name); its id into session */
     WS_JOB_SESSION_DELETE, /* a session and its step log */
     WS_JOB_MODEL_ROLLBACK  /* make a recorded version (version) of a model current again */

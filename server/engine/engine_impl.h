@@ -6,6 +6,7 @@
 #define WS_ENGINE_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "server/common/common.h"
 #include "engine.h"
@@ -50,9 +51,10 @@ struct ws_engine {
     int depth, stop;
     ws_eng_model *models;
     int n_models, cap_models;
-    size_t mem_used;      /* engine thread: loaded models' bytes and those reserved for
-                             models being built or imported */
-    ws_eng_build *builds; /* engine thread: model creations in flight (engine_build.c) */
+    _Atomic size_t mem_used; /* loaded models' bytes and those reserved for models
+                                being built or imported (atomic: an import
+                                reserves on its build's thread) */
+    ws_eng_build *builds;    /* engine thread: creations and imports in flight (engine_build.c) */
 };
 
 /* engine_models.c */
@@ -130,15 +132,31 @@ void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 
 /* engine_import.c: models from checkpoint files. */
-/* WS_JOB_MODEL_IMPORT: the checkpoint in `file` (always consumed: renamed into
- * place or removed) becomes model `name` (*created = 1; tenant's own when
- * tenant > 0, else shared) or, when it exists, its next version (*created = 0;
- * a tenant > 0 that is not the model's is WS_ERR_CONFLICT). A refusal of the
- * checkpoint itself sets *why (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH,
- * _VOCAB_MISMATCH); other failures leave it WS_JOB_FAILED. Nothing changes on
+/* WS_JOB_MODEL_IMPORT, in three parts. On the engine thread, what refuses it
+ * before its file is read: a model being created under `name`, or a version
+ * whose tenant (> 0) is not the model's (WS_ERR_CONFLICT); *em: the model it
+ * would be a version of (NULL: a new model). */
+ws_status ws_eng_import_check(ws_engine *e, const char *name, int64_t tenant, ws_eng_model **em,
+                              ws_error *err);
+/* Off the engine thread (it touches no engine state but the backend and
+ * mem_used): loads and checks the checkpoint in `file` (always consumed:
+ * renamed into place or removed). A new model (model_cfg NULL) has its bytes
+ * reserved (*bytes; at_start: counted, not refused) and its file placed as
+ * version 1 at *path (WS_ENG_CKPT_PATH bytes; its SHA-256 in sha256); a version
+ * must have model_cfg. A refusal of the checkpoint itself sets *why
+ * (WS_JOB_BAD_CHECKPOINT, _CONFIG_MISMATCH, _MODEL_TOO_LARGE); other failures
+ * leave it WS_JOB_FAILED. Nothing stays on failure. */
+ws_status ws_eng_import_load(ws_engine *e, const char *name, const char *file,
+                             const ws_model_config *model_cfg, int at_start, ws_model **out,
+                             size_t *bytes, char *path, char sha256[65], ws_job_why *why,
+                             ws_error *err);
+/* On the engine thread: m (owned: freed on failure) becomes em's next version;
+ * vocabularies that disagree are WS_JOB_VOCAB_MISMATCH. Nothing changes on
  * failure. */
-ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
-                              int *created, ws_job_why *why, ws_error *err);
+ws_status ws_eng_import_version(ws_engine *e, ws_eng_model *em, ws_model *m, ws_job_why *why,
+                                ws_error *err);
+/* Removes an import job's upload, if it still has one. */
+void ws_eng_upload_drop(ws_job *j);
 /* First start: the model "default" from the checkpoint shipped in the binary,
  * or, in a build without one, with random parameters (said loudly). */
 ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
@@ -149,13 +167,14 @@ void ws_eng_tmp_clean(ws_engine *e);
 /* engine_sessions.c: WS_JOB_SESSION_CREATE and WS_JOB_SESSION_DELETE. */
 void ws_eng_session_job(ws_engine *e, ws_job *j);
 
-/* engine_build.c: WS_JOB_MODEL_CREATE off the engine thread. */
-/* Checks the name and reserves the memory, then builds on a thread of its own;
- * the job completes when the engine installs what was built. */
+/* engine_build.c: WS_JOB_MODEL_CREATE and WS_JOB_MODEL_IMPORT off the engine thread. */
+/* Checks the name (and reserves a creation's memory), then builds or loads on
+ * a thread of its own; the job completes when the engine installs what was
+ * built. */
 void ws_eng_build_start(ws_engine *e, ws_job *j);
 /* Installs every finished build and completes its job (engine thread, mu not held). */
 void ws_eng_builds_finish(ws_engine *e);
-/* 1 while a model of that name is being built (its name is taken). */
+/* 1 while a model of that name is being built or imported (its name is taken). */
 int ws_eng_building(ws_engine *e, const char *name);
 /* 1 when a build has finished (mu held). */
 int ws_eng_builds_ready(ws_engine *e);

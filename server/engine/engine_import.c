@@ -6,7 +6,10 @@
  * Order of writes, as everywhere (versions.h): the checkpoint file first, in
  * full (temporary file, fsync, rename), then the SQLite rows in one
  * transaction; a failure after the file was placed removes it again, so a
- * refused or failed import leaves no file, row or vocabulary entry behind. */
+ * refused or failed import leaves no file, row or vocabulary entry behind.
+ * An import's expensive part (loading and checking up to 256 MiB, placing and
+ * hashing the file) runs on a build's thread (engine_build.c); the engine
+ * thread checks before it and records after it. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -31,11 +34,11 @@ static void strip_path(ws_error *err, const char *file)
 
 /* What a checkpoint's config must pass before its model is built: a new model
  * fits in the memory left (its bytes are then reserved, or at start counted);
- * a new version has the model's config. */
+ * a new version has the model's config. Runs on a build's thread. */
 typedef struct {
     ws_engine *e;
-    const ws_eng_model *em; /* NULL: a new model */
-    int at_start;           /* the shipped default on first start: counted, not refused */
+    const ws_model_config *model_cfg; /* NULL: a new model */
+    int at_start;                     /* the shipped default on first start: counted, not refused */
     const char *name;
     size_t bytes; /* reserved or counted */
     ws_job_why why;
@@ -44,15 +47,15 @@ typedef struct {
 static ws_status admit(void *ctx, const ws_model_config *cfg, ws_error *err)
 {
     admit_ctx *a = ctx;
-    if (a->em) {
+    if (a->model_cfg) {
         char diff[256];
-        if (ws_srv_config_diff(cfg, "the checkpoint", &a->em->cfg, "the model", diff, sizeof diff))
+        if (ws_srv_config_diff(cfg, "the checkpoint", a->model_cfg, "the model", diff, sizeof diff))
             return WS_OK;
         a->why = WS_JOB_CONFIG_MISMATCH;
         return ws_error_set(err, WS_ERR_CONFLICT,
                             "the checkpoint's config differs from model %s's: %s (import it "
                             "under a new name, or train it with the model's config)",
-                            a->em->name, diff);
+                            a->name, diff);
     }
     if (a->at_start) return ws_eng_memory_count(a->e, a->name, cfg, &a->bytes, err);
     size_t need = 0;
@@ -86,25 +89,47 @@ static ws_status load_checked(ws_engine *e, const char *file, admit_ctx *a, ws_m
     return s;
 }
 
-static ws_status import_new(ws_engine *e, const char *name, int64_t tenant, const char *file,
-                            const char *note, int at_start, ws_job_why *why, ws_error *err)
+static void remove_file(const char *file)
 {
-    ws_model *m = NULL;
-    admit_ctx a = {.e = e, .at_start = at_start, .name = name, .why = WS_JOB_FAILED};
-    WS_TRY(load_checked(e, file, &a, &m, why, err));
-    char path[WS_SRV_PATH_MAX + 128];
-    ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, sizeof path);
-    /* The file as sent becomes version 1: the bytes just validated. */
-    ws_status s = ws_srv_file_commit(file, path, err);
-    if (s != WS_OK) {
-        ws_model_free(m);
-        ws_eng_memory_release(e, a.bytes);
-        unlink(path); /* renamed but not synced, or a stale file: nobody refers to it */
-        return s;
+    if (unlink(file) != 0 && errno != ENOENT)
+        fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
+}
+
+ws_status ws_eng_import_load(ws_engine *e, const char *name, const char *file,
+                             const ws_model_config *model_cfg, int at_start, ws_model **out,
+                             size_t *bytes, char *path, char sha256[65], ws_job_why *why,
+                             ws_error *err)
+{
+    *why = WS_JOB_FAILED;
+    *bytes = 0;
+    path[0] = '\0';
+    admit_ctx a = {
+        .e = e, .model_cfg = model_cfg, .at_start = at_start, .name = name, .why = WS_JOB_FAILED};
+    ws_status s = load_checked(e, file, &a, out, why, err);
+    if (s == WS_OK && !model_cfg) {
+        /* The file as sent becomes version 1: the bytes just validated. */
+        ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, WS_ENG_CKPT_PATH);
+        s = ws_srv_file_commit(file, path, err);
+        if (s == WS_OK) s = ws_srv_file_sha256(path, sha256, err);
+        if (s != WS_OK) {
+            ws_model_free(*out);
+            *out = NULL;
+            ws_eng_memory_release(e, a.bytes);
+            unlink(path); /* renamed but not synced, or a stale file: nobody refers to it */
+            path[0] = '\0';
+        }
     }
-    ws_srv_training tr = ws_srv_training_default();
-    ws_eng_model *em;
-    return ws_eng_model_install(e, name, tenant, m, a.bytes, &tr, path, NULL, note, &em, err);
+    if (s == WS_OK) *bytes = a.bytes;
+    remove_file(file); /* renamed into place (then this finds nothing), or refused */
+    return s;
+}
+
+void ws_eng_upload_drop(ws_job *j)
+{
+    if (!j->upload) return;
+    remove_file(j->upload);
+    free(j->upload);
+    j->upload = NULL;
 }
 
 /* m's vocabulary made the model's: the stored symbols and the checkpoint's
@@ -148,13 +173,18 @@ static ws_status tenant_check(ws_engine *e, const ws_eng_model *em, int64_t tena
     return s;
 }
 
-static ws_status import_version(ws_engine *e, ws_eng_model *em, int64_t tenant, const char *file,
-                                ws_job_why *why, ws_error *err)
+ws_status ws_eng_import_check(ws_engine *e, const char *name, int64_t tenant, ws_eng_model **em,
+                              ws_error *err)
 {
-    WS_TRY(tenant_check(e, em, tenant, err));
-    ws_model *m = NULL;
-    admit_ctx a = {.e = e, .em = em, .why = WS_JOB_FAILED};
-    WS_TRY(load_checked(e, file, &a, &m, why, err));
+    *em = ws_eng_model_by_name(e, name);
+    if (!*em && ws_eng_building(e, name)) /* its version 1 is being written */
+        return ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" is being created", name);
+    return *em ? tenant_check(e, *em, tenant, err) : WS_OK;
+}
+
+ws_status ws_eng_import_version(ws_engine *e, ws_eng_model *em, ws_model *m, ws_job_why *why,
+                                ws_error *err)
+{
     int store_from = -1;
     ws_status s = vocab_merge(em, m, &store_from, why, err);
     /* The way every version is published (retrain's too): the next number,
@@ -168,24 +198,6 @@ static ws_status import_version(ws_engine *e, ws_eng_model *em, int64_t tenant, 
         return s;
     }
     return ws_eng_model_adopt(e, em, m, v, err); /* served from the next batch on */
-}
-
-ws_status ws_eng_model_import(ws_engine *e, const char *name, int64_t tenant, const char *file,
-                              int *created, ws_job_why *why, ws_error *err)
-{
-    *why = WS_JOB_FAILED;
-    ws_eng_model *em = ws_eng_model_by_name(e, name);
-    *created = em == NULL;
-    ws_status s;
-    if (!em && ws_eng_building(e, name)) /* its version 1 is being written */
-        s = ws_error_set(err, WS_ERR_CONFLICT, "model \"%s\" is being created", name);
-    else
-        s = em ? import_version(e, em, tenant, file, why, err)
-               : import_new(e, name, tenant, file, WS_SRV_NOTE_IMPORTED, 0, why, err);
-    /* Renamed into place on success (then this finds nothing), else removed. */
-    if (unlink(file) != 0 && errno != ENOENT)
-        fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
-    return s;
 }
 
 /* Writes the shipped checkpoint into a temporary file of models/. */
@@ -216,12 +228,17 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
         cfg.vocab_cap = 4096;
         return ws_eng_model_create_now(e, "default", &cfg, &tr, 1, err);
     }
-    char tmp[WS_SRV_PATH_MAX + 64];
+    char tmp[WS_SRV_PATH_MAX + 64], path[WS_ENG_CKPT_PATH], sha256[65];
     WS_TRY(shipped_to_file(e, bytes, len, tmp, sizeof tmp, err));
+    ws_model *m = NULL;
+    size_t mbytes = 0;
     ws_job_why why;
-    ws_status s = import_new(e, "default", 0, tmp, WS_SRV_NOTE_SHIPPED, 1, &why, err);
-    if (unlink(tmp) != 0 && errno != ENOENT)
-        fprintf(stderr, "worldstated: cannot remove %s: %s\n", tmp, strerror(errno));
+    ws_status s =
+        ws_eng_import_load(e, "default", tmp, NULL, 1, &m, &mbytes, path, sha256, &why, err);
+    ws_eng_model *em;
+    if (s == WS_OK)
+        s = ws_eng_model_install(e, "default", 0, m, mbytes, &tr, path, sha256, WS_SRV_NOTE_SHIPPED,
+                                 &em, err);
     if (s != WS_OK) {
         /* A build whose shipped model does not load is broken: refuse to start
          * rather than serve a model the user did not expect. */

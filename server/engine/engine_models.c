@@ -143,31 +143,35 @@ ws_status ws_eng_memory_reserve(ws_engine *e, const ws_model_config *cfg, size_t
 {
     WS_TRY(ws_engine_model_bytes(&e->cfg, cfg, bytes, err));
     size_t max = e->cfg.max_model_memory;
-    size_t left = max > e->mem_used ? max - e->mem_used : 0;
-    if (max && *bytes > left)
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "model too large: it needs %zu bytes of memory, %zu are left of the "
-                            "%zu that loaded models may take (--max-model-memory)",
-                            *bytes, left, max);
-    e->mem_used += *bytes;
+    /* Compare and add as one step: an import reserves on its build's thread
+     * while the engine thread may reserve for a creation. */
+    size_t used = atomic_load(&e->mem_used), left;
+    do {
+        left = max > used ? max - used : 0;
+        if (max && *bytes > left)
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "model too large: it needs %zu bytes of memory, %zu are left of "
+                                "the %zu that loaded models may take (--max-model-memory)",
+                                *bytes, left, max);
+    } while (!atomic_compare_exchange_weak(&e->mem_used, &used, used + *bytes));
     return WS_OK;
 }
 
 void ws_eng_memory_release(ws_engine *e, size_t bytes)
 {
-    e->mem_used -= bytes;
+    atomic_fetch_sub(&e->mem_used, bytes);
 }
 
 ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_config *cfg,
                               size_t *bytes, ws_error *err)
 {
     WS_TRY(ws_engine_model_bytes(&e->cfg, cfg, bytes, err));
-    e->mem_used += *bytes;
-    if (e->cfg.max_model_memory && e->mem_used > e->cfg.max_model_memory)
+    size_t used = atomic_fetch_add(&e->mem_used, *bytes) + *bytes;
+    if (e->cfg.max_model_memory && used > e->cfg.max_model_memory)
         fprintf(stderr,
                 "worldstated: WARNING: with model %s the loaded models take %zu bytes, over "
                 "--max-model-memory %zu: no model can be created or imported\n",
-                name, e->mem_used, e->cfg.max_model_memory);
+                name, used, e->cfg.max_model_memory);
     return WS_OK;
 }
 

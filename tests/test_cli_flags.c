@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "model/checkpoint.h"
@@ -39,20 +38,9 @@ static void past_range(int i, char *out, size_t cap)
     else snprintf(out, cap, "%.0f", f->hi + 1);
 }
 
-/* Runs the program named by env_var with args (already quoted); its stdout and
- * stderr together into out. Returns the exit status. */
 static int run(const char *env_var, const char *args, char *out, size_t cap)
 {
-    const char *prog = getenv(env_var);
-    assert_non_null(prog);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' %s 2>&1", prog, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ws_test_run_prog(env_var, args, 1, out, cap);
 }
 
 /* In process: each spelling of each field's flag sets that field (to the top of

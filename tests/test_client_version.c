@@ -10,25 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "base/ws_version.h"
 #include "test_server_util.h"
+#include "test_util.h"
 
-/* Runs the program named by env_var with args; its stdout into out. Returns
- * the exit status. */
 static int run(const char *env_var, const char *args, char *out, size_t cap)
 {
-    const char *prog = getenv(env_var);
-    assert_non_null(prog);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' %s", prog, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ws_test_run_prog(env_var, args, 0, out, cap);
 }
 
 static void test_programs_print_the_version(void **state)

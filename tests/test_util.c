@@ -4,8 +4,10 @@
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/ws_rng.h"
@@ -113,4 +115,20 @@ void ws_test_flip_byte(const char *path, long from_end, int mask)
     assert_int_equal(fseek(f, -from_end, SEEK_END), 0);
     assert_int_equal(fputc(c ^ mask, f), c ^ mask);
     assert_int_equal(fclose(f), 0);
+}
+
+int ws_test_run_prog(const char *env_var, const char *args, int merge_stderr, char *out,
+                     size_t cap)
+{
+    const char *prog = getenv(env_var);
+    assert_non_null(prog);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' %s%s", prog, args,
+             merge_stderr ? " 2>&1" : "");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -50,4 +50,11 @@ int ws_test_rm_tree(const char *path);
  * (a checkpoint's last tensor: damage its loader alone cannot see). */
 void ws_test_flip_byte(const char *path, long from_end, int mask);
 
+/* Runs the program named by environment variable env_var (set by
+ * tests/CMakeLists.txt) with args (already quoted) on one OpenMP thread; its
+ * stdout, and with merge_stderr its stderr too, into out (cap bytes, ended by
+ * NUL). Returns its exit status, -1 if it did not exit. */
+int ws_test_run_prog(const char *env_var, const char *args, int merge_stderr, char *out,
+                     size_t cap);
+
 #endif

@@ -77,7 +77,7 @@ cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s)
     return o;
 }
 
-/* A session-level job (create, delete) for the tenant, or NULL with a 500 in a. */
+/* A job on the tenant's session of the path (if any), or NULL with a 500 in a. */
 static ws_job *session_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
     ws_job *j = calloc(1, sizeof *j);
@@ -227,14 +227,8 @@ void ws_route_state_get(ws_http_ctx *c, ws_http_answer *a)
 static ws_job *parse_job(ws_http_ctx *c, ws_job_kind kind, ws_http_answer *a)
 {
     ws_error err = {0};
-    ws_job *j = calloc(1, sizeof *j);
-    if (!j) {
-        fail_code(a, 500, "internal", "out of memory");
-        return NULL;
-    }
-    j->kind = kind;
-    j->tenant = c->who.tenant;
-    memcpy(j->session, c->params[0], strlen(c->params[0]) + 1);
+    ws_job *j = session_job(c, kind, a);
+    if (!j) return NULL;
     ws_status s = ws_http_session_job_parse(c->body, c->body_len, j, &err);
     if (s != WS_OK) {
         fail(a, s, &err);

@@ -55,7 +55,7 @@ static void *sampler_main(void *arg)
 static int make_admin_key(soak *s)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' key create --tenant soak --admin --data-dir '%s' 2>/dev/null", s->o->daemon_path,
+    snprintf(cmd, sizeof cmd, "'%s' key create --create --tenant soak --admin --data-dir '%s' 2>/dev/null", s->o->daemon_path,
              s->dir);
     FILE *p = popen(cmd, "r");
     int ok = p && fgets(s->admin_key, sizeof s->admin_key, p) != NULL;

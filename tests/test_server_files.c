@@ -90,7 +90,7 @@ static void test_fresh_data_dir_is_private(void **state)
     assert_non_null(strstr(seen, "worldstate.db-wal "));
     assert_non_null(strstr(seen, "worldstate.db-shm "));
     assert_non_null(strstr(seen, ".safetensors "));
-    assert_false(log_has(d.log, "warning: data directory"));
+    assert_false(log_has(d.log, "warn data directory"));
     assert_int_equal(ws_ts_stop(&d), 0);
     seen[0] = '\0';
     files_private(dir, seen, sizeof seen);
@@ -108,7 +108,7 @@ static void test_open_data_dir_warns(void **state)
     ws_ts_daemon d;
     assert_int_equal(ws_ts_start(&d, dir, NULL), 0);
     step_once(&d);
-    assert_true(log_has(d.log, "warning: data directory"));
+    assert_true(log_has(d.log, "warn data directory"));
     assert_true(log_has(d.log, "mode 0755"));
     assert_int_equal(ws_ts_stop(&d), 0);
     /* the top directory is the user's choice (0755); the files in it are not */

@@ -154,12 +154,12 @@ static void test_key_note(void **state)
     const char *daemon = getenv("WS_DAEMON");
     assert_non_null(daemon);
     snprintf(cmd, sizeof cmd,
-             "'%s' key create --tenant t --note \"$(printf 'a\\tb')\" --data-dir '%s' "
+             "'%s' key create --create --tenant t --note \"$(printf 'a\\tb')\" --data-dir '%s' "
              ">/dev/null 2>&1",
              daemon, dir);
     assert_int_not_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd,
-             "'%s' key create --tenant t --note 'caf\xC3\xA9' --data-dir '%s' >/dev/null 2>&1",
+             "'%s' key create --create --tenant t --note 'caf\xC3\xA9' --data-dir '%s' >/dev/null 2>&1",
              daemon, dir);
     assert_int_equal(system(cmd), 0);
     ws_ts_cleanup(dir);

@@ -132,7 +132,7 @@ void ws_ts_kill9(ws_ts_daemon *d)
 int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap)
 {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' key create --tenant '%s' %s --data-dir '%s' 2>/dev/null", daemon_path(), tenant,
+    snprintf(cmd, sizeof cmd, "'%s' key create --create --tenant '%s' %s --data-dir '%s' 2>/dev/null", daemon_path(), tenant,
              admin ? "--admin" : "", dir);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;

@@ -34,7 +34,8 @@ int ws_ts_shared_teardown(void **state);
 /* SIGTERM and wait: returns the exit status (0 on a clean shutdown). */
 int ws_ts_stop(ws_ts_daemon *d);
 void ws_ts_kill9(ws_ts_daemon *d);
-/* Runs `worldstated key create --tenant T [--admin] --data-dir dir`; the key into out. */
+/* Runs `worldstated key create --create --tenant T [--admin] --data-dir dir` (the
+ * database made when missing); the key into out. */
 int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap);
 
 /* Runs $WS_TRAIN (worldstate-train) with args (NULL-terminated, after the

@@ -37,10 +37,10 @@ static int takes(const ws_cli_opt *o, unsigned cmd)
     return !o->only || (o->only & cmd);
 }
 
-static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, void *base)
+ws_status ws_cli_set(const ws_cli_opt *o, const char *arg, void *base, const char *as,
+                     ws_error *err)
 {
     void *v = (char *)base + o->off;
-    ws_error err = {0};
     char *end = NULL;
     errno = 0;
     if (o->kind == WS_OPT_STR) {
@@ -48,29 +48,24 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
     } else if (o->kind == WS_OPT_SET) {
         *(int *)v = (int)o->lo;
     } else if (o->kind == WS_OPT_FN) {
-        if (o->fn(v, arg, &err) != WS_OK) {
-            fprintf(stderr, "%s: --%s: %s\n", prog, o->name, err.msg);
-            return -1;
-        }
+        ws_error e = {0};
+        if (o->fn(v, arg, &e) != WS_OK) return ws_error_set(err, e.code, "%s: %s", as, e.msg);
     } else if (o->kind == WS_OPT_U64) {
         /* strtoull, not strtod: a seed keeps all its 64 bits */
         unsigned long long x = strtoull(arg, &end, 10);
-        if (!*arg || *arg == '-' || *end || errno || (double)x < o->lo || (double)x > o->hi) {
-            fprintf(stderr, "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n", prog, o->name,
-                    o->lo, o->hi, arg);
-            return -1;
-        }
+        if (!*arg || *arg == '-' || *end || errno || (double)x < o->lo || (double)x > o->hi)
+            return ws_error_set(err, WS_ERR_INVALID,
+                                "%s wants an integer in [%.0f, %.0f], got '%s'", as, o->lo, o->hi,
+                                arg);
         *(uint64_t *)v = x;
     } else {
         double x = strtod(arg, &end);
         int integral = o->kind != WS_OPT_FLOAT && o->kind != WS_OPT_DOUBLE;
-        if (!*arg || *end || errno || !(x >= o->lo && x <= o->hi) || (integral && x != floor(x))) {
-            fprintf(stderr,
-                    integral ? "%s: --%s wants an integer in [%.0f, %.0f], got '%s'\n"
-                             : "%s: --%s wants a number in [%g, %g], got '%s'\n",
-                    prog, o->name, o->lo, o->hi, arg);
-            return -1;
-        }
+        if (!*arg || *end || errno || !(x >= o->lo && x <= o->hi) || (integral && x != floor(x)))
+            return ws_error_set(err, WS_ERR_INVALID,
+                                integral ? "%s wants an integer in [%.0f, %.0f], got '%s'"
+                                         : "%s wants a number in [%g, %g], got '%s'",
+                                as, o->lo, o->hi, arg);
         switch (o->kind) {
         case WS_OPT_INT: *(int *)v = (int)x; break;
         case WS_OPT_LONG: *(long *)v = (long)x; break;
@@ -79,7 +74,7 @@ static int set_value(const char *prog, const ws_cli_opt *o, const char *arg, voi
         default: *(double *)v = x; break;
         }
     }
-    return 0;
+    return WS_OK;
 }
 
 /* The getopt_long table of cmd's rows and, with model, the model fields' flags
@@ -106,6 +101,12 @@ static void long_options(const ws_cli_opt *opts, int n_opts, unsigned cmd, int m
 int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
                  unsigned cmd, void *base, ws_model_config *mc)
 {
+    return ws_cli_parse_given(argc, argv, prog, opts, n_opts, cmd, base, mc, NULL);
+}
+
+int ws_cli_parse_given(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
+                       unsigned cmd, void *base, ws_model_config *mc, const char **given)
+{
     if (n_opts > MAX_OPTS) {
         fprintf(stderr, "%s: a table of more than %d flags\n", prog, MAX_OPTS);
         return -1;
@@ -122,14 +123,16 @@ int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts
                     c == ':' ? "a value is missing after" : "unknown option", argv[optind - 1]);
             return -1;
         }
-        if (c < VAL_FIELD) {
-            if (set_value(prog, &opts[c - VAL_OPT], optarg, base)) return -1;
-            continue;
-        }
         ws_error err = {0};
         char as[48];
         snprintf(as, sizeof as, "--%s", lo[idx].name);
-        if (c >= VAL_NO_FIELD) {
+        if (c < VAL_FIELD) {
+            if (ws_cli_set(&opts[c - VAL_OPT], optarg, base, as, &err) != WS_OK) {
+                fprintf(stderr, "%s: %s\n", prog, err.msg);
+                return -1;
+            }
+            if (given) given[c - VAL_OPT] = optarg ? optarg : "";
+        } else if (c >= VAL_NO_FIELD) {
             ws_model_config_set(mc, c - VAL_NO_FIELD, 0);
         } else if (ws_model_config_parse(mc, c - VAL_FIELD, optarg, as, &err) != WS_OK) {
             fprintf(stderr, "%s: %s\n", prog, err.msg);

@@ -46,6 +46,16 @@ typedef struct {
 int ws_cli_parse(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
                  unsigned cmd, void *base, ws_model_config *mc);
 
+/* ws_cli_parse that also sets given[k] to the argument of each row k given
+ * ("" for a switch; given: n_opts pointers, NULL-filled by the caller, or
+ * NULL): where a setting came from, and the text it was set from. */
+int ws_cli_parse_given(int argc, char **argv, const char *prog, const ws_cli_opt *opts, int n_opts,
+                       unsigned cmd, void *base, ws_model_config *mc, const char **given);
+/* Sets o's value in base from its text, as the flag would (a config file and
+ * the environment use the same rows); `as` names it in the message. */
+ws_status ws_cli_set(const ws_cli_opt *o, const char *arg, void *base, const char *as,
+                     ws_error *err);
+
 /* One line per flag of cmd (~0u: of every command), ending "(default V)" with
  * its value in `defaults` (an options struct as the program starts with it; NULL:
  * none shown) unless its help says "(default ...)" itself. One line per model field, with its value in mc (NULL: none). */

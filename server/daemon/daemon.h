@@ -58,7 +58,8 @@ typedef struct ws_srv {
     char db_path[WS_SRV_PATH_MAX + 32];
     struct MHD_Daemon *mhd;
     ws_engine *engine;
-    int open_mode; /* no keys: loopback only, no auth, tenant "default" */
+    atomic_int
+        open_mode; /* no keys: loopback only, no auth, tenant "default"; ends with the first key (main.c) */
     int64_t default_tenant;
     pthread_key_t store_key; /* one ws_store per HTTP thread */
     atomic_int stopping;

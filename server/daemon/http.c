@@ -8,7 +8,8 @@
  * the job's completion callback (on the engine thread) resumes it; MHD then
  * calls us again and the result goes out as JSON (jobs.c). Suspended
  * connections never time out in MHD, so every job carries its own deadline,
- * enforced by the engine. */
+ * enforced by the engine. Every reply is one access-log line (access_log);
+ * MHD's own messages go to the same log (mhd_log). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "routes.h"
 #include "base/ws_clock.h"
 #include "base/ws_utf8.h"
+#include "server/common/log.h"
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
@@ -34,6 +36,12 @@ typedef struct ws_http_req {
     atomic_int job_done; /* set by the job's callback, before it resumes conn */
     int label;           /* the route's metrics label (routes.h) */
     double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
+    /* for the access log: what the request was and whose */
+    char method[16];
+    const char *route; /* the row's pattern; NULL: no row */
+    int probe;         /* a route that needs no key: logged at debug */
+    char tenant[WS_STORE_NAME_MAX + 1];
+    char session[48];
     /* a FILE route (POST /v1/models/{name}/import): the body goes to a file */
     int import;
     uint64_t received; /* body bytes so far */
@@ -77,13 +85,41 @@ int ws_http_status_of(ws_status s, const char **code)
     }
 }
 
+/* One line per reply: method, route pattern, status, milliseconds, and the
+ * tenant and session when the request has them; probes at debug. */
+static void access_log(const ws_http_req *r, int status, double seconds)
+{
+    ws_log_level level = r->probe ? WS_LOG_DEBUG : WS_LOG_INFO;
+    if (!ws_log_enabled(level)) return;
+    ws_log_field f[] = {WS_LOG_STR("method", r->method),
+                        WS_LOG_STR("route", r->route ? r->route : "-"),
+                        WS_LOG_NUM("status", status),
+                        WS_LOG_NUM("ms", seconds * 1000),
+                        WS_LOG_STR("tenant", r->tenant[0] ? r->tenant : NULL),
+                        WS_LOG_STR("session", r->session[0] ? r->session : NULL)};
+    ws_log_kv(level, "request", f, (int)(sizeof f / sizeof *f));
+}
+
+/* What the access log says of the request's row: its pattern, and the
+ * session its path names. */
+static void note_route(ws_http_req *r, const ws_route_match *m)
+{
+    if (!m->route) return;
+    r->route = m->route->pattern;
+    r->probe = m->auth == WS_AUTH_NONE;
+    if (!strncmp(r->route, "/v1/sessions/{id}", 17) && m->params[0])
+        snprintf(r->session, sizeof r->session, "%s", m->params[0]);
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r, int status,
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    ws_metrics_request(r->label, status, ws_clock_mono_s() - r->t0);
+    double seconds = ws_clock_mono_s() - r->t0;
+    ws_metrics_request(r->label, status, seconds);
+    access_log(r, status, seconds);
     return ret;
 }
 
@@ -142,6 +178,7 @@ static int auth_ok(ws_http_ctx *c, ws_route_auth need, ws_http_answer *a)
     if (need == WS_AUTH_NONE) return 1;
     ws_error err = {0};
     ws_status st = ws_auth_check(c->srv, c->conn, &c->who, &err);
+    if (st == WS_OK) snprintf(c->req->tenant, sizeof c->req->tenant, "%s", c->who.tenant_name);
     if (st == WS_OK && (need == WS_AUTH_KEY || c->who.admin)) return 1;
     if (st == WS_OK) {
         a->status = 403;
@@ -196,6 +233,7 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     ws_route_match m;
     int known = route_of(url, path, sizeof path, &c, &m) == 0;
     if (known) r->label = m.label;
+    if (known) note_route(r, &m);
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     length_seen lengths = {0};
@@ -277,6 +315,7 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     if (route_of(url, path, sizeof path, &c, &m) != 0)
         return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
     r->label = m.label;
+    note_route(r, &m);
     if (r->too_large) return send_json(conn, r, 413, too_large(r));
     if (r->spool_failed)
         return send_json(conn, r, 500,
@@ -311,6 +350,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->conn = conn;
         r->label = WS_ROUTE_LABELS - 1;
         r->spool_fd = -1;
+        snprintf(r->method, sizeof r->method, "%s", method);
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);
         return begin_request(srv, conn, r, url, method);
@@ -380,6 +420,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&active_requests, 1);
 }
 
+/* libmicrohttpd's own messages (a failed accept, a malformed request) into
+ * the daemon's log, one line each. */
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    ws_log_kv(WS_LOG_WARN, msg, (ws_log_field[]){WS_LOG_STR("from", "libmicrohttpd")}, 1);
+}
+
 ws_status ws_http_start(ws_srv *srv, ws_error *err)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv->cfg.port)};
@@ -393,7 +444,9 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
      * idle for the timeout (a suspended one, waiting on the engine, is exempt:
      * its job has a deadline). */
     srv->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        flags, 0, NULL, NULL, on_request, srv,
+        /* first, so that MHD's messages about the options are logged too */
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg.threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)srv->cfg.connection_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)srv->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,

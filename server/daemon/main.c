@@ -1,11 +1,13 @@
 /* main.c — worldstated: flags, admin subcommands, startup and graceful shutdown.
  *
  *   worldstated [--data-dir D] [--listen host:port] [--threads N] ...  (--help: the flags)
- *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]
+ *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] [--create]
  *   worldstated key list [--data-dir D]
  *   worldstated key revoke ID [--data-dir D]
- * Shutdown on SIGTERM/SIGINT: stop accepting, answer or fail every queued job
- * (the engine finishes the batch in hand and commits it), then close. */
+ * Settings come from flags, WORLDSTATE_* variables and the config file
+ * (config.h). Shutdown on SIGTERM/SIGINT: stop accepting, answer or fail every
+ * queued job (the engine finishes the batch in hand and commits it), then
+ * close. SIGHUP reloads the settings (reload.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -13,14 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef WS_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
 #endif
 
 #include "base/ws_version.h"
+#include "config.h"
 #include "daemon.h"
-#include "server/common/cli.h"
+#include "server/common/log.h"
 
 ws_srv_config ws_srv_config_default(void)
 {
@@ -48,17 +52,19 @@ static void notify_systemd(const char *state)
 {
 #ifdef WS_HAVE_SYSTEMD
     int rc = sd_notify(0, state);
-    if (rc < 0)
-        fprintf(stderr, "worldstated: cannot notify systemd (%s): %s\n", state, strerror(-rc));
+    if (rc < 0) ws_log(WS_LOG_WARN, "cannot notify systemd (%s): %s", state, strerror(-rc));
 #else
     (void)state;
 #endif
 }
 
-static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_stop, got_hup;
 static void on_signal(int sig)
 {
-    got_signal = sig;
+    if (sig == SIGHUP)
+        got_hup = 1;
+    else
+        got_stop = sig;
 }
 
 static ws_status parse_listen(void *value, const char *arg, ws_error *err)
@@ -105,6 +111,16 @@ static ws_status parse_durability(void *value, const char *arg, ws_error *err)
     return ws_store_durability_parse(arg, value, err);
 }
 
+static ws_status parse_log_level(void *value, const char *arg, ws_error *err)
+{
+    return ws_log_level_parse(arg, value, err);
+}
+
+static ws_status parse_log_format(void *value, const char *arg, ws_error *err)
+{
+    return ws_log_format_parse(arg, value, err);
+}
+
 static ws_status parse_backend(void *value, const char *arg, ws_error *err)
 {
     if (strcmp(arg, "auto") && strcmp(arg, "cpu"))
@@ -116,8 +132,12 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
 /* What the flags set: the daemon's config, and `worldstated key`'s own. */
 typedef struct {
     ws_srv_config cfg;
+    const char *config; /* the config file named by --config */
+    ws_log_level log_level;
+    ws_log_format log_format;
+    const char *log_file; /* NULL: stderr */
     const char *tenant, *note;
-    int admin, help, version;
+    int admin, create, help, version;
 } flag_values;
 
 enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
@@ -156,35 +176,77 @@ static const ws_cli_opt flags[] = {
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
        "refused; 0: no bound (default: half the RAM)"),
+    NUM("config", WS_OPT_STR, config, 0, 0, "PATH", 0,
+        "config file (INI: a flag's name = value); flags beat WORLDSTATE_* variables, which "
+        "beat the file (default " WS_DEFAULT_CONFIG " when it exists)"),
+    FN("log-level", log_level, parse_log_level, "error|warn|info|debug", SERVE,
+       "least severe log line written; info has a line per request (default info)"),
+    FN("log-format", log_format, parse_log_format, "text|json", SERVE,
+       "one log line per event as text or as a JSON object (default text)"),
+    NUM("log-file", WS_OPT_STR, log_file, 0, 0, "PATH", SERVE,
+        "the log, appended; reopened on SIGHUP (default stderr)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
+    NUM("create", WS_OPT_SET, create, 1, 1, NULL, KEY,
+        "key: make the data directory and its database when missing (else refused)"),
 };
 #undef FN
 #undef NUM
 #undef O
 #define N_FLAGS ((int)(sizeof flags / sizeof *flags))
 
+/* The settings: flags, WORLDSTATE_* variables, the config file (config.h);
+ * `cmd` is the command whose flags argv holds. */
+static ws_conf_spec settings_spec(unsigned cmd)
+{
+    return (ws_conf_spec){.prog = "worldstated",
+                          .opts = flags,
+                          .n_opts = N_FLAGS,
+                          .cmd = cmd,
+                          .settings = SERVE,
+                          .size = sizeof(flag_values),
+                          .config_flag = "config",
+                          .env_prefix = "WORLDSTATE_",
+                          .section = "worldstated",
+                          .default_file = WS_DEFAULT_CONFIG};
+}
+
+static flag_values defaults(void)
+{
+    return (flag_values){.cfg = ws_srv_config_default(), .log_level = WS_LOG_INFO};
+}
+
 /* To stdout (exit 0) when asked for, else to stderr (exit 2). */
 static int usage(FILE *f)
 {
     fprintf(f, "usage: worldstated [flags]\n"
-               "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
+               "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] "
+               "[--create]\n"
                "       worldstated key list [--data-dir D]\n"
-               "       worldstated key revoke ID [--data-dir D]\n");
-    flag_values defaults = {.cfg = ws_srv_config_default()};
-    ws_cli_usage(f, flags, N_FLAGS, ~0u, &defaults);
+               "       worldstated key revoke ID [--data-dir D]\n"
+               "Every flag that takes a value may also be set by WORLDSTATE_<FLAG> (upper case,\n"
+               "'-' as '_') or in the config file (`flag = value`); a flag beats the variable,\n"
+               "which beats the file. SIGHUP re-reads the file and the API keys.\n");
+    flag_values d = defaults();
+    ws_cli_usage(f, flags, N_FLAGS, ~0u, &d);
     return f == stdout ? 0 : 2;
 }
 
 /* The data directory holds API key hashes and every session's log: what the
  * daemon creates there is its user's alone (0700, and umask 077 in main gives
  * 0600 files: the database, its -wal and -shm, checkpoints), and a directory
- * that others may read or enter is worth a warning. */
-static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
+ * that others may read or enter is worth a warning. Without create, a missing
+ * database is refused: a mistyped --data-dir must not become a new, empty one. */
+static ws_status open_db(ws_srv *srv, int create, ws_store **st, ws_error *err)
 {
+    snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
+    if (!create && access(srv->db_path, F_OK) != 0)
+        return ws_error_set(err, WS_ERR_NOTFOUND,
+                            "no database at %s: is --data-dir right? (--create makes a new one)",
+                            srv->db_path);
     if (mkdir(srv->cfg.data_dir, 0700) != 0 && errno != EEXIST)
         return ws_error_set(err, WS_ERR_IO, "cannot create %s: %s", srv->cfg.data_dir,
                             strerror(errno));
@@ -193,19 +255,25 @@ static ws_status open_db(ws_srv *srv, ws_store **st, ws_error *err)
         return ws_error_set(err, WS_ERR_IO, "cannot stat %s: %s", srv->cfg.data_dir,
                             strerror(errno));
     if (sb.st_mode & 077)
-        fprintf(stderr,
-                "worldstated: warning: data directory %s has mode %04o: other users may read "
-                "API key hashes and session logs (chmod 700 %s)\n",
-                srv->cfg.data_dir, (unsigned)(sb.st_mode & 07777), srv->cfg.data_dir);
-    snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
+        ws_log(WS_LOG_WARN,
+               "data directory %s has mode %04o: other users may read API key hashes and session "
+               "logs (chmod 700 %s)",
+               srv->cfg.data_dir, (unsigned)(sb.st_mode & 07777), srv->cfg.data_dir);
     return ws_store_open(srv->db_path, srv->cfg.durability, 1, st, err);
 }
 
+/* `key list`: a header, then one key a line, tab-separated. */
 static ws_status print_key(void *ctx, const ws_store_key_info *k)
 {
-    (void)ctx;
-    printf("%lld\t%s\t%s...\t%s\t%s\n", (long long)k->id, k->tenant_name, k->prefix,
-           k->admin ? "admin" : "-", k->revoked_ms ? "revoked" : "active");
+    int *n = ctx;
+    if ((*n)++ == 0) printf("ID\tTENANT\tPREFIX\tADMIN\tSTATE\tCREATED\tNOTE\n");
+    char created[32] = "-";
+    time_t t = (time_t)(k->created_ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&t, &tm)) strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    printf("%lld\t%s\t%s...\t%s\t%s\t%s\t%s\n", (long long)k->id, k->tenant_name, k->prefix,
+           k->admin ? "admin" : "-", k->revoked_ms ? "revoked" : "active", created,
+           k->note[0] ? k->note : "-");
     return WS_OK;
 }
 
@@ -219,20 +287,25 @@ static int key_command(ws_srv *srv, const flag_values *v, int argc, char **argv)
         return usage(stderr);
     ws_error err = {0};
     ws_store *st = NULL;
-    ws_status s = open_db(srv, &st, &err);
-    /* The note is printed by `key list` (tab-separated): strict UTF-8, no control bytes. */
-    if (s == WS_OK && create && v->note && v->note[0])
-        s = ws_srv_text_check(v->note, 256, "--note", &err);
+    ws_status s = WS_OK;
+    /* The note is printed by `key list` (tab-separated): strict UTF-8, no control
+     * bytes; checked first, so that a refused key makes no database either. */
+    if (create && v->note && v->note[0]) s = ws_srv_text_check(v->note, 256, "--note", &err);
+    if (s == WS_OK) s = open_db(srv, v->create, &st, &err);
     if (s == WS_OK && create) {
         char key[WS_STORE_KEY_LEN + 1];
         int64_t kid;
         s = ws_store_key_create(st, v->tenant, v->admin, v->note, key, &kid, &err);
         if (s == WS_OK) printf("%s\n", key); /* shown once: only its hash is stored */
         if (s == WS_OK)
-            fprintf(stderr, "key %lld for tenant %s%s (store it now: it is not shown again)\n",
+            fprintf(stderr,
+                    "key %lld for tenant %s%s (store it now: it is not shown again; a running "
+                    "daemon takes it within a second)\n",
                     (long long)kid, v->tenant, v->admin ? " (admin)" : "");
     } else if (s == WS_OK && list) {
-        s = ws_store_key_list(st, print_key, NULL, &err);
+        int n = 0;
+        s = ws_store_key_list(st, print_key, &n, &err);
+        if (s == WS_OK && n == 0) fprintf(stderr, "no API keys: the daemon runs in open mode\n");
     } else if (s == WS_OK) {
         s = ws_store_key_revoke(st, strtoll(id, NULL, 10), &err);
     }
@@ -244,47 +317,194 @@ static int key_command(ws_srv *srv, const flag_values *v, int argc, char **argv)
     return 0;
 }
 
-static int serve(ws_srv *srv)
+/* ---- serving ---------------------------------------------------------------- */
+
+/* The settings in force: what they are and where each came from. */
+typedef struct {
+    ws_conf_spec spec;
+    int argc;
+    char **argv;
+    flag_values v;
+    ws_conf conf;
+} settings;
+
+static ws_status apply_log(const flag_values *v, ws_error *err)
+{
+    return ws_log_configure(v->log_level, v->log_format, v->log_file, err);
+}
+
+/* One line per setting: its value and where it came from. */
+static void log_settings(const settings *s)
+{
+    ws_log_kv(WS_LOG_INFO, "config file",
+              (ws_log_field[]){WS_LOG_STR("file", s->conf.file[0] ? s->conf.file : "none")}, 1);
+    for (int k = 0; k < N_FLAGS; k++) {
+        if (!ws_conf_is_setting(&s->spec, k)) continue;
+        char val[WS_SRV_PATH_MAX];
+        ws_conf_value_text(&s->spec, &s->conf, &s->v, k, val, sizeof val);
+        ws_log_field f[] = {WS_LOG_STR("name", flags[k].name), WS_LOG_STR("value", val),
+                            WS_LOG_STR("from", ws_conf_source_name(s->conf.source[k]))};
+        ws_log_kv(WS_LOG_INFO, "setting", f, 3);
+    }
+}
+
+/* Settings a reload applies: the log's. The rest are read once at start. */
+static int live_setting(const char *name)
+{
+    return !strncmp(name, "log-", 4);
+}
+
+/* SIGHUP: reads the settings again (the flags as given at start, the
+ * environment as it was at start, the file as it is now); applies the log's,
+ * reports every other change as needing a restart. A bad file changes
+ * nothing. The log file is reopened either way (after logrotate). */
+static void reload(settings *cur)
+{
+    settings next = {.spec = cur->spec, .argc = cur->argc, .argv = cur->argv, .v = defaults()};
+    ws_error err = {0};
+    if (ws_conf_load(&next.spec, next.argc, next.argv, &next.v, &next.conf, &err) != WS_OK) {
+        ws_log(WS_LOG_ERROR, "reload: %s; the settings in force stay", err.msg);
+        ws_conf_free(&next.conf);
+        return;
+    }
+    int changed = 0;
+    for (int k = 0; k < N_FLAGS; k++) {
+        if (!ws_conf_is_setting(&cur->spec, k)) continue;
+        char was[WS_SRV_PATH_MAX], now[WS_SRV_PATH_MAX];
+        ws_conf_value_text(&cur->spec, &cur->conf, &cur->v, k, was, sizeof was);
+        ws_conf_value_text(&next.spec, &next.conf, &next.v, k, now, sizeof now);
+        if (!strcmp(was, now)) continue;
+        changed++;
+        int live = live_setting(flags[k].name);
+        ws_log_field f[] = {WS_LOG_STR("name", flags[k].name), WS_LOG_STR("was", was),
+                            WS_LOG_STR("now", now),
+                            WS_LOG_STR("from", ws_conf_source_name(next.conf.source[k])),
+                            WS_LOG_STR("applied", live ? "yes" : "no: needs a restart")};
+        ws_log_kv(live ? WS_LOG_INFO : WS_LOG_WARN, "reload: setting changed", f, 5);
+    }
+    /* the log's settings from next, the rest kept as they are in force */
+    flag_values v = cur->v;
+    v.log_level = next.v.log_level;
+    v.log_format = next.v.log_format;
+    v.log_file = next.v.log_file;
+    if (apply_log(&v, &err) != WS_OK) {
+        ws_log(WS_LOG_ERROR, "reload: %s; the log stays as it was", err.msg);
+        ws_conf_free(&next.conf);
+        return;
+    }
+    /* keep next's texts (log-file points into them), cur's values for the rest */
+    for (int k = 0; k < N_FLAGS; k++)
+        if (!live_setting(flags[k].name)) {
+            char *t = next.conf.text[k];
+            next.conf.text[k] = cur->conf.text[k];
+            cur->conf.text[k] = t;
+            unsigned char src = next.conf.source[k];
+            next.conf.source[k] = cur->conf.source[k];
+            cur->conf.source[k] = src;
+        }
+    ws_conf_free(&cur->conf);
+    cur->conf = next.conf;
+    cur->v = v;
+    ws_log_kv(WS_LOG_INFO, "reload: done",
+              (ws_log_field[]){WS_LOG_STR("file", cur->conf.file[0] ? cur->conf.file : "none"),
+                               WS_LOG_NUM("changed", changed)},
+              2);
+}
+/* Keys made by `worldstated key create` while the daemon runs. A keyed daemon
+ * looks every key up in the database on every request, so a new key works and
+ * a revoked one fails at once; what needs noticing is the first key, which
+ * ends open mode. The count is read once a second (and on SIGHUP) on the main
+ * thread's own connection: no request pays for it. Open mode never comes back
+ * while the daemon runs: revoking every key must not open a daemon that may
+ * listen beyond loopback. */
+static void check_keys(ws_srv *srv, ws_store *st, int64_t *n_keys, int always)
 {
     ws_error err = {0};
-    ws_store *st = NULL;
+    int64_t n = 0;
+    if (ws_store_key_count_active(st, &n, &err) != WS_OK) {
+        ws_log(WS_LOG_WARN, "counting API keys: %s", err.msg);
+        return;
+    }
+    if (n > 0 && atomic_load(&srv->open_mode)) {
+        atomic_store(&srv->open_mode, 0);
+        ws_log(WS_LOG_WARN,
+               "an API key exists now: open mode ends, every request but the probes needs a key; "
+               "the sessions made in open mode belong to tenant \"default\" (a key of tenant "
+               "default reaches them)");
+    } else if (n == 0 && *n_keys > 0) {
+        ws_log(WS_LOG_WARN, "every API key is revoked: requests get 401 until a key is created "
+                            "(open mode returns only with a restart)");
+    }
+    if (always || n != *n_keys)
+        ws_log_kv(WS_LOG_INFO, "API keys",
+                  (ws_log_field[]){WS_LOG_NUM("active", n), WS_LOG_NUM("was", *n_keys)}, 2);
+    *n_keys = n;
+}
+
+static int serve(ws_srv *srv, settings *set)
+{
+    ws_error err = {0};
+    ws_store *st = NULL; /* the main thread's: the key count */
     int64_t n_keys = 0;
     int lock_fd = -1; /* held until exit: one process serves a data directory */
-    ws_status s = open_db(srv, &st, &err);
+    log_settings(set);
+    ws_status s = open_db(srv, 1, &st, &err);
     if (s == WS_OK) s = ws_srv_datadir_lock(srv->cfg.data_dir, "worldstated", &lock_fd, &err);
     if (s == WS_OK) s = ws_store_key_count_active(st, &n_keys, &err);
     if (s == WS_OK) s = ws_store_tenant_ensure(st, "default", &srv->default_tenant, &err);
-    ws_store_close(st);
     if (s == WS_OK && n_keys == 0 && !ws_auth_is_loopback(srv->cfg.host))
         s = ws_error_set(&err, WS_ERR_INVALID,
                          "no API keys exist: refusing to listen on %s (create one with "
                          "`worldstated key create --tenant T "
                          "--admin`, or listen on 127.0.0.1)",
                          srv->cfg.host);
-    srv->open_mode = n_keys == 0;
+    atomic_store(&srv->open_mode, n_keys == 0);
     if (s == WS_OK) s = ws_srv_store_init(srv, &err);
     if (s == WS_OK) s = ws_srv_engine_start(srv, &err);
     if (s == WS_OK) s = ws_http_start(srv, &err);
     if (s != WS_OK) {
-        fprintf(stderr, "worldstated: %s\n", err.msg);
+        ws_log(WS_LOG_ERROR, "%s", err.msg);
+        ws_store_close(st);
         ws_engine_free(srv->engine);
         return 1;
     }
+    /* stdout's one line, for scripts that start the daemon on port 0 */
     printf("worldstated: listening on http://%s:%d (data %s, backend %s, %s, durability %s)\n",
            srv->cfg.host, srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
-           srv->open_mode ? "no API keys: loopback only, no auth" : "API keys required",
+           n_keys == 0 ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
     fflush(stdout);
+    char url[96];
+    snprintf(url, sizeof url, "http://%s:%d", srv->cfg.host, srv->cfg.port);
+    ws_log_field f[] = {
+        WS_LOG_STR("url", url),
+        WS_LOG_STR("data", srv->cfg.data_dir),
+        WS_LOG_STR("backend", ws_engine_backend_name(srv->engine)),
+        WS_LOG_STR("auth", n_keys == 0 ? "open mode: loopback only, no keys" : "API keys required"),
+        WS_LOG_NUM("keys", n_keys),
+        WS_LOG_STR("durability", ws_store_durability_name(srv->cfg.durability))};
+    ws_log_kv(WS_LOG_INFO, "listening", f, 6);
     notify_systemd("READY=1");
-    while (!got_signal) usleep(100000);
+    for (int tick = 1; !got_stop; tick++) {
+        usleep(100000);
+        int hup = got_hup;
+        if (hup) {
+            got_hup = 0;
+            ws_log(WS_LOG_INFO, "SIGHUP: reloading the settings and the API keys");
+            reload(set);
+        }
+        if (hup || tick % 10 == 0) check_keys(srv, st, &n_keys, hup);
+    }
     notify_systemd("STOPPING=1");
-    fprintf(stderr, "worldstated: signal %d, shutting down\n", (int)got_signal);
+    ws_log(WS_LOG_INFO, "signal %d, shutting down", (int)got_stop);
     atomic_store(&srv->stopping, 1);
     ws_http_quiesce(srv);        /* 1. no new connections */
     ws_engine_stop(srv->engine); /* 2. finish the batch in hand (committed), fail the queue */
     ws_http_stop(srv);           /* 3. let replies go out, close connections */
+    ws_store_close(st);
     ws_engine_free(srv->engine); /* 4. fold the WAL, close the database */
     srv->engine = NULL;
+    ws_log(WS_LOG_INFO, "stopped");
     return 0;
 }
 
@@ -292,25 +512,39 @@ int main(int argc, char **argv)
 {
     static ws_srv srv;
     ws_backend_prefer_passive_waits(argv);
-    srv.cfg = ws_srv_config_default();
     umask(077); /* files in the data directory are 0600 (open_db) */
     /* A client that hangs up mid-reply must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return 1;
-    flag_values v = {.cfg = srv.cfg};
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
+        sigaction(SIGHUP, &sa, NULL) != 0)
+        return 1;
     int key = argc > 1 && !strcmp(argv[1], "key");
-    int first = ws_cli_parse(argc - key, argv + key, "worldstated", flags, N_FLAGS,
-                             key ? KEY : SERVE, &v, NULL);
-    srv.cfg = v.cfg;
-    if (first < 0) return usage(stderr);
-    if (key) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
-    if (v.help) return usage(stdout);
-    if (v.version) {
+    static settings set;
+    set = (settings){.spec = settings_spec(key ? KEY : SERVE),
+                     .argc = argc - key,
+                     .argv = argv + key,
+                     .v = defaults()};
+    ws_error err = {0};
+    ws_status s = ws_conf_load(&set.spec, set.argc, set.argv, &set.v, &set.conf, &err);
+    if (s != WS_OK && set.conf.usage_error) return usage(stderr);
+    if (s != WS_OK) {
+        fprintf(stderr, "worldstated: %s\n", err.msg);
+        return 2;
+    }
+    srv.cfg = set.v.cfg;
+    int first = set.conf.first;
+    if (key) return key_command(&srv, &set.v, argc - 1 - first, argv + 1 + first);
+    if (set.v.help) return usage(stdout);
+    if (set.v.version) {
         ws_version_print(stdout, "worldstated");
         return 0;
     }
     if (first < argc) return usage(stderr);
-    return serve(&srv);
+    if (apply_log(&set.v, &err) != WS_OK) {
+        fprintf(stderr, "worldstated: %s\n", err.msg);
+        return 2;
+    }
+    return serve(&srv, &set);
 }

@@ -150,7 +150,7 @@ static void train_some(ws_engine *e)
             if (e->cfg.on_training_update) e->cfg.on_training_update();
             s = ws_eng_model_update(e, em, &err);
         }
-        if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", em->name, err.msg);
+        if (s != WS_OK) ws_log(WS_LOG_ERROR, "training %s: %s", em->name, err.msg);
         /* Another process published first: its version wins, serve it now. */
         if (s == WS_ERR_CONFLICT) ws_eng_models_sync(e);
         ws_eng_model_stats_publish(e, em);

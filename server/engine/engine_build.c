@@ -176,7 +176,7 @@ void ws_eng_builds_stop(ws_engine *e)
         if (b->m) {
             ws_model_free(b->m);
             if (b->path[0] && unlink(b->path) != 0 && errno != ENOENT)
-                fprintf(stderr, "worldstated: cannot remove %s: %s\n", b->path, strerror(errno));
+                ws_log(WS_LOG_WARN, "cannot remove %s: %s", b->path, strerror(errno));
         }
         ws_eng_memory_release(e, b->bytes);
         ws_eng_upload_drop(b->job);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "server/common/common.h"
+#include "server/common/log.h"
 #include "engine.h"
 #include "files.h"
 #include "online_trainer.h"

@@ -92,7 +92,7 @@ static ws_status load_checked(ws_engine *e, const char *file, admit_ctx *a, ws_m
 static void remove_file(const char *file)
 {
     if (unlink(file) != 0 && errno != ENOENT)
-        fprintf(stderr, "worldstated: cannot remove %s: %s\n", file, strerror(errno));
+        ws_log(WS_LOG_WARN, "cannot remove %s: %s", file, strerror(errno));
 }
 
 ws_status ws_eng_import_load(ws_engine *e, const char *name, const char *file,
@@ -219,11 +219,11 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
     const unsigned char *bytes = ws_srv_shipped_default(&len);
     ws_srv_training tr = ws_srv_training_default();
     if (len == 0) {
-        fprintf(stderr,
-                "worldstated: WARNING: this build ships no trained default model "
-                "(models/default.safetensors was absent when it was built): the model "
-                "\"default\" gets random parameters and is UNTRAINED, its answers mean "
-                "nothing until it is trained (GET /v1/models shows \"origin\":\"random\")\n");
+        ws_log(WS_LOG_WARN,
+               "this build ships no trained default model "
+               "(models/default.safetensors was absent when it was built): the model "
+               "\"default\" gets random parameters and is UNTRAINED, its answers mean "
+               "nothing until it is trained (GET /v1/models shows \"origin\":\"random\")");
         ws_model_config cfg = ws_model_config_default();
         cfg.vocab_cap = 4096;
         return ws_eng_model_create_now(e, "default", &cfg, &tr, 1, err);
@@ -246,10 +246,10 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err)
         snprintf(msg, sizeof msg, "%s", err->msg);
         return ws_error_set(err, s, "the shipped default model cannot be created: %s", msg);
     }
-    fprintf(stderr,
-            "worldstated: created the model \"default\" from the shipped checkpoint "
-            "(%zu bytes)\n",
-            len);
+    ws_log(WS_LOG_INFO,
+           "created the model \"default\" from the shipped checkpoint "
+           "(%zu bytes)",
+           len);
     return WS_OK;
 }
 
@@ -278,7 +278,7 @@ void ws_eng_tmp_clean(ws_engine *e)
         char path[WS_SRV_PATH_MAX + 300];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (unlink(path) != 0 && errno != ENOENT)
-            fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
+            ws_log(WS_LOG_WARN, "cannot remove %s: %s", path, strerror(errno));
     }
     closedir(d);
 }

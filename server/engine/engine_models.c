@@ -110,13 +110,13 @@ static ws_status load_intact(ws_engine *e, const ws_srv_model_row *row, ws_eng_m
     ws_status s = ws_srv_version_load(e->st, dir, row->id, row->version, e->be, &em->m, err);
     if (s != WS_ERR_FORMAT && s != WS_ERR_IO) return s;
     ws_error current = *err;
-    fprintf(stderr, "worldstated: model %s: version %lld cannot be served: %s\n", row->name,
-            (long long)row->version, current.msg);
+    ws_log(WS_LOG_ERROR, "model %s: version %lld cannot be served: %s", row->name,
+           (long long)row->version, current.msg);
     for (int64_t v = row->version - 1; v >= 1; v--) {
         ws_error older = {0};
         if (ws_srv_version_load(e->st, dir, row->id, v, e->be, &em->m, &older) != WS_OK) continue;
-        fprintf(stderr, "worldstated: model %s: serving version %lld, the newest intact one\n",
-                row->name, (long long)v);
+        ws_log(WS_LOG_WARN, "model %s: serving version %lld, the newest intact one", row->name,
+               (long long)v);
         em->version = v, em->unloadable = row->version;
         return WS_OK;
     }
@@ -168,10 +168,10 @@ ws_status ws_eng_memory_count(ws_engine *e, const char *name, const ws_model_con
     WS_TRY(ws_engine_model_bytes(&e->cfg, cfg, bytes, err));
     size_t used = atomic_fetch_add(&e->mem_used, *bytes) + *bytes;
     if (e->cfg.max_model_memory && used > e->cfg.max_model_memory)
-        fprintf(stderr,
-                "worldstated: WARNING: with model %s the loaded models take %zu bytes, over "
-                "--max-model-memory %zu: no model can be created or imported\n",
-                name, used, e->cfg.max_model_memory);
+        ws_log(WS_LOG_WARN,
+               "with model %s the loaded models take %zu bytes, over "
+               "--max-model-memory %zu: no model can be created or imported",
+               name, used, e->cfg.max_model_memory);
     return WS_OK;
 }
 
@@ -184,7 +184,7 @@ static void latest_read(ws_engine *e, ws_eng_model *em)
     if (ws_store_version_max(e->st, em->id, &max, &err) == WS_OK)
         em->latest = max;
     else
-        fprintf(stderr, "worldstated: model %s: reading its versions: %s\n", em->name, err.msg);
+        ws_log(WS_LOG_ERROR, "model %s: reading its versions: %s", em->name, err.msg);
 }
 
 static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
@@ -270,7 +270,7 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, w
         /* Not recorded: nobody refers to the file (a crash before this point
          * leaves it unreferenced, and the next creation of the name replaces it). */
         if (unlink(path) != 0 && errno != ENOENT)
-            fprintf(stderr, "worldstated: cannot remove %s: %s\n", path, strerror(errno));
+            ws_log(WS_LOG_WARN, "cannot remove %s: %s", path, strerror(errno));
         return s;
     }
     tmp.version = 1, tmp.latest = 1;
@@ -369,8 +369,7 @@ static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
         char path[WS_SRV_PATH_MAX + 128];
         ws_srv_ckpt_path(e->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT)
-            fprintf(stderr, "worldstated: cannot remove old checkpoint %s: %s\n", path,
-                    strerror(errno));
+            ws_log(WS_LOG_WARN, "cannot remove old checkpoint %s: %s", path, strerror(errno));
     }
     return WS_OK;
 }
@@ -393,10 +392,10 @@ static void gate_note(ws_engine *e, ws_eng_model *em, int published, int64_t bas
     ws_eng_gate_served(g, published ? cand : served);
     pthread_mutex_unlock(&e->mu);
     if (!published)
-        fprintf(stderr,
-                "worldstated: model %s: gate rejected the candidate trained from version %lld: "
-                "%s; serving version %lld, training goes on from it\n",
-                em->name, (long long)base, why, (long long)em->version);
+        ws_log(WS_LOG_INFO,
+               "model %s: gate rejected the candidate trained from version %lld: "
+               "%s; serving version %lld, training goes on from it",
+               em->name, (long long)base, why, (long long)em->version);
 }
 
 ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
@@ -422,8 +421,7 @@ ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
      * training goes on from them (the update's examples are spent). */
     ws_error put_err = {0};
     if ((s != WS_OK || !pass) && served.host && weights_put(em->m, &served, &put_err) != WS_OK)
-        fprintf(stderr, "worldstated: model %s: %s; serving unpublished parameters\n", em->name,
-                put_err.msg);
+        ws_log(WS_LOG_ERROR, "model %s: %s; serving unpublished parameters", em->name, put_err.msg);
     free(served.host);
     return s;
 }
@@ -468,21 +466,18 @@ void ws_eng_models_sync(ws_engine *e)
     ws_srv_model_rows rows = {0};
     ws_error err = {0};
     if (ws_srv_model_rows_read(e->st, &rows, &err) != WS_OK)
-        fprintf(stderr, "worldstated: reading model versions: %s\n", err.msg);
+        ws_log(WS_LOG_ERROR, "reading model versions: %s", err.msg);
     for (int i = 0; i < rows.n; i++) {
         ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
         int64_t v = rows.rows[i].version;
         if (em && em->version != v && em->unloadable != v) {
             if (adopt_version(e, em, v, &err) == WS_OK) {
-                fprintf(
-                    stderr,
-                    "worldstated: model %s: serving version %lld, recorded by another process\n",
-                    em->name, (long long)v);
+                ws_log(WS_LOG_INFO, "model %s: serving version %lld, recorded by another process",
+                       em->name, (long long)v);
             } else { /* keep serving the loaded version; say so once */
                 em->unloadable = v;
-                fprintf(stderr,
-                        "worldstated: model %s: cannot load version %lld, still serving %lld: %s\n",
-                        em->name, (long long)v, (long long)em->version, err.msg);
+                ws_log(WS_LOG_WARN, "model %s: cannot load version %lld, still serving %lld: %s",
+                       em->name, (long long)v, (long long)em->version, err.msg);
             }
         }
     }
@@ -512,8 +507,7 @@ void ws_eng_rollback_job(ws_engine *e, ws_job *j)
      * adoption that fails leaves it to the next sync, which retries and logs). */
     s = ws_eng_model_adopt(e, em, m, j->version, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
-    fprintf(stderr, "worldstated: model %s: rolled back to version %lld\n", em->name,
-            (long long)j->version);
+    ws_log(WS_LOG_INFO, "model %s: rolled back to version %lld", em->name, (long long)j->version);
     ws_eng_model_stats_publish(e, em);
     ws_eng_finish(j);
 }

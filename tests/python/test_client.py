@@ -327,7 +327,7 @@ class Keys(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="ws-pytest-keys-")
 
         def key(tenant, admin):
-            argv = [DAEMON, "key", "create", "--tenant", tenant, "--data-dir", tmp] + (["--admin"] if admin else [])
+            argv = [DAEMON, "key", "create", "--create", "--tenant", tenant, "--data-dir", tmp] + (["--admin"] if admin else [])
             return subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip()
 
         admin, acme, evil = key("ops", True), key("acme", False), key("evil", False)

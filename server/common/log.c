@@ -136,13 +136,14 @@ static void putf(line *l, const char *fmt, ...)
     if (k > 0) put(l, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
 }
 
-/* s with '"', '\\' and control characters escaped (JSON's escapes, which text
- * lines use too); other bytes as they are (ws_utf8_scrub checks them after). */
-static void put_escaped(line *l, const char *s)
+/* s with control characters escaped, and with quoted also '"' and '\\' (JSON's
+ * escapes, which text lines use too); other bytes as they are (ws_utf8_scrub
+ * checks them after). A text line's message is not quoted: its quotes stay. */
+static void put_escaped(line *l, const char *s, int quoted)
 {
     for (; *s && !l->full; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
+        if (quoted && (c == '"' || c == '\\')) {
             char e[2] = {'\\', (char)c};
             put(l, e, 2);
         } else if (c == '\n') {
@@ -181,7 +182,7 @@ static void put_text_value(line *l, const char *s)
         return;
     }
     puts_(l, "\"");
-    put_escaped(l, s);
+    put_escaped(l, s, 1);
     puts_(l, "\"");
 }
 
@@ -202,7 +203,7 @@ static void put_json_string(line *l, const char *s)
 {
     puts_(l, "\"");
     if (l->full) return; /* not even its opening quote fitted */
-    put_escaped(l, s);
+    put_escaped(l, s, 1);
     put_close(l, "\"");
 }
 
@@ -216,7 +217,7 @@ static void build(line *l, ws_log_level level, const char *msg, const ws_log_fie
         put_json_string(l, msg);
     } else {
         putf(l, " %s ", ws_log_level_name(level));
-        put_escaped(l, msg);
+        put_escaped(l, msg, 0);
     }
     for (int i = 0; i < n && !l->full; i++) {
         if (!f[i].is_num && !f[i].str) continue;
@@ -225,11 +226,11 @@ static void build(line *l, ws_log_level level, const char *msg, const ws_log_fie
         if (room(l) < strlen(f[i].key) + 40) break;
         if (json) {
             puts_(l, ",\"");
-            put_escaped(l, f[i].key);
+            put_escaped(l, f[i].key, 1);
             puts_(l, "\":");
         } else {
             puts_(l, " ");
-            put_escaped(l, f[i].key);
+            put_escaped(l, f[i].key, 1);
             puts_(l, "=");
         }
         if (f[i].is_num)

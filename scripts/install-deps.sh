@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmocka-dev
-          libsqlite3-dev libmicrohttpd-dev zlib1g-dev libcurl4-openssl-dev sqlite3
+          libsqlite3-dev libmicrohttpd-dev libinih-dev zlib1g-dev libcurl4-openssl-dev sqlite3
           dataset-fashion-mnist python3
           libsystemd-dev file) # file: CPack finds the ELF files for dpkg-shlibdeps with it
 for arg in "$@"; do

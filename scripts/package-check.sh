@@ -4,8 +4,10 @@
 # -march=native, no CUDA) into build-release/, `cpack -G DEB`, `dpkg -i` (apt-get
 # -f install for missing dependencies), then /usr/bin/worldstated on a temporary
 # data dir and a free loopback port: the installed CLI creates a session, the
-# installed Python client steps it and checks the answer's shape, SIGTERM must
-# end it with status 0; the package is removed at the end, whatever happened.
+# installed Python client steps it and checks the answer's shape, SIGHUP reloads
+# the packaged config file (/etc/worldstate/worldstated.conf, a conffile) and the
+# daemon goes on serving, SIGTERM must end it with status 0; the package is
+# purged at the end, whatever happened.
 # Run as root, on a machine where the package is not installed already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ws-package-XXXXXX")
 pid=
 cleanup() {
   [[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null || true
-  dpkg -r worldstate > /dev/null 2>&1 || true
+  dpkg --purge worldstate > /dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -39,7 +41,8 @@ if ! dpkg -i "$deb" > "$tmp/dpkg.log" 2>&1; then
 fi
 dpkg-query -W -f='${Status}' worldstate | grep -q "install ok installed" || { cat "$tmp/dpkg.log"; exit 1; }
 for f in /usr/bin/worldstated /usr/bin/worldstate-train /usr/bin/worldstate \
-         /usr/include/worldstate/ws_client.h /usr/lib/systemd/system/worldstated.service; do
+         /usr/include/worldstate/ws_client.h /usr/lib/systemd/system/worldstated.service \
+         /etc/worldstate/worldstated.conf; do
   [[ -e "$f" ]] || { say "the package lacks $f"; exit 1; }
 done
 say "installed: $(/usr/bin/worldstated --version)"
@@ -72,6 +75,15 @@ for a in r["answers"]:
     assert 0.0 <= a["p"] <= 1.0 and a["holds"] == (a["p"] >= 0.5), a
 print("package-check: step 1 answered", [round(a["p"], 3) for a in r["answers"]])
 PY
+dpkg-query --showformat='${Conffiles}' -W worldstate | grep -q /etc/worldstate/worldstated.conf ||
+  { say "/etc/worldstate/worldstated.conf is not a conffile"; exit 1; }
+# the daemon read the packaged file (its flags beat the file's data-dir and listen)
+grep -q "config file file=/etc/worldstate/worldstated.conf" "$tmp/daemon.log" ||
+  { say "the daemon did not read /etc/worldstate/worldstated.conf"; cat "$tmp/daemon.log"; exit 1; }
+kill -HUP "$pid"
+for _ in $(seq 100); do grep -q "reload: done" "$tmp/daemon.log" && break; sleep 0.1; done
+grep -q "reload: done" "$tmp/daemon.log" || { say "SIGHUP: no reload"; cat "$tmp/daemon.log"; exit 1; }
+/usr/bin/worldstate --url "$url" session show "$sid" > /dev/null || { say "not serving after SIGHUP"; exit 1; }
 kill -TERM "$pid"
 status=0
 wait "$pid" || status=$?
@@ -79,6 +91,7 @@ pid=
 [[ $status -eq 0 ]] || { say "SIGTERM: exit status $status"; cat "$tmp/daemon.log"; exit 1; }
 files=$(find "$tmp/data" -type f -perm /077)
 [[ -z "$files" ]] || { say "files open to others: $files"; exit 1; }
-dpkg -r worldstate > /dev/null
-[[ ! -e /usr/bin/worldstated ]] || { say "dpkg -r left /usr/bin/worldstated"; exit 1; }
-say "ok: built, installed, served, stopped, removed in $(($(date +%s) - start)) s"
+dpkg --purge worldstate > /dev/null
+[[ ! -e /usr/bin/worldstated && ! -e /etc/worldstate/worldstated.conf ]] ||
+  { say "dpkg --purge left /usr/bin/worldstated or /etc/worldstate/worldstated.conf"; exit 1; }
+say "ok: built, installed, served, reloaded, stopped, purged in $(($(date +%s) - start)) s"

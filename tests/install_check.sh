@@ -2,7 +2,9 @@
 # test_install: `cmake --install BUILD --prefix P` into a fresh P gives the three
 # programs (each prints VERSION), a C program built against the installed
 # ws_client.h and library through pkg-config alone, the Python client module
-# (its __version__ is VERSION), and the systemd unit naming P's worldstated.
+# (its __version__ is VERSION), the systemd unit naming P's worldstated, and the
+# default config file, which the installed daemon reads without an error and
+# which names every setting (each flag of `worldstated --help` that takes a value).
 #   install_check.sh CMAKE BUILD VERSION
 set -euo pipefail
 cmake=$1 build=$2 version=$3
@@ -42,4 +44,12 @@ PYTHONPATH=$py python3 -c "import sys, worldstate; sys.exit(worldstate.__version
 unit=$(find "$p" -name worldstated.service)
 grep -q "^ExecStart=.*/worldstated " "$unit" && grep -q "^Type=notify" "$unit" ||
   { echo "FAIL: the systemd unit"; exit 1; }
+conf=$(find "$p" -name worldstated.conf)
+[[ -n "$conf" ]] || { echo "FAIL: no worldstated.conf installed"; exit 1; }
+"$p/bin/worldstated" --config "$conf" --version > /dev/null ||
+  { echo "FAIL: the installed worldstated refuses its own config file"; exit 1; }
+for flag in $("$p/bin/worldstated" --help | sed -n 's/^  --\([a-z-]*\) [^ ].*/\1/p'); do
+  case "$flag" in config|tenant|note) continue ;; esac # not settings: the file, key create's
+  grep -Eq "^(# )?$flag = " "$conf" || { echo "FAIL: worldstated.conf does not name $flag"; exit 1; }
+done
 echo "install: ok ($(find "$p" -type f | wc -l) files)"

@@ -46,9 +46,11 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     snprintf(d->log, sizeof d->log, "%s.log", dir);
+    /* --config /dev/null: no config file of the machine's (an installed package's)
+     * changes what a test runs; a test's own --config comes later and wins */
     const char *argv[32] = {daemon_path(), "--data-dir", dir, "--listen", "127.0.0.1:0", "--backend", "cpu",
-                            "--threads", "2"};
-    int n = 9;
+                            "--threads", "2", "--config", "/dev/null"};
+    int n = 11;
     for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
     argv[n] = NULL;
     fflush(stdout);

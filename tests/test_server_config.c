@@ -1,11 +1,11 @@
 /* test_server_config.c — a real worldstated ($WS_DAEMON) and its settings,
  * log, signals and keys: a bad config file starts nothing; the settings say
  * where each came from (flag > env > file); SIGHUP reloads the file (the log's
- * settings at once, the rest reported as needing a restart) while the daemon
- * keeps serving; every request is an access-log line that parses as JSON; a
- * key made while the daemon runs ends open mode, and the sessions made in
- * open mode are tenant "default"'s; the key commands refuse a data directory
- * without a database unless --create. */
+ * settings at once, the rest reported as needing a restart, --log-file
+ * reopened) while the daemon keeps serving; every request is an access-log
+ * line that parses as JSON; a key made while the daemon runs ends open mode,
+ * and the sessions made in open mode are tenant "default"'s; the key commands
+ * refuse a data directory without a database unless --create. */
 #include <cjson/cJSON.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -32,11 +32,12 @@ static void write_text(const char *path, const char *text)
 }
 
 /* The first JSON line of the log whose fields hold every key=value pair of
- * want (NULL-terminated, string values compared as text); NULL if none. */
+ * want (NULL-terminated, string values compared as text); NULL if none (or
+ * no log file yet). */
 static cJSON *json_line(const char *log, const char *const *want)
 {
     FILE *f = fopen(log, "r");
-    assert_non_null(f);
+    if (!f) return NULL;
     static char line[1 << 14];
     cJSON *found = NULL;
     while (!found && fgets(line, sizeof line, f)) {
@@ -255,6 +256,37 @@ static void test_keys_live(void **state)
     ws_ts_cleanup(dir);
 }
 
+/* --log-file: the log goes there (stderr keeps nothing but stdout's line), and
+ * SIGHUP reopens it: after logrotate moved it, a new file takes the lines. */
+static void test_log_file_reopened(void **state)
+{
+    (void)state;
+    char top[256], data[320], logf[320], moved[330];
+    ws_ts_tmpdir(top, sizeof top);
+    snprintf(data, sizeof data, "%s/data", top);
+    snprintf(logf, sizeof logf, "%s/worldstated.log", top);
+    snprintf(moved, sizeof moved, "%s.1", logf);
+    ws_ts_daemon d;
+    const char *extra[] = {"--log-file", logf, "--log-format", "json", NULL};
+    assert_int_equal(ws_ts_start(&d, data, extra), 0);
+    expect_line(logf, (const char *[]){"msg", "listening", NULL});
+    assert_null(json_line(d.log, (const char *[]){"msg", "listening", NULL}));
+    struct stat sb;
+    assert_int_equal(stat(logf, &sb), 0);
+    assert_int_equal(sb.st_mode & 077, 0);
+    assert_int_equal(rename(logf, moved), 0);
+    assert_int_equal(kill(d.pid, SIGHUP), 0);
+    expect_line(logf, (const char *[]){"msg", "reload: done", NULL});
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models", NULL, NULL, &r), 200);
+    ws_ts_resp_free(&r);
+    expect_line(logf, (const char *[]){"msg", "request", "route", "/v1/models", NULL});
+    assert_null(json_line(moved, (const char *[]){"route", "/v1/models", NULL}));
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(data);
+    ws_test_rm_tree(top);
+}
+
 /* `worldstated key` on a data directory without a database: refused, nothing
  * made, unless --create; `key list` has a header, creation times and notes. */
 static void test_key_commands(void **state)
@@ -300,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_bad_settings_start_nothing),
         cmocka_unit_test(test_settings_reload_and_access_log),
         cmocka_unit_test(test_keys_live),
+        cmocka_unit_test(test_log_file_reopened),
         cmocka_unit_test(test_key_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,8 +232,10 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     char path[WS_SRV_PATH_MAX];
     ws_route_match m;
     int known = route_of(url, path, sizeof path, &c, &m) == 0;
-    if (known) r->label = m.label;
-    if (known) note_route(r, &m);
+    if (known) {
+        r->label = m.label;
+        note_route(r, &m);
+    }
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     length_seen lengths = {0};

@@ -117,6 +117,19 @@ static void test_long_line_cut_and_whole(void **state)
     assert_non_null(j);
     assert_string_equal(cJSON_GetObjectItem(j, "msg")->valuestring, "long");
     cJSON_Delete(j);
+    /* plain text and 2-byte characters, cut wherever the line ends: still one
+     * line, still UTF-8, still JSON */
+    for (size_t i = 0; i + 2 < sizeof big; i += 2) memcpy(big + i, "\xc3\xa9", 2);
+    big[sizeof big - 2] = '\0';
+    log_to_file(WS_LOG_INFO, WS_LOG_JSON);
+    ws_log_kv(WS_LOG_INFO, "x", (ws_log_field[]){WS_LOG_STR("k", "v"), WS_LOG_STR("v", big)}, 2);
+    assert_int_equal(read_back(), 1);
+    assert_true(strlen(text) <= 8192 && strlen(text) > 8000);
+    assert_true(ws_utf8_valid((const unsigned char *)text, strlen(text)));
+    j = cJSON_Parse(text);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "k")->valuestring, "v");
+    cJSON_Delete(j);
 }
 
 /* Text: a value with spaces is quoted, a newline in a message does not make

@@ -141,19 +141,28 @@ static void putf(line *l, const char *fmt, ...)
  * checks them after). A text line's message is not quoted: its quotes stay. */
 static void put_escaped(line *l, const char *s, int quoted)
 {
-    for (; *s && !l->full; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (quoted && (c == '"' || c == '\\')) {
+    while (*s && !l->full) {
+        size_t run = 0; /* bytes that go as they are, copied at once */
+        while (s[run] && (unsigned char)s[run] >= 0x20 && s[run] != 0x7f &&
+               !(quoted && (s[run] == '"' || s[run] == '\\')))
+            run++;
+        if (run) { /* as much as fits: a cut here leaves no escape half-written */
+            size_t k = run < room(l) ? run : room(l);
+            put(l, s, k);
+            if (k < run) l->full = 1;
+            s += run;
+            continue;
+        }
+        unsigned char c = (unsigned char)*s++;
+        if (c == '"' || c == '\\') {
             char e[2] = {'\\', (char)c};
             put(l, e, 2);
         } else if (c == '\n') {
             puts_(l, "\\n");
         } else if (c == '\t') {
             puts_(l, "\\t");
-        } else if (c < 0x20 || c == 0x7f) {
-            putf(l, "\\u%04x", c);
         } else {
-            put(l, s, 1);
+            putf(l, "\\u%04x", c);
         }
     }
 }

@@ -46,7 +46,7 @@ grep -q "^ExecStart=.*/worldstated " "$unit" && grep -q "^Type=notify" "$unit" |
   { echo "FAIL: the systemd unit"; exit 1; }
 conf=$(find "$p" -name worldstated.conf)
 [[ -n "$conf" ]] || { echo "FAIL: no worldstated.conf installed"; exit 1; }
-"$p/bin/worldstated" --config "$conf" --version > /dev/null ||
+"$p/bin/worldstated" --config "$conf" --check-config > /dev/null ||
   { echo "FAIL: the installed worldstated refuses its own config file"; exit 1; }
 for flag in $("$p/bin/worldstated" --help | sed -n 's/^  --\([a-z-]*\) [^ ].*/\1/p'); do
   case "$flag" in config|tenant|note) continue ;; esac # not settings: the file, key create's

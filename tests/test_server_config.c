@@ -105,7 +105,24 @@ static void test_bad_settings_start_nothing(void **state)
     assert_non_null(strstr(out, ":2: unknown setting 'max-batchh'"));
     assert_int_not_equal(stat(data, &sb), 0);
 
+    /* --check-config says the same without starting; --version works all the same */
+    snprintf(args, sizeof args, "--config '%s' --check-config", conf);
+    assert_int_equal(ws_test_run_prog("WS_DAEMON", args, 1, out, sizeof out), 2);
+    assert_non_null(strstr(out, ":2: unknown setting 'max-batchh'"));
+    snprintf(args, sizeof args, "--config '%s' --version", conf);
+    assert_int_equal(ws_test_run_prog("WS_DAEMON", args, 1, out, sizeof out), 0);
+
     write_text(conf, "threads = 4\n");
+    setenv("WORLDSTATE_MAX_BATCH", "9", 1);
+    snprintf(args, sizeof args, "--config '%s' --check-config --durability full", conf);
+    assert_int_equal(ws_test_run_prog("WS_DAEMON", args, 1, out, sizeof out), 0);
+    unsetenv("WORLDSTATE_MAX_BATCH");
+    assert_non_null(strstr(out, "\nthreads = 4 ; file\n"));
+    assert_non_null(strstr(out, "\nmax-batch = 9 ; env\n"));
+    assert_non_null(strstr(out, "\ndurability = full ; flag\n"));
+    assert_non_null(strstr(out, "\nbatch-wait-us = 2000 ; default\n"));
+
+    snprintf(args, sizeof args, "--config '%s' --data-dir '%s' --listen 127.0.0.1:0", conf, data);
     setenv("WORLDSTATE_DURABILITY", "sometimes", 1);
     assert_int_equal(ws_test_run_prog("WS_DAEMON", args, 1, out, sizeof out), 2);
     unsetenv("WORLDSTATE_DURABILITY");

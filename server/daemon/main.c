@@ -137,7 +137,7 @@ typedef struct {
     ws_log_format log_format;
     const char *log_file; /* NULL: stderr */
     const char *tenant, *note;
-    int admin, create, help, version;
+    int admin, create, help, version, check_config;
 } flag_values;
 
 enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
@@ -187,6 +187,8 @@ static const ws_cli_opt flags[] = {
         "the log, appended; reopened on SIGHUP (default stderr)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
+    NUM("check-config", WS_OPT_SET, check_config, 1, 1, NULL, SERVE,
+        "read the settings, print each with where it came from, and exit (2: a bad one)"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
@@ -333,17 +335,26 @@ static ws_status apply_log(const flag_values *v, ws_error *err)
     return ws_log_configure(v->log_level, v->log_format, v->log_file, err);
 }
 
-/* One line per setting: its value and where it came from. */
-static void log_settings(const settings *s)
+/* One line per setting, its value and where it came from: log lines at
+ * start, or `name = value ; from` lines on out (--check-config). */
+static void show_settings(const settings *s, FILE *out)
 {
-    ws_log_kv(WS_LOG_INFO, "config file",
-              (ws_log_field[]){WS_LOG_STR("file", s->conf.file[0] ? s->conf.file : "none")}, 1);
+    const char *file = s->conf.file[0] ? s->conf.file : "none";
+    if (out)
+        fprintf(out, "; config file: %s\n", file);
+    else
+        ws_log_kv(WS_LOG_INFO, "config file", (ws_log_field[]){WS_LOG_STR("file", file)}, 1);
     for (int k = 0; k < N_FLAGS; k++) {
         if (!ws_conf_is_setting(&s->spec, k)) continue;
         char val[WS_SRV_PATH_MAX];
         ws_conf_value_text(&s->spec, &s->conf, &s->v, k, val, sizeof val);
+        const char *from = ws_conf_source_name(s->conf.source[k]);
+        if (out) {
+            fprintf(out, "%s = %s ; %s\n", flags[k].name, val, from);
+            continue;
+        }
         ws_log_field f[] = {WS_LOG_STR("name", flags[k].name), WS_LOG_STR("value", val),
-                            WS_LOG_STR("from", ws_conf_source_name(s->conf.source[k]))};
+                            WS_LOG_STR("from", from)};
         ws_log_kv(WS_LOG_INFO, "setting", f, 3);
     }
 }
@@ -447,7 +458,7 @@ static int serve(ws_srv *srv, settings *set)
     ws_store *st = NULL; /* the main thread's: the key count */
     int64_t n_keys = 0;
     int lock_fd = -1; /* held until exit: one process serves a data directory */
-    log_settings(set);
+    show_settings(set, NULL);
     ws_status s = open_db(srv, 1, &st, &err);
     if (s == WS_OK) s = ws_srv_datadir_lock(srv->cfg.data_dir, "worldstated", &lock_fd, &err);
     if (s == WS_OK) s = ws_store_key_count_active(st, &n_keys, &err);
@@ -526,6 +537,17 @@ int main(int argc, char **argv)
                      .argc = argc - key,
                      .argv = argv + key,
                      .v = defaults()};
+    /* the flags alone first: --help and --version work whatever the file says */
+    flag_values given = defaults();
+    int first =
+        ws_cli_parse(set.argc, set.argv, "worldstated", flags, N_FLAGS, set.spec.cmd, &given, NULL);
+    if (first < 0) return usage(stderr);
+    if (!key && given.help) return usage(stdout);
+    if (!key && given.version) {
+        ws_version_print(stdout, "worldstated");
+        return 0;
+    }
+    if (!key && first < argc) return usage(stderr);
     ws_error err = {0};
     ws_status s = ws_conf_load(&set.spec, set.argc, set.argv, &set.v, &set.conf, &err);
     if (s != WS_OK && set.conf.usage_error) return usage(stderr);
@@ -534,14 +556,11 @@ int main(int argc, char **argv)
         return 2;
     }
     srv.cfg = set.v.cfg;
-    int first = set.conf.first;
     if (key) return key_command(&srv, &set.v, argc - 1 - first, argv + 1 + first);
-    if (set.v.help) return usage(stdout);
-    if (set.v.version) {
-        ws_version_print(stdout, "worldstated");
+    if (set.v.check_config) {
+        show_settings(&set, stdout);
         return 0;
     }
-    if (first < argc) return usage(stderr);
     if (apply_log(&set.v, &err) != WS_OK) {
         fprintf(stderr, "worldstated: %s\n", err.msg);
         return 2;

@@ -25,6 +25,7 @@
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
 typedef struct ws_http_req {
+    ws_srv *srv;
     struct MHD_Connection *conn;
     char *body;
     size_t len, cap;
@@ -81,6 +82,10 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
+    if (!ws_cors_headers(r->srv, conn, resp)) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     ws_metrics_request(r->label, status, ws_clock_mono_s() - r->t0);
@@ -281,6 +286,9 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     if (r->spool_failed)
         return send_json(conn, r, 500,
                          ws_http_error("internal", "cannot store the body: %s", r->spool_msg));
+    /* OPTIONS needs no key: a browser's preflight never carries one */
+    if (!m.route && m.allow[0] && !strcmp(method, "OPTIONS"))
+        return send_response(conn, r, 204, ws_cors_options(srv, conn, m.allow));
     ws_http_answer a = {0};
     if (!auth_ok(&c, m.auth, &a)) return send_json(conn, r, a.status, a.json);
     if (!m.route && m.allow[0]) return send_405(conn, r, m.allow);
@@ -308,6 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         r->t0 = ws_clock_mono_s();
+        r->srv = srv;
         r->conn = conn;
         r->label = WS_ROUTE_LABELS - 1;
         r->spool_fd = -1;

@@ -69,6 +69,7 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
             memcpy(m->params, params, sizeof params);
         }
     }
+    if (known) allow_add(m->allow, sizeof m->allow, "OPTIONS"); /* http.c answers it */
     if (m->route) m->auth = m->route->auth;
 }
 

@@ -158,13 +158,21 @@ struct MHD_Response *ws_cors_options(const ws_srv *srv, struct MHD_Connection *c
                                      const char *allow);
 
 /* ---- metrics ------------------------------------------------------------ */
-/* label: a route label slot (routes.h) */
-void ws_metrics_request(int label, int status, double seconds);
+/* label: a route label slot, pattern: a route pattern slot (routes.h);
+ * method: ws_metrics_method's index. */
+void ws_metrics_request(int label, int pattern, int method, int status, double seconds);
+/* The index of an HTTP method for ws_metrics_request (one past the known ones: other). */
+int ws_metrics_method(const char *method);
 void ws_metrics_batch(int n_jobs, int n_steps, int n_queries);
 void ws_metrics_training_update(void);
 struct MHD_Response *ws_metrics_render(ws_srv *srv);
 /* printf-append into a growing buffer (for metrics); returns 0 on OOM */
 int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A metric family's "# HELP" and "# TYPE" lines. */
+void ws_metrics_family(char **buf, size_t *len, size_t *cap, const char *name, const char *type,
+                       const char *help);
+/* The process_* metrics, from /proc (metrics_process.c). */
+void ws_metrics_process(char **buf, size_t *len, size_t *cap);
 
 #endif

@@ -91,6 +91,8 @@ typedef struct {
     ws_route_auth auth;    /* the key to check first: the row's; for a 405 the least of
                               the path's rows; for an unknown path WS_AUTH_KEY */
     int label;             /* metrics label slot */
+    int pattern;           /* metrics slot of the path's pattern: its first row (any method);
+                              WS_ROUTE_LABELS - 1 for an unknown path */
     char allow[64];        /* the path's methods, "GET, HEAD, POST, OPTIONS"; "" for a 404 */
     const char *params[WS_HTTP_PARAMS];
 } ws_route_match;
@@ -100,6 +102,8 @@ typedef struct {
 void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_match *m);
 /* The /metrics route label of a slot. */
 const char *ws_route_label_name(int label);
+/* The route pattern of a pattern slot ("other" for none). */
+const char *ws_route_pattern_name(int slot);
 
 /* ---- a request's path (path.c) ------------------------------------------ */
 /* MHD's unescape callback: decodes %HH in place, except %2F and %00 (a '/' or

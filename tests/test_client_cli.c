@@ -554,6 +554,21 @@ static void test_model_rollback(void **state)
     j = cli_json(D, 0, "model status copy"); /* refusals changed nothing */
     assert_int_equal(num_of(j, "version"), 2);
     cJSON_Delete(j);
+    /* the versions, oldest first: 2 is current, both files still there */
+    j = cli_json(D, 0, "model versions copy");
+    const cJSON *vs = cJSON_GetObjectItem(j, "versions");
+    assert_int_equal(cJSON_GetArraySize(vs), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetArrayItem(vs, i);
+        assert_int_equal(num_of(v, "version"), i + 1);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(v, "current")), i == 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "available")));
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(v, "note")));
+    }
+    cJSON_Delete(j);
+    r = cli(D, "model versions nope");
+    assert_int_equal(r.rc, 1);
+    run_free(&r);
 }
 
 /* model delete: the model goes; "default" and a model in use stay, with the

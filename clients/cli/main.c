@@ -28,6 +28,7 @@ static const char HELP[] =
     "  model import NAME FILE [--tenant T]    a trained checkpoint (safetensors) becomes model\n"
     "                                         NAME (T's own with --tenant), or its next version\n"
     "                                         when NAME exists\n"
+    "  model versions NAME                    recorded versions: current, still available\n"
     "  model rollback NAME VERSION            make an earlier version current again (admin)\n"
     "  model delete NAME                      a model with its versions and files (admin; not\n"
     "                                         default, nor a model sessions still use)\n"

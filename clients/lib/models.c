@@ -173,15 +173,7 @@ ws_client_status ws_client_model_versions(const ws_client *c, const char *name,
 ws_client_status ws_client_model_delete(const ws_client *c, const char *name, ws_client_error *err)
 {
     char path[160];
-    ws_client_status s = wsc_model_path(path, sizeof path, name, "", err);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "DELETE", .path = path, .repeatable = 1};
-    wsc_response rs;
-    s = wsc_call(c, &rq, &rs, err);
-    /* After a lost reply, 404 means the first attempt deleted it. */
-    if (s == WS_CLIENT_ERR_HTTP && rs.status == 404 && rs.lost) s = WS_CLIENT_OK;
-    wsc_response_free(&rs);
-    return s;
+    return wsc_delete(c, wsc_model_path(path, sizeof path, name, "", err), path, err);
 }
 
 ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,

@@ -41,14 +41,6 @@ static int label_of(int row)
     return i;
 }
 
-/* A row's pattern slot: the first row of the same pattern. */
-static int pattern_of(int row)
-{
-    int i = 0;
-    while (strcmp(table[i].pattern, table[row].pattern) != 0) i++;
-    return i;
-}
-
 static void allow_add(char *allow, size_t cap, const char *method)
 {
     size_t n = strlen(allow);
@@ -67,7 +59,8 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
         const char *params[WS_HTTP_PARAMS] = {0};
         if (!match(r->pattern, segs, n_segs, params)) continue;
         if (!known || r->auth < m->auth) m->auth = r->auth;
-        if (!known) m->label = label_of(i), m->pattern = pattern_of(i);
+        /* the first row that matches is the first of its pattern: the pattern's slot */
+        if (!known) m->label = label_of(i), m->pattern = i;
         known = 1;
         allow_add(m->allow, sizeof m->allow, r->method);
         if (!strcmp(r->method, "GET")) allow_add(m->allow, sizeof m->allow, "HEAD");

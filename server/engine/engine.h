@@ -86,23 +86,23 @@ typedef struct {
 
 /* Why a job failed, where its status alone does not say it. */
 typedef enum {
-    WS_JOB_FAILED,              /* see result.status */
-    WS_JOB_STEP_CONFLICT,       /* the session is not at expect_step (result.step: where it is) */
-    WS_JOB_LABELS_CONFLICT,     /* the step already has other labels, and replace is 0 */
-    WS_JOB_DEADLINE,            /* queued past job_timeout_ms: not run */
-    WS_JOB_SHUTTING_DOWN,       /* the engine stopped before running it */
-    WS_JOB_BAD_CHECKPOINT,      /* import: not a checkpoint, or a model this engine cannot hold */
-    WS_JOB_CONFIG_MISMATCH,     /* import: the checkpoint's config is not the model's */
-    WS_JOB_VOCAB_MISMATCH,      /* import: a symbol id means another symbol in the model */
-    WS_JOB_MODEL_TOO_LARGE,     /* create, import: the model would take the loaded models
+    WS_JOB_FAILED,             /* see result.status */
+    WS_JOB_STEP_CONFLICT,      /* the session is not at expect_step (result.step: where it is) */
+    WS_JOB_LABELS_CONFLICT,    /* the step already has other labels, and replace is 0 */
+    WS_JOB_DEADLINE,           /* queued past job_timeout_ms: not run */
+    WS_JOB_SHUTTING_DOWN,      /* the engine stopped before running it */
+    WS_JOB_BAD_CHECKPOINT,     /* import: not a checkpoint, or a model this engine cannot hold */
+    WS_JOB_CONFIG_MISMATCH,    /* import: the checkpoint's config is not the model's */
+    WS_JOB_VOCAB_MISMATCH,     /* import: a symbol id means another symbol in the model */
+    WS_JOB_MODEL_TOO_LARGE,    /* create, import: the model would take the loaded models
                                past max_model_memory (err.msg: bytes needed and left) */
-    WS_JOB_INCONSISTENT,        /* the data directory contradicts itself (a stored state that
+    WS_JOB_INCONSISTENT,       /* the data directory contradicts itself (a stored state that
                                 does not fit its model, a session's model not loaded) */
-    WS_JOB_MODEL_NOT_FOUND,     /* session create: no model of that name */
-    WS_JOB_SESSION_LIMIT,       /* session create: the tenant has max_sessions sessions */
-    WS_JOB_VERSION_UNAVAILABLE, /* rollback: the version's checkpoint is gone or damaged */
-    WS_JOB_MODEL_IS_DEFAULT,    /* delete: "default", the model of sessions that name none */
-    WS_JOB_MODEL_IN_USE         /* delete: sessions still use the model */
+    WS_JOB_MODEL_NOT_FOUND,    /* session create: no model of that name */
+    WS_JOB_SESSION_LIMIT,      /* session create: the tenant has max_sessions sessions */
+    WS_JOB_MODEL_IS_DEFAULT,   /* delete: "default", the model of sessions that name none */
+    WS_JOB_MODEL_IN_USE,       /* delete: sessions still use the model */
+    WS_JOB_VERSION_UNAVAILABLE /* rollback: the version's checkpoint is gone or damaged */
 } ws_job_why;
 
 typedef struct {

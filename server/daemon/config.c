@@ -1,5 +1,8 @@
 /* config.c — settings from the config file (inih), the environment and the
- * flags, in that order, each over the one before (config.h). */
+ * flags (config.h). A row takes its value from the highest source that sets
+ * it and from no other, so that a row whose parser adds to what it holds (a
+ * repeatable flag such as --cors-origin) is not the sum of its sources; what a
+ * lower source says of it is still checked, in a scratch copy. */
 #include "config.h"
 
 #include <ctype.h>
@@ -42,20 +45,33 @@ static int setting_row(const ws_conf_spec *spec, const char *name)
     return -1;
 }
 
-/* Sets row k from text (copied into c: a string row points at the copy). */
-static ws_status set_row(const ws_conf_spec *spec, ws_conf *c, void *base, int k, const char *text,
-                         ws_conf_source from, const char *as, ws_error *err)
+/* The sources above the file: which rows the flags and the environment set. */
+typedef struct {
+    const ws_conf_spec *spec;
+    ws_conf *c;
+    void *base;                         /* the options struct */
+    void *scratch;                      /* where an overridden value is checked, then dropped */
+    const char *flag[WS_CONF_MAX_OPTS]; /* the flag's (last) argument; NULL: not given */
+    const char *env[WS_CONF_MAX_OPTS];  /* the variable's value; NULL: not set */
+} layers;
+
+/* Sets row k from the file or the environment: into base, recording the text
+ * (a string row points at the copy in c) and source, unless a higher source
+ * sets the row: then into scratch, only to check it. */
+static ws_status set_row(layers *L, int k, const char *text, ws_conf_source from, const char *as,
+                         ws_error *err)
 {
+    int over = L->flag[k] || (from == WS_CONF_FILE && L->env[k]);
     char *copy = strdup(text);
     if (!copy) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    ws_status s = ws_cli_set(&spec->opts[k], copy, base, as, err);
-    if (s != WS_OK) {
+    ws_status s = ws_cli_set(&L->spec->opts[k], copy, over ? L->scratch : L->base, as, err);
+    if (s != WS_OK || over) { /* scratch is dropped unread: its pointer may dangle */
         free(copy);
         return s;
     }
-    free(c->text[k]);
-    c->text[k] = copy;
-    c->source[k] = (unsigned char)from;
+    free(L->c->text[k]);
+    L->c->text[k] = copy;
+    L->c->source[k] = (unsigned char)from;
     return WS_OK;
 }
 
@@ -64,9 +80,7 @@ typedef struct {
     FILE *f;
     int line;     /* of the text inih is parsing */
     int at_start; /* the next fgets begins a line */
-    const ws_conf_spec *spec;
-    ws_conf *c;
-    void *base;
+    layers *L;
     int err_line; /* of the first error (0: none) */
     ws_error err;
 } file_parse;
@@ -91,26 +105,28 @@ static char *read_line(char *str, int num, void *stream)
 static int on_pair(void *user, const char *section, const char *name, const char *value)
 {
     file_parse *p = user;
+    const ws_conf_spec *spec = p->L->spec;
     if (p->err_line) return 1; /* the first error is the one reported */
     p->err_line = p->line;
-    int k = setting_row(p->spec, name);
-    if (section[0] && strcmp(section, p->spec->section) != 0)
+    int k = setting_row(spec, name);
+    if (section[0] && strcmp(section, spec->section) != 0)
         ws_error_set(&p->err, WS_ERR_INVALID,
                      "unknown section [%s] (settings go at the top or under [%s])", section,
-                     p->spec->section);
+                     spec->section);
     else if (k < 0)
         ws_error_set(&p->err, WS_ERR_INVALID,
                      "unknown setting '%s' (the settings are %s's flags without their dashes: "
                      "%s --help)",
-                     name, p->spec->prog, p->spec->prog);
-    else if (set_row(p->spec, p->c, p->base, k, value, WS_CONF_FILE, name, &p->err) == WS_OK)
+                     name, spec->prog, spec->prog);
+    else if (set_row(p->L, k, value, WS_CONF_FILE, name, &p->err) == WS_OK)
         p->err_line = 0;
     return p->err_line == 0;
 }
 
-static ws_status load_file(const ws_conf_spec *spec, ws_conf *c, void *base, ws_error *err)
+static ws_status load_file(layers *L, ws_error *err)
 {
-    file_parse p = {.at_start = 1, .spec = spec, .c = c, .base = base};
+    ws_conf *c = L->c;
+    file_parse p = {.at_start = 1, .L = L};
     p.f = fopen(c->file, "r");
     if (!p.f)
         return ws_error_set(err, WS_ERR_IO, "cannot read config file %s: %s", c->file,
@@ -157,40 +173,56 @@ static ws_status pick_file(const ws_conf_spec *spec, const char *flag, ws_conf *
     return WS_OK;
 }
 
+static ws_status load_layers(layers *L, int argc, char **argv, ws_error *err)
+{
+    const ws_conf_spec *spec = L->spec;
+    ws_conf *c = L->c;
+    /* argv first into scratch: its errors come first, it names the file, and
+     * it says which rows the flags set */
+    c->first = ws_cli_parse_given(argc, argv, spec->prog, spec->opts, spec->n_opts, spec->cmd,
+                                  L->scratch, NULL, L->flag);
+    if (c->first < 0) {
+        c->usage_error = 1;
+        return ws_error_set(err, WS_ERR_INVALID, "bad command line");
+    }
+    char env[96];
+    for (int k = 0; k < spec->n_opts; k++) {
+        ws_conf_env_name(spec, spec->opts[k].name, env, sizeof env);
+        L->env[k] = ws_conf_is_setting(spec, k) ? getenv(env) : NULL;
+    }
+    int cfg = row_named(spec, spec->config_flag);
+    WS_TRY(pick_file(spec, cfg >= 0 ? L->flag[cfg] : NULL, c, err));
+    if (c->file[0]) WS_TRY(load_file(L, err));
+    for (int k = 0; k < spec->n_opts; k++) {
+        ws_conf_env_name(spec, spec->opts[k].name, env, sizeof env);
+        if (L->env[k]) WS_TRY(set_row(L, k, L->env[k], WS_CONF_ENV, env, err));
+    }
+    /* the flags last, into base as a plain parse would set them (a repeated
+     * flag adds up); the text kept is the last one's */
+    c->first = ws_cli_parse_given(argc, argv, spec->prog, spec->opts, spec->n_opts, spec->cmd,
+                                  L->base, NULL, L->flag);
+    for (int k = 0; k < spec->n_opts; k++) {
+        if (!L->flag[k]) continue;
+        free(c->text[k]);
+        if (!(c->text[k] = strdup(L->flag[k])))
+            return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+        c->source[k] = WS_CONF_FLAG;
+    }
+    return WS_OK;
+}
+
 ws_status ws_conf_load(const ws_conf_spec *spec, int argc, char **argv, void *base, ws_conf *c,
                        ws_error *err)
 {
     memset(c, 0, sizeof *c);
     if (spec->n_opts > WS_CONF_MAX_OPTS)
         return ws_error_set(err, WS_ERR_INVALID, "more than %d flags", WS_CONF_MAX_OPTS);
-    /* argv first into a scratch copy: its errors come first, and it names the file */
-    const char *given[WS_CONF_MAX_OPTS] = {0};
-    void *scratch = malloc(spec->size);
-    if (!scratch) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    memcpy(scratch, base, spec->size);
-    c->first = ws_cli_parse_given(argc, argv, spec->prog, spec->opts, spec->n_opts, spec->cmd,
-                                  scratch, NULL, given);
-    free(scratch);
-    if (c->first < 0) {
-        c->usage_error = 1;
-        return ws_error_set(err, WS_ERR_INVALID, "bad command line");
-    }
-    int cfg = row_named(spec, spec->config_flag);
-    WS_TRY(pick_file(spec, cfg >= 0 ? given[cfg] : NULL, c, err));
-    if (c->file[0]) WS_TRY(load_file(spec, c, base, err));
-    for (int k = 0; k < spec->n_opts; k++) {
-        char env[96];
-        ws_conf_env_name(spec, spec->opts[k].name, env, sizeof env);
-        const char *v = ws_conf_is_setting(spec, k) ? getenv(env) : NULL;
-        if (v) WS_TRY(set_row(spec, c, base, k, v, WS_CONF_ENV, env, err));
-    }
-    for (int k = 0; k < spec->n_opts; k++) /* the flags last: they win */
-        if (given[k]) {
-            char as[72];
-            snprintf(as, sizeof as, "--%s", spec->opts[k].name);
-            WS_TRY(set_row(spec, c, base, k, given[k], WS_CONF_FLAG, as, err));
-        }
-    return WS_OK;
+    layers L = {.spec = spec, .c = c, .base = base, .scratch = malloc(spec->size)};
+    if (!L.scratch) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    memcpy(L.scratch, base, spec->size);
+    ws_status s = load_layers(&L, argc, argv, err);
+    free(L.scratch);
+    return s;
 }
 
 void ws_conf_free(ws_conf *c)

@@ -27,6 +27,7 @@
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
 typedef struct ws_http_req {
+    ws_srv *srv;
     struct MHD_Connection *conn;
     char *body;
     size_t len, cap;
@@ -35,11 +36,11 @@ typedef struct ws_http_req {
     ws_job *job;
     atomic_int job_done; /* set by the job's callback, before it resumes conn */
     int label;           /* the route's metrics label (routes.h) */
+    int pattern, method; /* its pattern slot (routes.h) and method (ws_metrics_method) */
     double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* for the access log: what the request was and whose */
-    char method[16];
-    const char *route; /* the row's pattern; NULL: no row */
-    int probe;         /* a route that needs no key: logged at debug */
+    char method_name[16];
+    int probe; /* a route that needs no key: logged at debug */
     char tenant[WS_STORE_NAME_MAX + 1];
     char session[48];
     /* a FILE route (POST /v1/models/{name}/import): the body goes to a file */
@@ -91,8 +92,8 @@ static void access_log(const ws_http_req *r, int status, double seconds)
 {
     ws_log_level level = r->probe ? WS_LOG_DEBUG : WS_LOG_INFO;
     if (!ws_log_enabled(level)) return;
-    ws_log_field f[] = {WS_LOG_STR("method", r->method),
-                        WS_LOG_STR("route", r->route ? r->route : "-"),
+    ws_log_field f[] = {WS_LOG_STR("method", r->method_name),
+                        WS_LOG_STR("route", ws_route_pattern_name(r->pattern)),
                         WS_LOG_NUM("status", status),
                         WS_LOG_NUM("ms", seconds * 1000),
                         WS_LOG_STR("tenant", r->tenant[0] ? r->tenant : NULL),
@@ -100,14 +101,14 @@ static void access_log(const ws_http_req *r, int status, double seconds)
     ws_log_kv(level, "request", f, (int)(sizeof f / sizeof *f));
 }
 
-/* What the access log says of the request's row: its pattern, and the
- * session its path names. */
+/* What the metrics and the access log say of a known path: its label and
+ * pattern slots, whether it is a probe's, and the session it names. */
 static void note_route(ws_http_req *r, const ws_route_match *m)
 {
+    r->label = m->label, r->pattern = m->pattern;
     if (!m->route) return;
-    r->route = m->route->pattern;
     r->probe = m->auth == WS_AUTH_NONE;
-    if (!strncmp(r->route, "/v1/sessions/{id}", 17) && m->params[0])
+    if (!strncmp(m->route->pattern, "/v1/sessions/{id}", 17) && m->params[0])
         snprintf(r->session, sizeof r->session, "%s", m->params[0]);
 }
 
@@ -115,10 +116,14 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
+    if (!ws_cors_headers(r->srv, conn, resp)) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     double seconds = ws_clock_mono_s() - r->t0;
-    ws_metrics_request(r->label, status, seconds);
+    ws_metrics_request(r->label, r->pattern, r->method, status, seconds);
     access_log(r, status, seconds);
     return ret;
 }
@@ -232,10 +237,7 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     char path[WS_SRV_PATH_MAX];
     ws_route_match m;
     int known = route_of(url, path, sizeof path, &c, &m) == 0;
-    if (known) {
-        r->label = m.label;
-        note_route(r, &m);
-    }
+    if (known) note_route(r, &m);
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     length_seen lengths = {0};
@@ -316,12 +318,14 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     ws_route_match m;
     if (route_of(url, path, sizeof path, &c, &m) != 0)
         return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
-    r->label = m.label;
     note_route(r, &m);
     if (r->too_large) return send_json(conn, r, 413, too_large(r));
     if (r->spool_failed)
         return send_json(conn, r, 500,
                          ws_http_error("internal", "cannot store the body: %s", r->spool_msg));
+    /* OPTIONS needs no key: a browser's preflight never carries one */
+    if (!m.route && m.allow[0] && !strcmp(method, "OPTIONS"))
+        return send_response(conn, r, 204, ws_cors_options(srv, conn, m.allow));
     ws_http_answer a = {0};
     if (!auth_ok(&c, m.auth, &a)) return send_json(conn, r, a.status, a.json);
     if (!m.route && m.allow[0]) return send_405(conn, r, m.allow);
@@ -349,10 +353,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         r->t0 = ws_clock_mono_s();
+        r->srv = srv;
         r->conn = conn;
-        r->label = WS_ROUTE_LABELS - 1;
+        r->label = r->pattern = WS_ROUTE_LABELS - 1;
+        r->method = ws_metrics_method(method);
         r->spool_fd = -1;
-        snprintf(r->method, sizeof r->method, "%s", method);
+        snprintf(r->method_name, sizeof r->method_name, "%s", method);
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);
         return begin_request(srv, conn, r, url, method);

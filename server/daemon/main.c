@@ -106,6 +106,11 @@ static ws_status parse_bytes(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
+static ws_status parse_cors_origin(void *value, const char *arg, ws_error *err)
+{
+    return ws_cors_origin_add(value, arg, err);
+}
+
 static ws_status parse_durability(void *value, const char *arg, ws_error *err)
 {
     return ws_store_durability_parse(arg, value, err);
@@ -176,6 +181,9 @@ static const ws_cli_opt flags[] = {
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
        "refused; 0: no bound (default: half the RAM)"),
+    FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
+       "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
+       "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),
     NUM("config", WS_OPT_STR, config, 0, 0, "PATH", 0,
         "config file (INI: a flag's name = value); flags beat WORLDSTATE_* variables, which "
         "beat the file (default " WS_DEFAULT_CONFIG " when it exists)"),

@@ -18,6 +18,7 @@ typedef struct {
     int a, b, c, d, help;
     const char *name, *config;
     char mode[16];
+    char tags[64]; /* a repeatable row: each value is added */
 } opts;
 
 static ws_status parse_mode(void *value, const char *arg, ws_error *err)
@@ -25,6 +26,15 @@ static ws_status parse_mode(void *value, const char *arg, ws_error *err)
     if (strcmp(arg, "fast") && strcmp(arg, "slow"))
         return ws_error_set(err, WS_ERR_INVALID, "wants fast or slow, got '%s'", arg);
     snprintf(value, 16, "%s", arg);
+    return WS_OK;
+}
+
+static ws_status add_tag(void *value, const char *arg, ws_error *err)
+{
+    char *t = value;
+    if (strlen(t) + strlen(arg) + 2 > 64) return ws_error_set(err, WS_ERR_INVALID, "too many");
+    if (t[0]) strcat(t, ",");
+    strcat(t, arg);
     return WS_OK;
 }
 
@@ -40,6 +50,7 @@ static const ws_cli_opt rows[] = {
     {"config", WS_OPT_STR, O(config), 0, 0, "PATH", "the file", NULL, 0},
     {"help", WS_OPT_SET, O(help), 1, 1, NULL, "help", NULL, RUN},
     {"other", WS_OPT_INT, O(d), 0, 1, "N", "another command's", NULL, OTHER},
+    {"tag", WS_OPT_FN, O(tags), 0, 0, "T", "repeatable", add_tag, RUN},
 };
 #undef O
 #define N_ROWS ((int)(sizeof rows / sizeof *rows))
@@ -191,6 +202,32 @@ static void test_bad_env_and_flags(void **state)
     ws_conf_free(&c);
 }
 
+/* A row whose parser adds up (a repeatable flag): its value comes from its
+ * highest source alone, every line or flag of that source added. */
+static void test_repeatable_row(void **state)
+{
+    (void)state;
+    write_file("tag = a\ntag = b\n");
+    opts o;
+    ws_conf c;
+    ws_error err = {0};
+    const char *file_only[] = {"--config", file, NULL};
+    if (load(file_only, &o, &c, &err) != WS_OK) fail_msg("%s", err.msg);
+    assert_string_equal(o.tags, "a,b");
+    ws_conf_free(&c);
+    setenv("WSTEST_TAG", "c", 1);
+    if (load(file_only, &o, &c, &err) != WS_OK) fail_msg("%s", err.msg);
+    assert_string_equal(o.tags, "c");
+    ws_conf_free(&c);
+    const char *flags[] = {"--config", file, "--tag", "d", "--tag", "e", NULL};
+    if (load(flags, &o, &c, &err) != WS_OK) fail_msg("%s", err.msg);
+    assert_string_equal(o.tags, "d,e");
+    assert_int_equal(c.source[9], WS_CONF_FLAG);
+    ws_conf_free(&c);
+    unsetenv("WSTEST_TAG");
+    unlink(file);
+}
+
 /* The default file is read only when it exists. */
 static void test_default_file(void **state)
 {
@@ -220,6 +257,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_bad_env_and_flags),
         cmocka_unit_test(test_default_file),
+        cmocka_unit_test(test_repeatable_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

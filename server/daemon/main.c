@@ -7,7 +7,7 @@
  * Settings come from flags, WORLDSTATE_* variables and the config file
  * (config.h). Shutdown on SIGTERM/SIGINT: stop accepting, answer or fail every
  * queued job (the engine finishes the batch in hand and commits it), then
- * close. SIGHUP reloads the settings (reload.c). */
+ * close. SIGHUP reloads the settings and counts the API keys (reload, check_keys). */
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>

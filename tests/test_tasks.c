@@ -514,6 +514,7 @@ static void check_conj(ws_task_params p, int steps, uint64_t seed)
 typedef struct {
     int arity, value;
     uint64_t h[4];
+    int asked; /* a symbol of it is in some query of its world */
 } mem_told;
 
 static int fact_of(const rig *r, const ws_fact_list *f, int i, mem_told *out)
@@ -537,13 +538,24 @@ static mem_told *find_told(mem_told *t, int n, const mem_told *f)
     return NULL;
 }
 
+/* Marks the facts of told[first, n) that share a symbol with query fact f. */
+static void mark_asked(mem_told *told, int first, int n, const mem_told *f)
+{
+    for (int w = first; w < n; w++)
+        for (int j = 0; j < told[w].arity; j++)
+            for (int k = 0; k < f->arity; k++) told[w].asked |= told[w].h[j] == f->h[k];
+}
+
 /* Replays every instruction into a table of last-told values and checks each
- * query's label and kind against it; counts what the task is meant to produce. */
+ * query's label and kind against it; counts what the task is meant to produce.
+ * Chatter facts are told facts none of whose symbols is ever in a query (every
+ * pool symbol is, over the steps these checks run). */
 static void check_memory(ws_task_params p, int steps, uint64_t seed, int n_slots)
 {
     rig r;
     rig_open(&r, &p, n_slots);
     int cap = 4096, n = 0, overrides = 0, hard = 0, told_q = 0, untold_q = 0, silent = 0;
+    int chatter = 0;
     mem_told *told = calloc((size_t)cap, sizeof *told);
     assert_non_null(told);
     for (int slot = 0; slot < n_slots; slot++) {
@@ -553,7 +565,7 @@ static void check_memory(ws_task_params p, int steps, uint64_t seed, int n_slots
             step(&r, slot);
             int ni = ws_batch_n_instr(r.b), nq = ws_batch_n_query(r.b);
             silent += ni == 0;
-            assert_true(ni <= p.instr_per_step);
+            assert_true(ni <= p.instr_per_step + (p.chatter_rate > 0));
             for (int i = 0; i < ni; i++) {
                 mem_told f;
                 assert_true(fact_of(&r, &r.b->instr, i, &f) >= 1);
@@ -585,6 +597,7 @@ static void check_memory(ws_task_params p, int steps, uint64_t seed, int n_slots
                 assert_int_equal(r.b->query.value[q], t ? t->value : 0);
                 assert_int_equal(r.info[q].kind, t ? WS_QK_TOLD : WS_QK_UNTOLD);
                 assert_int_equal(r.info[q].group, -1);
+                mark_asked(told, first, n, &f);
                 told_q += t != NULL;
                 untold_q += t == NULL;
                 /* a never-told tuple made of told symbols: a distractor */
@@ -593,11 +606,18 @@ static void check_memory(ws_task_params p, int steps, uint64_t seed, int n_slots
                         for (int j = 0; j < told[w].arity; j++) hard |= told[w].h[j] == f.h[0];
             }
         }
-        assert_true(n - first >= p.live_facts_min && n - first <= p.live_facts);
+        int unasked = 0;
+        for (int w = first; w < n; w++) unasked += !told[w].asked;
+        chatter += unasked;
+        assert_true(n - first - unasked >= p.live_facts_min &&
+                    n - first - unasked <= p.live_facts);
     }
-    printf("memory: %d facts, %d overrides, %d told / %d never-told queries, %d silent steps\n",
-           n, overrides, told_q, untold_q, silent);
-    assert_true(overrides > 0 && hard && silent > 0);
+    printf("memory: %d facts (%d chatter), %d overrides, %d told / %d never-told queries, "
+           "%d silent steps\n",
+           n, chatter, overrides, told_q, untold_q, silent);
+    assert_true(overrides > 0 && hard);
+    /* chatter at rate 1 leaves few steps silent; without it a world falls quiet */
+    assert_true(p.chatter_rate > 0 ? chatter > steps / 4 : chatter == 0 && silent > 0);
     assert_true(told_q > untold_q / 2 && untold_q > told_q / 2);
     free(told);
     rig_close(&r);
@@ -614,6 +634,9 @@ static void test_memory(void **state)
     p.override_rate = 0.5f;
     p.active_rate = 1.0f;
     check_memory(p, 100, 9, 3);
+    p = params("memory");
+    p.chatter_rate = 1.0f;
+    check_memory(p, 200, 11, 4);
 }
 
 static void test_conj(void **state)

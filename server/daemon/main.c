@@ -282,6 +282,8 @@ static int serve(ws_srv *srv)
            srv->cfg.host, srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
            srv->open_mode ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
+    if (*ws_engine_backend_why(srv->engine))
+        printf("worldstated: not on a GPU: %s\n", ws_engine_backend_why(srv->engine));
     fflush(stdout);
     notify_systemd("READY=1");
     while (!got_signal) usleep(100000);

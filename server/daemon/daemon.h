@@ -47,7 +47,8 @@ typedef struct {
     int max_connections;
     int max_connections_per_ip;
     int connection_timeout_s;
-    size_t max_model_memory; /* bytes all loaded models may take together (0: no bound) */
+    size_t max_model_memory;          /* bytes all loaded models may take together (0: no bound) */
+    char backup_dir[WS_SRV_PATH_MAX]; /* POST /v1/admin/backup writes under it; "": off */
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);

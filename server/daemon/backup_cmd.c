@@ -16,10 +16,10 @@ int ws_srv_backup_command(const char *data_dir, const char *to)
     }
     printf("backup of %s in %s: %d files, %llu bytes, database schema %d\n", data_dir, to, r.files,
            (unsigned long long)r.bytes, r.schema_version);
-    if (r.skipped)
+    if (r.skipped) /* usually old versions whose files retention removed */
         fprintf(stderr,
-                "worldstated: warning: %d checkpoint(s) left out, missing or damaged in %s "
-                "(\"skipped\" in %s/" WS_SRV_BACKUP_MANIFEST ")\n",
+                "worldstated: %d recorded version(s) have no intact file in %s and none in the "
+                "backup (\"skipped\" in %s/" WS_SRV_BACKUP_MANIFEST " says why)\n",
                 r.skipped, data_dir, to);
     return 0;
 }

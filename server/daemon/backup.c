@@ -215,14 +215,15 @@ static ws_status db_step(void *ctx, int64_t done, int64_t total)
     return report(b, &b->fn_err);
 }
 
-/* The database, as of one commit, into the target. */
-static ws_status backup_database(backup_run *b, const char *data_dir, ws_error *err)
+/* The database at location db (NULL: the data directory's), as of one
+ * commit, into the target. */
+static ws_status backup_database(backup_run *b, const char *data_dir, const char *db, ws_error *err)
 {
     char src[WS_SRV_PATH_MAX + 32], dst[WS_SRV_PATH_MAX + 32];
-    WS_TRY(path_join(src, sizeof src, data_dir, DB_FILE, err));
+    if (!db) WS_TRY(path_join(src, sizeof src, data_dir, DB_FILE, err));
     WS_TRY(path_join(dst, sizeof dst, b->t.dir, DB_FILE, err));
     ws_store *st = NULL;
-    WS_TRY(ws_store_open(src, WS_STORE_DURABILITY_NORMAL, 0, &st, err));
+    WS_TRY(ws_store_open(db ? db : src, WS_STORE_DURABILITY_NORMAL, 0, &st, err));
     ws_status s = ws_store_backup(st, dst, STEP_PAGES, db_step, b, err);
     ws_store_close(st);
     if (s != WS_OK && b->fn_err.msg[0]) *err = b->fn_err;
@@ -362,14 +363,14 @@ static ws_status write_manifest(backup_run *b, ws_error *err)
     return s;
 }
 
-ws_status ws_srv_backup(const char *data_dir, const char *dest, ws_srv_backup_fn fn, void *ctx,
-                        ws_srv_backup_report *rep, ws_error *err)
+ws_status ws_srv_backup(const char *data_dir, const char *db, const char *dest, ws_srv_backup_fn fn,
+                        void *ctx, ws_srv_backup_report *rep, ws_error *err)
 {
     memset(rep, 0, sizeof *rep);
     backup_run b = {.fn = fn, .ctx = ctx, .rep = rep};
     entries vers = {0};
     WS_TRY(target_open(&b.t, dest, err));
-    ws_status s = backup_database(&b, data_dir, err);
+    ws_status s = backup_database(&b, data_dir, db, err);
     if (s == WS_OK) s = inspect_copy(&b, &vers, err);
     if (s == WS_OK) { /* the copy's own bytes, now that it is closed */
         entry db = {.rel = DB_FILE};

@@ -37,12 +37,13 @@ typedef struct {
  * backup, which then removes what it wrote. */
 typedef ws_status (*ws_srv_backup_fn)(void *ctx, const ws_srv_backup_report *r, ws_error *err);
 
-/* Backs up data_dir (its database <data_dir>/worldstate.db must exist) into
- * dest, which must not exist or be an empty directory (WS_ERR_CONFLICT
- * otherwise); a daemon may be serving data_dir meanwhile. fn may be NULL.
- * On failure dest is left as it was found. */
-ws_status ws_srv_backup(const char *data_dir, const char *dest, ws_srv_backup_fn fn, void *ctx,
-                        ws_srv_backup_report *rep, ws_error *err);
+/* Backs up data_dir into dest, which must not exist or be an empty directory
+ * (WS_ERR_CONFLICT otherwise); a daemon may be serving data_dir meanwhile.
+ * db is the database's location (storage.h; NULL: <data_dir>/worldstate.db):
+ * a backend that cannot copy itself into a file gives WS_ERR_UNSUPPORTED.
+ * fn may be NULL. On failure dest is left as it was found. */
+ws_status ws_srv_backup(const char *data_dir, const char *db, const char *dest, ws_srv_backup_fn fn,
+                        void *ctx, ws_srv_backup_report *rep, ws_error *err);
 
 /* Restores the backup `from` into data_dir, which must not exist or be an
  * empty directory (WS_ERR_CONFLICT otherwise): checks the manifest (format,

@@ -10,7 +10,7 @@ int ws_srv_backup_command(const char *data_dir, const char *to)
 {
     ws_error err = {0};
     ws_srv_backup_report r;
-    if (ws_srv_backup(data_dir, to, NULL, NULL, &r, &err) != WS_OK) {
+    if (ws_srv_backup(data_dir, NULL, to, NULL, NULL, &r, &err) != WS_OK) {
         fprintf(stderr, "worldstated: backup of %s into %s: %s\n", data_dir, to, err.msg);
         return 1;
     }

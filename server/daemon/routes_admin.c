@@ -30,7 +30,7 @@ static struct {
     atomic_int cancel; /* shutting down: the running backup stops */
     char name[WS_STORE_NAME_MAX + 1];
     char path[WS_SRV_PATH_MAX + WS_STORE_NAME_MAX + 2];
-    char data_dir[WS_SRV_PATH_MAX];
+    char data_dir[WS_SRV_PATH_MAX], db[WS_SRV_PATH_MAX + 32];
     int64_t started_ms, finished_ms;
     ws_srv_backup_report rep;
     ws_status status;
@@ -53,8 +53,8 @@ static void *backup_main(void *arg)
     (void)arg;
     ws_srv_backup_report rep;
     ws_error err = {0};
-    /* bk.path and bk.data_dir do not change while running is set */
-    ws_status s = ws_srv_backup(bk.data_dir, bk.path, on_progress, NULL, &rep, &err);
+    /* bk.path, data_dir and db do not change while running is set */
+    ws_status s = ws_srv_backup(bk.data_dir, bk.db, bk.path, on_progress, NULL, &rep, &err);
     if (s != WS_OK) (void)rmdir(bk.path); /* the folder the route made, left empty */
     pthread_mutex_lock(&bk.mu);
     if (s == WS_OK) bk.rep = rep;
@@ -204,6 +204,7 @@ void ws_route_backup_start(ws_http_ctx *c, ws_http_answer *a)
         snprintf(bk.name, sizeof bk.name, "%s", name);
         snprintf(bk.path, sizeof bk.path, "%s", path);
         snprintf(bk.data_dir, sizeof bk.data_dir, "%s", c->srv->cfg.data_dir);
+        snprintf(bk.db, sizeof bk.db, "%s", c->srv->db_path);
         memset(&bk.rep, 0, sizeof bk.rep);
         bk.status = WS_OK, bk.started_ms = ws_clock_wall_ms(), bk.finished_ms = 0;
         bk.running = 1, bk.has = 1;

@@ -60,9 +60,13 @@ static void *backup_main(void *arg)
     if (s == WS_OK) bk.rep = rep;
     bk.status = s, bk.err = err;
     bk.finished_ms = ws_clock_wall_ms();
-    bk.running = 0;
+    if (s == WS_OK)
+        fprintf(stderr, "worldstated: backup %s done: %s, %d files, %llu bytes\n", bk.name, bk.path,
+                rep.files, (unsigned long long)rep.bytes);
+    else
+        fprintf(stderr, "worldstated: backup %s failed: %s\n", bk.name, err.msg);
+    bk.running = 0; /* from here on a new backup may take bk over */
     pthread_mutex_unlock(&bk.mu);
-    if (s != WS_OK) fprintf(stderr, "worldstated: backup %s failed: %s\n", bk.name, err.msg);
     return NULL;
 }
 

@@ -6,8 +6,8 @@
  * step acknowledged before its backup began, with the answers the client got,
  * and each session's log whole up to its step (a step acknowledged after the
  * backup ended may be missing; none is half there). Also: the route takes a
- * name, never a path, and is off without --backup-dir; a damaged backup or a
- * non-empty target is refused and leaves nothing behind. */
+ * name, never a path, is off without --backup-dir and needs an admin key; a
+ * damaged backup or a non-empty target is refused and leaves nothing behind. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,7 +81,7 @@ static void acked_now(const client *cl, int64_t *out)
     for (int i = 0; i < CLIENTS; i++) out[i] = cl[i].acked;
 }
 
-/* POST /v1/admin/backup {"name": name} and its answer's status. */
+/* POST /v1/admin/backup with body (open mode) and its answer's status. */
 static long post_backup(const ws_ts_daemon *d, const char *body, ws_ts_resp *r)
 {
     return ws_ts_req(d, "POST", "/v1/admin/backup", NULL, body, r);
@@ -94,18 +94,18 @@ static const char *error_code(const ws_ts_resp *r)
     return cJSON_IsString(c) ? c->valuestring : "";
 }
 
-/* The backup started by the route, to its end: "done". */
-static void route_backup(const ws_ts_daemon *d, const char *name)
+/* The backup started by the route (with key: NULL in open mode), to its end: "done". */
+static void route_backup(const ws_ts_daemon *d, const char *key, const char *name)
 {
     char body[96];
     snprintf(body, sizeof body, "{\"name\":\"%s\"}", name);
     ws_ts_resp r;
-    assert_int_equal(post_backup(d, body, &r), 202);
+    assert_int_equal(ws_ts_req(d, "POST", "/v1/admin/backup", key, body, &r), 202);
     const cJSON *b = cJSON_GetObjectItem(r.json, "backup");
     assert_string_equal(cJSON_GetObjectItem(b, "name")->valuestring, name);
     ws_ts_resp_free(&r);
     for (;;) {
-        assert_int_equal(ws_ts_req(d, "GET", "/v1/admin/backup", NULL, NULL, &r), 200);
+        assert_int_equal(ws_ts_req(d, "GET", "/v1/admin/backup", key, NULL, &r), 200);
         b = cJSON_GetObjectItem(r.json, "backup");
         const char *state = cJSON_GetObjectItem(b, "state")->valuestring;
         if (strcmp(state, "running") != 0) {
@@ -282,7 +282,7 @@ static void test_backup_under_load(void **state)
 
     /* 1. through the route, mid-load */
     acked_now(cl, before[0]);
-    route_backup(&d, "mid");
+    route_backup(&d, NULL, "mid");
     acked_now(cl, after[0]);
     wait_acked(cl, after[0], 3);
 
@@ -319,8 +319,38 @@ static void test_backup_under_load(void **state)
     ws_ts_cleanup(tmp);
 }
 
+/* With keys, the route is an admin's: no key is 401, a tenant's key 403, and
+ * neither starts a backup; an admin key's backup completes. */
+static void test_backup_needs_admin(void **state)
+{
+    (void)state;
+    char tmp[256], data[320], root[320], admin[128], user[128];
+    ws_ts_tmpdir(tmp, sizeof tmp);
+    snprintf(data, sizeof data, "%s/data", tmp);
+    snprintf(root, sizeof root, "%s/backups", tmp);
+    assert_int_equal(mkdir(data, 0700), 0);
+    assert_int_equal(ws_ts_key_create(data, "ops", 1, admin, sizeof admin), 0);
+    assert_int_equal(ws_ts_key_create(data, "acme", 0, user, sizeof user), 0);
+    ws_ts_daemon d;
+    const char *flags[] = {"--backup-dir", root, NULL};
+    assert_int_equal(ws_ts_start(&d, data, flags), 0);
+    ws_ts_resp r;
+    const char *body = "{\"name\":\"k\"}";
+    assert_int_equal(ws_ts_req(&d, "POST", "/v1/admin/backup", NULL, body, &r), 401);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "POST", "/v1/admin/backup", user, body, &r), 403);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/admin/backup", user, NULL, &r), 403);
+    ws_ts_resp_free(&r);
+    assert_int_not_equal(access(root, F_OK), 0); /* nothing was made */
+    route_backup(&d, admin, "k");
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(tmp);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_backup_under_load)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_backup_under_load),
+                                       cmocka_unit_test(test_backup_needs_admin)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

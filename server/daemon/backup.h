@@ -1,5 +1,5 @@
 /* backup.h — an online backup of a whole data directory, and its restore
- * (backup.c): `worldstated backup|restore` (backup_cmd.c) and
+ * (backup.c, restore.c): `worldstated backup|restore` (backup_cmd.c) and
  * POST /v1/admin/backup (routes_admin.c).
  *
  * A backup is a directory that is itself a data directory:

@@ -2,7 +2,8 @@
 # test_install: `cmake --install BUILD --prefix P` into a fresh P gives the three
 # programs (each prints VERSION), a C program built against the installed
 # ws_client.h and library through pkg-config alone, the Python client module
-# (its __version__ is VERSION), and the systemd unit naming P's worldstated.
+# (its __version__ is VERSION), the man pages, and the systemd unit naming P's
+# worldstated.
 #   install_check.sh CMAKE BUILD VERSION
 set -euo pipefail
 cmake=$1 build=$2 version=$3
@@ -39,6 +40,9 @@ cc -o "$p/use" "$p/use.c" $(pkg-config --cflags --libs worldstate)
 py=$(dirname "$(find "$p" -name worldstate.py)")
 PYTHONPATH=$py python3 -c "import sys, worldstate; sys.exit(worldstate.__version__ != '$version')" ||
   { echo "FAIL: the installed Python client's __version__ is not $version"; exit 1; }
+for page in man8/worldstated.8 man1/worldstate.1 man1/worldstate-train.1; do
+  [[ -f "$p/share/man/$page" ]] || { echo "FAIL: no man page share/man/$page"; exit 1; }
+done
 unit=$(find "$p" -name worldstated.service)
 grep -q "^ExecStart=.*/worldstated " "$unit" && grep -q "^Type=notify" "$unit" ||
   { echo "FAIL: the systemd unit"; exit 1; }

@@ -4,6 +4,8 @@
  *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]
  *   worldstated key list [--data-dir D]
  *   worldstated key revoke ID [--data-dir D]
+ *   worldstated backup --to DIR [--data-dir D]       (backup.h; beside a running daemon too)
+ *   worldstated restore --from DIR [--data-dir D]
  * Shutdown on SIGTERM/SIGINT: stop accepting, answer or fail every queued job
  * (the engine finishes the batch in hand and commits it), then close. */
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "backup.h"
 #include "base/ws_version.h"
 #include "daemon.h"
 #include "server/common/cli.h"
@@ -76,11 +79,11 @@ static ws_status parse_listen(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
-static ws_status parse_data_dir(void *value, const char *arg, ws_error *err)
+/* A folder: into a char[WS_SRV_PATH_MAX]. */
+static ws_status parse_dir(void *value, const char *arg, ws_error *err)
 {
-    ws_srv_config *c = value;
-    if (strlen(arg) >= sizeof c->data_dir) return ws_error_set(err, WS_ERR_INVALID, "too long");
-    snprintf(c->data_dir, sizeof c->data_dir, "%s", arg);
+    if (strlen(arg) >= WS_SRV_PATH_MAX) return ws_error_set(err, WS_ERR_INVALID, "too long");
+    snprintf(value, WS_SRV_PATH_MAX, "%s", arg);
     return WS_OK;
 }
 
@@ -118,14 +121,15 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
-/* What the flags set: the daemon's config, and `worldstated key`'s own. */
+/* What the flags set: the daemon's config, and the subcommands' own. */
 typedef struct {
     ws_srv_config cfg;
     const char *tenant, *note;
+    const char *to, *from; /* backup, restore */
     int admin, help, version;
 } flag_values;
 
-enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
+enum { SERVE = 1, KEY = 2, BACKUP = 4, RESTORE = 8 }; /* the commands, as ws_cli_opt.only bits */
 #define O(f) offsetof(flag_values, f)
 /* clang-format off */
 #define FN(name, f, fn, arg, only, help) {name, WS_OPT_FN, O(f), 0, 0, arg, help, fn, only}
@@ -135,7 +139,7 @@ enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
 /* clang-format on */
 static const ws_cli_opt flags[] = {
-    FN("data-dir", cfg, parse_data_dir, "D", 0,
+    FN("data-dir", cfg.data_dir, parse_dir, "D", 0,
        "SQLite file and checkpoints (default ./worldstate-data)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
        "IPv4 address and port; :0 picks one (default 127.0.0.1:8080)"),
@@ -164,11 +168,15 @@ static const ws_cli_opt flags[] = {
     FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
        "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
        "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),
+    FN("backup-dir", cfg.backup_dir, parse_dir, "DIR", SERVE,
+       "POST /v1/admin/backup writes backups under DIR (default: none, the route is off)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),
     NUM("admin", WS_OPT_SET, admin, 1, 1, NULL, KEY, "key create: an admin key"),
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
+    NUM("to", WS_OPT_STR, to, 0, 0, "DIR", BACKUP, "backup: a new (or empty) folder to write"),
+    NUM("from", WS_OPT_STR, from, 0, 0, "DIR", RESTORE, "restore: the backup folder to read"),
 };
 #undef FN
 #undef NUM
@@ -181,7 +189,9 @@ static int usage(FILE *f)
     fprintf(f, "usage: worldstated [flags]\n"
                "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D]\n"
                "       worldstated key list [--data-dir D]\n"
-               "       worldstated key revoke ID [--data-dir D]\n");
+               "       worldstated key revoke ID [--data-dir D]\n"
+               "       worldstated backup --to DIR [--data-dir D]\n"
+               "       worldstated restore --from DIR [--data-dir D]\n");
     flag_values defaults = {.cfg = ws_srv_config_default()};
     ws_cli_usage(f, flags, N_FLAGS, ~0u, &defaults);
     return f == stdout ? 0 : 2;
@@ -293,9 +303,22 @@ static int serve(ws_srv *srv)
     ws_http_quiesce(srv);        /* 1. no new connections */
     ws_engine_stop(srv->engine); /* 2. finish the batch in hand (committed), fail the queue */
     ws_http_stop(srv);           /* 3. let replies go out, close connections */
-    ws_engine_free(srv->engine); /* 4. fold the WAL, close the database */
+    ws_srv_backup_stop();        /* 4. a backup in progress stops, its copy removed */
+    ws_engine_free(srv->engine); /* 5. fold the WAL, close the database */
     srv->engine = NULL;
     return 0;
+}
+
+/* The subcommand argv[1] names, or SERVE. */
+static unsigned command_of(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        unsigned cmd;
+    } subs[] = {{"key", KEY}, {"backup", BACKUP}, {"restore", RESTORE}};
+    for (size_t i = 0; argc > 1 && i < sizeof subs / sizeof *subs; i++)
+        if (!strcmp(argv[1], subs[i].name)) return subs[i].cmd;
+    return SERVE;
 }
 
 int main(int argc, char **argv)
@@ -310,12 +333,18 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0) return 1;
     flag_values v = {.cfg = srv.cfg};
-    int key = argc > 1 && !strcmp(argv[1], "key");
-    int first = ws_cli_parse(argc - key, argv + key, "worldstated", flags, N_FLAGS,
-                             key ? KEY : SERVE, &v, NULL);
+    unsigned cmd = command_of(argc, argv);
+    int sub = cmd != SERVE,
+        first = ws_cli_parse(argc - sub, argv + sub, "worldstated", flags, N_FLAGS, cmd, &v, NULL);
     srv.cfg = v.cfg;
     if (first < 0) return usage(stderr);
-    if (key) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
+    if (cmd == KEY) return key_command(&srv, &v, argc - 1 - first, argv + 1 + first);
+    if (cmd == BACKUP)
+        return v.to && first == argc - 1 ? ws_srv_backup_command(v.cfg.data_dir, v.to)
+                                         : usage(stderr);
+    if (cmd == RESTORE)
+        return v.from && first == argc - 1 ? ws_srv_restore_command(v.from, v.cfg.data_dir)
+                                           : usage(stderr);
     if (v.help) return usage(stdout);
     if (v.version) {
         ws_version_print(stdout, "worldstated");

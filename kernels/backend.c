@@ -1,24 +1,13 @@
-/* backend.c — what every backend shares: selection, and ops composed of others. */
+/* backend.c — what every backend shares: ops composed of others. Selection:
+ * backend_plugin.c. */
 #include "backend.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
-#ifdef WS_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
-
 void ws_backend_free(ws_backend *be)
 {
     if (be) be->ops->destroy(be);
-}
-
-ws_status ws_backend_auto(ws_backend **out, ws_error *err)
-{
-#ifdef WS_HAVE_CUDA
-    if (ws_backend_cuda_new(out, 0, NULL) == WS_OK) return WS_OK;
-#endif
-    return ws_backend_cpu_new(out, 0, err);
 }
 
 ws_status ws_gemm_backward(ws_backend *be, const ws_gemm_args *g, const float *dc, float *da,

@@ -125,8 +125,19 @@ struct ws_backend {
 
 /* Backends. ws_backend_cpu_new: n_threads <= 0 picks the number of cores. */
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err);
-/* Picks CUDA when built with it and a GPU is present, else CPU. */
+/* The CUDA backend on device 0 from its plugin (backend_plugin.c):
+ * WS_ERR_UNSUPPORTED, saying why, when there is no plugin, it cannot be loaded
+ * (no CUDA runtime), it is from another build, or it finds no usable GPU. */
+ws_status ws_backend_cuda_load(ws_backend **out, ws_error *err);
+/* CUDA when its plugin loads and finds a GPU, else CPU; ws_backend_auto_why also
+ * says why not CUDA in why ("" when CUDA). */
 ws_status ws_backend_auto(ws_backend **out, ws_error *err);
+ws_status ws_backend_auto_why(ws_backend **out, char *why, size_t why_len, ws_error *err);
+
+/* The backend interface's version, which a plugin must share (with the sizes of
+ * ws_backend_ops and ws_backend): bump it when an op's meaning or parameters
+ * change without changing those sizes. */
+#define WS_BACKEND_ABI 1u
 void ws_backend_free(ws_backend *be);
 
 /* For programs' main(): unless OMP_WAIT_POLICY is set, set it to "passive" and

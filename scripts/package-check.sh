@@ -2,12 +2,13 @@
 # CI (after the README's test command): the Debian package, built and used as a
 # user would. A Release build (-O3, warnings are errors, portable: no
 # -march=native, no CUDA) into build-release/, `cpack -G DEB`, `dpkg -i` (apt-get
-# -f install for missing dependencies), then /usr/bin/worldstated on a temporary
-# data dir and a free loopback port: the installed CLI creates a session, the
-# installed Python client steps it and checks the answer's shape, SIGHUP reloads
-# the packaged config file (/etc/worldstate/worldstated.conf, a conffile) and the
-# daemon goes on serving, SIGTERM must end it with status 0; the package is
-# purged at the end, whatever happened.
+# -f install for missing dependencies), `man` finds and renders the three man
+# pages, then /usr/bin/worldstated on a temporary data dir and a free loopback
+# port: the installed CLI creates a session, the installed Python client steps
+# it and checks the answer's shape, SIGHUP reloads the packaged config file
+# (/etc/worldstate/worldstated.conf, a conffile) and the daemon goes on serving,
+# SIGTERM must end it with status 0; the package is purged at the end, whatever
+# happened.
 # Run as root, on a machine where the package is not installed already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,13 @@ for f in /usr/bin/worldstated /usr/bin/worldstate-train /usr/bin/worldstate \
   [[ -e "$f" ]] || { say "the package lacks $f"; exit 1; }
 done
 say "installed: $(/usr/bin/worldstated --version)"
+# The man pages: man finds each by name and renders it without a warning.
+for page in 8:worldstated 1:worldstate 1:worldstate-train; do
+  file=$(man -w "${page%%:*}" "${page#*:}" 2> /dev/null) || { say "man finds no ${page#*:}(${page%%:*})"; exit 1; }
+  [[ "$file" == /usr/share/man/* ]] || { say "${page#*:}(${page%%:*}) is $file, not the package's"; exit 1; }
+  warnings=$(MANWIDTH=80 man -l "$file" 2>&1 > /dev/null)
+  [[ -z "$warnings" ]] || { say "man -l $file: $warnings"; exit 1; }
+done
 
 /usr/bin/worldstated --data-dir "$tmp/data" --listen 127.0.0.1:0 > "$tmp/daemon.log" 2>&1 &
 pid=$!

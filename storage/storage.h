@@ -111,6 +111,31 @@ ws_status ws_store_integrity_check(ws_store *s, ws_error *err);
  * backups). WS_ERR_STORAGE if readers kept it from completing. */
 ws_status ws_store_checkpoint(ws_store *s, ws_error *err);
 
+/* ---- online backup ----------------------------------------------------------- */
+
+/* Progress of ws_store_backup after each step: units copied so far and the
+ * total (SQLite: pages). A status other than WS_OK stops the backup (its file
+ * is removed) and is what ws_store_backup returns. It must not call into the
+ * store being copied (WS_ERR_INVALID, as for listings). */
+typedef ws_status (*ws_store_backup_fn)(void *ctx, int64_t done, int64_t total);
+/* Writes a consistent copy of the whole database into dest, a new file
+ * (created 0600; one that exists already is WS_ERR_CONFLICT and is left
+ * alone), while other connections and processes go on reading and writing:
+ * the copy holds exactly the transactions committed before it began, each
+ * whole, and nothing committed after. It goes in steps of step_pages pages
+ * (>= 1), calling fn (may be NULL) after each, and is synced to disk before
+ * WS_OK; ws_store_open opens the copy as a database like any other. On
+ * failure dest is removed. WS_ERR_INVALID inside a transaction of s.
+ * SQLite: the online backup API (sqlite3_backup_step) inside one read
+ * transaction held across the steps. In WAL mode that snapshot blocks no
+ * writer and a writer's commit never restarts the copy (as it would between
+ * read transactions); the WAL cannot be checkpointed past the snapshot until
+ * the copy ends, so it grows by what is written meanwhile. A backend that
+ * cannot copy itself into a file answers WS_ERR_UNSUPPORTED (PostgreSQL: use
+ * its own tools, pg_dump or pg_basebackup). */
+ws_status ws_store_backup(ws_store *s, const char *dest, int step_pages, ws_store_backup_fn fn,
+                          void *ctx, ws_error *err);
+
 /* ---- transactions (group commit) ------------------------------------------- */
 
 /* BEGIN IMMEDIATE: takes the write lock now (waiting up to the busy timeout),

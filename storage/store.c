@@ -75,6 +75,26 @@ ws_status ws_store_checkpoint(ws_store *s, ws_error *err)
     return s->ops->checkpoint(s, err);
 }
 
+static ws_status backup_no_progress(void *ctx, int64_t done, int64_t total)
+{
+    (void)ctx, (void)done, (void)total;
+    return WS_OK;
+}
+
+ws_status ws_store_backup(ws_store *s, const char *dest, int step_pages, ws_store_backup_fn fn,
+                          void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!dest || !*dest) return ws_error_set(err, WS_ERR_INVALID, "storage: backup: empty path");
+    if (step_pages < 1)
+        return ws_error_set(err, WS_ERR_INVALID, "storage: backup: %d pages per step", step_pages);
+    if (ws_store_in_transaction(s))
+        return ws_error_set(err, WS_ERR_INVALID, "storage: backup inside a transaction");
+    /* fn runs between the backend's steps, with the copy's snapshot open */
+    WS_STORE_LISTING(s, s->ops->backup(s, dest, step_pages, fn ? fn : backup_no_progress,
+                                       fn ? ctx : NULL, err));
+}
+
 /* ---- transactions ---------------------------------------------------------- */
 
 ws_status ws_store_begin(ws_store *s, ws_error *err)

@@ -17,6 +17,14 @@ WS_STORE_OP(void, close, (ws_store *s))
 WS_STORE_OP(ws_status, get_info, (ws_store *s, ws_store_info *out, ws_error *err))
 WS_STORE_OP(ws_status, integrity_check, (ws_store *s, ws_error *err))
 WS_STORE_OP(ws_status, checkpoint, (ws_store *s, ws_error *err))
+/* A consistent copy of the whole database into the new file dest, as of one
+ * commit, while other connections go on writing (storage.h, ws_store_backup):
+ * dest is non-empty, step_pages >= 1, s is outside a transaction, and fn
+ * (never NULL) may not call into s. On any failure the backend removes what it
+ * wrote of dest; a backend that cannot write a copy of itself into a file
+ * answers WS_ERR_UNSUPPORTED naming its own tool (pg_dump). */
+WS_STORE_OP(ws_status, backup, (ws_store *s, const char *dest, int step_pages,
+                                ws_store_backup_fn fn, void *ctx, ws_error *err))
 
 /* ---- transactions ---- */
 WS_STORE_OP(ws_status, begin, (ws_store *s, ws_error *err))

@@ -2,9 +2,10 @@
 # test_install: `cmake --install BUILD --prefix P` into a fresh P gives the three
 # programs (each prints VERSION), a C program built against the installed
 # ws_client.h and library through pkg-config alone, the Python client module
-# (its __version__ is VERSION), the systemd unit naming P's worldstated, and the
-# default config file, which the installed daemon reads without an error and
-# which names every setting (each flag of `worldstated --help` that takes a value).
+# (its __version__ is VERSION), the man pages, the systemd unit naming P's
+# worldstated, and the default config file, which the installed daemon reads
+# without an error and which names every setting (each flag of `worldstated
+# --help` that takes a value).
 #   install_check.sh CMAKE BUILD VERSION
 set -euo pipefail
 cmake=$1 build=$2 version=$3
@@ -41,6 +42,9 @@ cc -o "$p/use" "$p/use.c" $(pkg-config --cflags --libs worldstate)
 py=$(dirname "$(find "$p" -name worldstate.py)")
 PYTHONPATH=$py python3 -c "import sys, worldstate; sys.exit(worldstate.__version__ != '$version')" ||
   { echo "FAIL: the installed Python client's __version__ is not $version"; exit 1; }
+for page in man8/worldstated.8 man1/worldstate.1 man1/worldstate-train.1; do
+  [[ -f "$p/share/man/$page" ]] || { echo "FAIL: no man page share/man/$page"; exit 1; }
+done
 unit=$(find "$p" -name worldstated.service)
 grep -q "^ExecStart=.*/worldstated " "$unit" && grep -q "^Type=notify" "$unit" ||
   { echo "FAIL: the systemd unit"; exit 1; }
@@ -48,8 +52,10 @@ conf=$(find "$p" -name worldstated.conf)
 [[ -n "$conf" ]] || { echo "FAIL: no worldstated.conf installed"; exit 1; }
 "$p/bin/worldstated" --config "$conf" --check-config > /dev/null ||
   { echo "FAIL: the installed worldstated refuses its own config file"; exit 1; }
-for flag in $("$p/bin/worldstated" --help | sed -n 's/^  --\([a-z-]*\) [^ ].*/\1/p'); do
-  case "$flag" in config|tenant|note) continue ;; esac # not settings: the file, key create's
+# the settings are what --check-config prints: `name = value ; source`
+settings=$("$p/bin/worldstated" --config "$conf" --check-config | sed -n 's/^\([a-z-]*\) = .*/\1/p')
+[[ $(wc -w <<< "$settings") -gt 10 ]] || { echo "FAIL: --check-config printed no settings"; exit 1; }
+for flag in $settings; do
   grep -Eq "^(# )?$flag = " "$conf" || { echo "FAIL: worldstated.conf does not name $flag"; exit 1; }
 done
 echo "install: ok ($(find "$p" -type f | wc -l) files)"

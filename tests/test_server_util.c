@@ -145,9 +145,9 @@ int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, 
     return 0;
 }
 
-int ws_ts_train(const char *const *args, char *out, size_t cap)
+/* Runs prog with args (ws_ts_train, ws_ts_daemon_run). */
+static int run_prog(const char *prog, const char *const *args, char *out, size_t cap)
 {
-    const char *prog = getenv("WS_TRAIN") ? getenv("WS_TRAIN") : "worldstate-train";
     const char *argv[40] = {prog};
     int n = 1;
     for (int i = 0; args[i] && n < 39; i++) argv[n++] = args[i];
@@ -176,6 +176,16 @@ int ws_ts_train(const char *const *args, char *out, size_t cap)
     int status;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
     return WEXITSTATUS(status);
+}
+
+int ws_ts_train(const char *const *args, char *out, size_t cap)
+{
+    return run_prog(getenv("WS_TRAIN") ? getenv("WS_TRAIN") : "worldstate-train", args, out, cap);
+}
+
+int ws_ts_daemon_run(const char *const *args, char *out, size_t cap)
+{
+    return run_prog(daemon_path(), args, out, cap);
 }
 
 typedef struct {

@@ -43,6 +43,8 @@ int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, 
  * truncated to cap), its stderr to ours. Returns the exit status (-1: did not
  * run or died of a signal). */
 int ws_ts_train(const char *const *args, char *out, size_t cap);
+/* The same for $WS_DAEMON (worldstated) run as a command: `backup`, `restore`. */
+int ws_ts_daemon_run(const char *const *args, char *out, size_t cap);
 
 typedef struct {
     long status;

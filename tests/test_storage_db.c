@@ -1,7 +1,7 @@
 /* test_storage_db.c — the storage databases themselves, once per registered
  * backend (storage/registry.c): open settings, schema versions and the
  * migrations from v2 and v3, API keys (stored hashed only), two writer threads,
- * storage errors by kind (a full disk: unavailable, a damaged page: corrupt);
+ * an online backup under writes, storage errors by kind (a full disk: unavailable, a damaged page: corrupt);
  * once: the data location and its schemes, and SHA-256 against the FIPS 180-4
  * examples. Checks that look past the API into the SQLite file run on SQLite
  * only. */
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db_damage.h"
@@ -558,6 +559,128 @@ static void test_two_writer_threads(void **state)
     ws_store_close(f.s);
 }
 
+/* ---- online backup -------------------------------------------------------------- */
+
+enum { BACKUP_SESSIONS = 24 };
+
+/* Between the backup's steps: a step committed through another connection
+ * (the copy must not see it, nor start over because of it), and a call into
+ * the store being copied (refused). */
+typedef struct {
+    ws_store *src, *other;
+    int64_t tenant;
+    const char *id;
+    int64_t written, last_done, total;
+    int calls, reentry;
+} backup_watch;
+
+static ws_status backup_between(void *ctx, int64_t done, int64_t total)
+{
+    backup_watch *b = ctx;
+    char buf[64];
+    ws_error err = {0};
+    int64_t n;
+    b->calls++;
+    b->reentry = ws_store_session_count(b->src, b->tenant, &n, &err);
+    /* progress only grows, over a total that stays that of the snapshot */
+    if (done < b->last_done || (b->total && total != b->total)) return WS_ERR_FORMAT;
+    b->last_done = done, b->total = total;
+    ws_store_log_entry e = entry_for((int)b->written + 1, buf, sizeof buf);
+    float w[4] = {(float)b->written, 1, 2, 3};
+    ws_status s =
+        ws_store_apply_step(b->other, b->tenant, b->id, b->written, w, 2, 2, &e, NULL, &err);
+    if (s == WS_OK) b->written++;
+    return s;
+}
+
+static ws_status backup_stop_at_2(void *ctx, int64_t done, int64_t total)
+{
+    (void)done, (void)total;
+    return ++*(int *)ctx == 2 ? WS_ERR_CONFLICT : WS_OK;
+}
+
+/* ws_store_backup: a copy of the database as of the moment it began, made in
+ * steps while another connection commits between them; an existing file is
+ * never overwritten, a stopped copy leaves nothing, no copy inside a
+ * transaction. A backend without it says so (WS_ERR_UNSUPPORTED). */
+static void test_backup_under_writes(void **state)
+{
+    (void)state;
+    fixture f = make_fixture("bsrc.db");
+    char ids[BACKUP_SESSIONS][WS_STORE_ID_LEN + 1], dest[128], buf[64];
+    float *w = make_state(7, 64, 64); /* 16 KiB each: the copy takes many steps */
+    for (int i = 0; i < BACKUP_SESSIONS; i++) {
+        OK(ws_store_session_create(f.s, f.acme, f.model, w, 64, 64, 1, 0, ids[i], &e_));
+        ws_store_log_entry e = entry_for(1, buf, sizeof buf);
+        OK(ws_store_apply_step(f.s, f.acme, ids[i], 0, w, 64, 64, &e, NULL, &e_));
+    }
+    char id[WS_STORE_ID_LEN + 1];
+    OK(ws_store_session_create(f.s, f.evil, f.model, NULL, 0, 0, 0, 0, id, &e_));
+    path_in(dest, sizeof dest, "bcopy.db");
+    ws_error err = {0};
+    ws_status st = ws_store_backup(f.s, dest, 4, NULL, NULL, &err);
+    if (st == WS_ERR_UNSUPPORTED) { /* e.g. PostgreSQL: pg_dump's job */
+        assert_int_not_equal(access(dest, F_OK), 0);
+        ws_store_close(f.s);
+        free(w);
+        return;
+    }
+    expect_status(st, WS_OK, &err, "a backup");
+    assert_int_equal(unlink(dest), 0);
+
+    backup_watch b = {.src = f.s, .other = open_db("bsrc.db", WS_STORE_DURABILITY_NORMAL),
+                      .tenant = f.evil, .id = id};
+    OK(ws_store_backup(f.s, dest, 4, backup_between, &b, &e_));
+    assert_true(b.calls > 10);
+    assert_int_equal(b.written, b.calls); /* each step's commit went in */
+    assert_int_equal(b.reentry, WS_ERR_INVALID);
+    assert_int_equal(b.last_done, b.total);
+
+    /* the copy: everything of before, nothing of during */
+    ws_store *c = NULL;
+    OK(ws_store_open(dest, WS_STORE_DURABILITY_NORMAL, 0, &c, &e_));
+    check_integrity(c);
+    assert_count(c, f.acme, BACKUP_SESSIONS);
+    ws_store_session got;
+    OK(ws_store_session_get(c, f.acme, ids[BACKUP_SESSIONS - 1], 1, &got, &e_));
+    assert_int_equal(got.step, 1);
+    assert_memory_equal(got.state, w, 64 * 64 * sizeof(float));
+    ws_store_session_clear(&got);
+    OK(ws_store_session_get(c, f.evil, id, 0, &got, &e_));
+    assert_int_equal(got.step, 0);
+    ws_store_session_clear(&got);
+    ws_store_close(c);
+    OK(ws_store_session_get(f.s, f.evil, id, 0, &got, &e_)); /* the source has them all */
+    assert_int_equal(got.step, b.written);
+    ws_store_session_clear(&got);
+
+    /* an existing file: refused and left as it is */
+    struct stat before, after;
+    assert_int_equal(stat(dest, &before), 0);
+    expect_status(ws_store_backup(f.s, dest, 4, NULL, NULL, &err), WS_ERR_CONFLICT, &err,
+                  "a backup onto an existing file");
+    assert_int_equal(stat(dest, &after), 0);
+    assert_int_equal(before.st_size, after.st_size);
+    assert_int_equal(before.st_ino, after.st_ino);
+
+    /* stopped by its callback: that status, and no file */
+    char stopped[128];
+    path_in(stopped, sizeof stopped, "bstopped.db");
+    int n = 0;
+    expect_status(ws_store_backup(f.s, stopped, 4, backup_stop_at_2, &n, &err), WS_ERR_CONFLICT,
+                  &err, "a stopped backup");
+    assert_int_not_equal(access(stopped, F_OK), 0);
+
+    OK(ws_store_begin(f.s, &e_));
+    expect_status(ws_store_backup(f.s, stopped, 4, NULL, NULL, &err), WS_ERR_INVALID, &err,
+                  "a backup inside a transaction");
+    OK(ws_store_rollback(f.s, &e_));
+    assert_int_not_equal(access(stopped, F_OK), 0);
+    ws_store_close(b.other);
+    ws_store_close(f.s);
+    free(w);
+}
+
 /* ---- storage errors ---------------------------------------------------------- */
 
 /* Storage errors by kind, as the daemon answers them: a write past a full disk
@@ -610,6 +733,7 @@ int main(void)
         cmocka_unit_test(test_schema_v3_migrates),
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
+        cmocka_unit_test(test_backup_under_writes),
         cmocka_unit_test(test_error_kinds),
     };
     return storage_run(shared, sizeof shared / sizeof *shared, per_backend,

@@ -475,3 +475,19 @@ class Client:
             return int(headers.get("X-Model-Version", "")), data
         except ValueError:
             raise ProtocolError(200, "protocol", "bad X-Model-Version header") from None
+
+    # ---- admin -------------------------------------------------------------
+
+    def start_backup(self, name=None):
+        """POST /v1/admin/backup (admin): starts an online backup of the data
+        directory into <--backup-dir>/<name> (``name``: 1 to 64 of [A-Za-z0-9._-],
+        not starting with '.'; None: one from the clock) and returns its state,
+        "running" (``backup_status`` follows it). Never repeated once sent."""
+        body = {"name": name} if name is not None else None
+        return self._json("POST", "/v1/admin/backup", body, repeatable=False)["backup"]
+
+    def backup_status(self):
+        """GET /v1/admin/backup (admin): the latest backup's state ({"name",
+        "path", "state": "running"|"done"|"failed", "files", "bytes", ...}), or
+        None before the first."""
+        return self._json("GET", "/v1/admin/backup")["backup"]

@@ -308,6 +308,12 @@ ws_status ws_backend_cuda_new(ws_backend **out, int device, ws_error *err)
     return ws_backend_cuda_new_ex(out, device, flags, err);
 }
 
+int ws_backend_cuda_plugin_abi(unsigned abi, size_t ops_size, size_t backend_size)
+{
+    return abi == WS_BACKEND_ABI && ops_size == sizeof(ws_backend_ops) &&
+           backend_size == sizeof(ws_backend);
+}
+
 int ws_backend_is_cuda(const ws_backend *be)
 {
     return be && be->ops && be->ops->destroy == cuda_destroy;

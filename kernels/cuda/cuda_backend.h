@@ -1,7 +1,10 @@
 /* cuda_backend.h — the CUDA backend (cuBLAS for products, own kernels for the rest).
  *
  * Plain C: nothing here needs the CUDA headers, so host code can include it. The
- * functions exist only in builds with WS_HAVE_CUDA (a CUDA toolkit was found).
+ * functions live in the plugin libworldstate-cuda.so, built where a CUDA toolkit
+ * was found (WS_HAVE_CUDA); programs load it with ws_backend_cuda_load
+ * (backend.h), test_backend_cuda links it. Only the functions declared here
+ * are exported (cuda_exports.map).
  *
  * Every op is queued on one cudaStream_t per backend, in call order; device memory
  * is stream-ordered (cudaMallocAsync from the device's default pool where the device
@@ -33,6 +36,10 @@ ws_status ws_backend_cuda_new(ws_backend **out, int device, ws_error *err);
 /* As ws_backend_cuda_new with explicit flags (WS_CUDA_TF32); the environment is
  * not read. */
 ws_status ws_backend_cuda_new_ex(ws_backend **out, int device, unsigned flags, ws_error *err);
+
+/* The plugin's side of the interface check (backend_plugin.c): 1 when the
+ * caller was built with the same WS_BACKEND_ABI and struct sizes. */
+int ws_backend_cuda_plugin_abi(unsigned abi, size_t ops_size, size_t backend_size);
 
 /* 1 when be is a CUDA backend. */
 int ws_backend_is_cuda(const ws_backend *be);

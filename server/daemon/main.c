@@ -4,6 +4,8 @@
  *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] [--create]
  *   worldstated key list [--data-dir D]
  *   worldstated key revoke ID [--data-dir D]
+ *   worldstated backup --to DIR [--data-dir D]       (backup.h; beside a running daemon too)
+ *   worldstated restore --from DIR [--data-dir D]
  * Settings come from flags, WORLDSTATE_* variables and the config file
  * (config.h). Shutdown on SIGTERM/SIGINT: stop accepting, answer or fail every
  * queued job (the engine finishes the batch in hand and commits it), then
@@ -21,6 +23,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "backup.h"
 #include "base/ws_version.h"
 #include "config.h"
 #include "daemon.h"
@@ -82,11 +85,11 @@ static ws_status parse_listen(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
-static ws_status parse_data_dir(void *value, const char *arg, ws_error *err)
+/* A folder: into a char[WS_SRV_PATH_MAX]. */
+static ws_status parse_dir(void *value, const char *arg, ws_error *err)
 {
-    ws_srv_config *c = value;
-    if (strlen(arg) >= sizeof c->data_dir) return ws_error_set(err, WS_ERR_INVALID, "too long");
-    snprintf(c->data_dir, sizeof c->data_dir, "%s", arg);
+    if (strlen(arg) >= WS_SRV_PATH_MAX) return ws_error_set(err, WS_ERR_INVALID, "too long");
+    snprintf(value, WS_SRV_PATH_MAX, "%s", arg);
     return WS_OK;
 }
 
@@ -134,7 +137,7 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
-/* What the flags set: the daemon's config, and `worldstated key`'s own. */
+/* What the flags set: the daemon's config, and the subcommands' own. */
 typedef struct {
     ws_srv_config cfg;
     const char *config; /* the config file named by --config */
@@ -142,10 +145,11 @@ typedef struct {
     ws_log_format log_format;
     const char *log_file; /* NULL: stderr */
     const char *tenant, *note;
+    const char *to, *from; /* backup, restore */
     int admin, create, help, version, check_config;
 } flag_values;
 
-enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
+enum { SERVE = 1, KEY = 2, BACKUP = 4, RESTORE = 8 }; /* the commands, as ws_cli_opt.only bits */
 #define O(f) offsetof(flag_values, f)
 /* clang-format off */
 #define FN(name, f, fn, arg, only, help) {name, WS_OPT_FN, O(f), 0, 0, arg, help, fn, only}
@@ -155,7 +159,7 @@ enum { SERVE = 1, KEY = 2 }; /* the commands, as the bits of ws_cli_opt.only */
     {name, kind, O(f), lo, hi, arg, help, NULL, only}
 /* clang-format on */
 static const ws_cli_opt flags[] = {
-    FN("data-dir", cfg, parse_data_dir, "D", 0,
+    FN("data-dir", cfg.data_dir, parse_dir, "D", 0,
        "SQLite file and checkpoints (default ./worldstate-data)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
        "IPv4 address and port; :0 picks one (default 127.0.0.1:8080)"),
@@ -184,6 +188,8 @@ static const ws_cli_opt flags[] = {
     FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
        "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
        "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),
+    FN("backup-dir", cfg.backup_dir, parse_dir, "DIR", SERVE,
+       "POST /v1/admin/backup writes backups under DIR (default: none, the route is off)"),
     NUM("config", WS_OPT_STR, config, 0, 0, "PATH", 0,
         "config file (INI: a flag's name = value); flags beat WORLDSTATE_* variables, which "
         "beat the file (default " WS_DEFAULT_CONFIG " when it exists)"),
@@ -202,6 +208,8 @@ static const ws_cli_opt flags[] = {
     NUM("note", WS_OPT_STR, note, 0, 0, "TEXT", KEY, "key create: a note kept with the key"),
     NUM("create", WS_OPT_SET, create, 1, 1, NULL, KEY,
         "key: make the data directory and its database when missing (else refused)"),
+    NUM("to", WS_OPT_STR, to, 0, 0, "DIR", BACKUP, "backup: a new (or empty) folder to write"),
+    NUM("from", WS_OPT_STR, from, 0, 0, "DIR", RESTORE, "restore: the backup folder to read"),
 };
 #undef FN
 #undef NUM
@@ -237,6 +245,8 @@ static int usage(FILE *f)
                "[--create]\n"
                "       worldstated key list [--data-dir D]\n"
                "       worldstated key revoke ID [--data-dir D]\n"
+               "       worldstated backup --to DIR [--data-dir D]\n"
+               "       worldstated restore --from DIR [--data-dir D]\n"
                "Every flag that takes a value may also be set by WORLDSTATE_<FLAG> (upper case,\n"
                "'-' as '_') or in the config file (`flag = value`); a flag beats the variable,\n"
                "which beats the file. SIGHUP re-reads the file and the API keys.\n");
@@ -492,6 +502,8 @@ static int serve(ws_srv *srv, settings *set)
            srv->cfg.host, srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
            n_keys == 0 ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
+    if (*ws_engine_backend_why(srv->engine))
+        printf("worldstated: not on a GPU: %s\n", ws_engine_backend_why(srv->engine));
     fflush(stdout);
     char url[96];
     snprintf(url, sizeof url, "http://%s:%d", srv->cfg.host, srv->cfg.port);
@@ -520,11 +532,24 @@ static int serve(ws_srv *srv, settings *set)
     ws_http_quiesce(srv);        /* 1. no new connections */
     ws_engine_stop(srv->engine); /* 2. finish the batch in hand (committed), fail the queue */
     ws_http_stop(srv);           /* 3. let replies go out, close connections */
+    ws_srv_backup_stop();        /* 4. a backup in progress stops, its copy removed */
     ws_store_close(st);
-    ws_engine_free(srv->engine); /* 4. fold the WAL, close the database */
+    ws_engine_free(srv->engine); /* 5. fold the WAL, close the database */
     srv->engine = NULL;
     ws_log(WS_LOG_INFO, "stopped");
     return 0;
+}
+
+/* The subcommand argv[1] names, or SERVE. */
+static unsigned command_of(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        unsigned cmd;
+    } subs[] = {{"key", KEY}, {"backup", BACKUP}, {"restore", RESTORE}};
+    for (size_t i = 0; argc > 1 && i < sizeof subs / sizeof *subs; i++)
+        if (!strcmp(argv[1], subs[i].name)) return subs[i].cmd;
+    return SERVE;
 }
 
 int main(int argc, char **argv)
@@ -539,23 +564,21 @@ int main(int argc, char **argv)
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
         sigaction(SIGHUP, &sa, NULL) != 0)
         return 1;
-    int key = argc > 1 && !strcmp(argv[1], "key");
+    unsigned cmd = command_of(argc, argv);
+    int sub = cmd != SERVE;
     static settings set;
-    set = (settings){.spec = settings_spec(key ? KEY : SERVE),
-                     .argc = argc - key,
-                     .argv = argv + key,
-                     .v = defaults()};
+    set = (settings){
+        .spec = settings_spec(cmd), .argc = argc - sub, .argv = argv + sub, .v = defaults()};
     /* the flags alone first: --help and --version work whatever the file says */
     flag_values given = defaults();
-    int first =
-        ws_cli_parse(set.argc, set.argv, "worldstated", flags, N_FLAGS, set.spec.cmd, &given, NULL);
+    int first = ws_cli_parse(set.argc, set.argv, "worldstated", flags, N_FLAGS, cmd, &given, NULL);
     if (first < 0) return usage(stderr);
-    if (!key && given.help) return usage(stdout);
-    if (!key && given.version) {
+    if (cmd == SERVE && given.help) return usage(stdout);
+    if (cmd == SERVE && given.version) {
         ws_version_print(stdout, "worldstated");
         return 0;
     }
-    if (!key && first < argc) return usage(stderr);
+    if (cmd == SERVE && first < argc) return usage(stderr);
     ws_error err = {0};
     ws_status s = ws_conf_load(&set.spec, set.argc, set.argv, &set.v, &set.conf, &err);
     if (s != WS_OK && set.conf.usage_error) return usage(stderr);
@@ -563,9 +586,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "worldstated: %s\n", err.msg);
         return 2;
     }
-    srv.cfg = set.v.cfg;
-    if (key) return key_command(&srv, &set.v, argc - 1 - first, argv + 1 + first);
-    if (set.v.check_config) {
+    const flag_values *v = &set.v;
+    srv.cfg = v->cfg;
+    if (cmd == KEY) return key_command(&srv, v, argc - 1 - first, argv + 1 + first);
+    if (cmd == BACKUP)
+        return v->to && first == argc - 1 ? ws_srv_backup_command(v->cfg.data_dir, v->to)
+                                          : usage(stderr);
+    if (cmd == RESTORE)
+        return v->from && first == argc - 1 ? ws_srv_restore_command(v->from, v->cfg.data_dir)
+                                            : usage(stderr);
+    if (v->check_config) {
         show_settings(&set, stdout);
         return 0;
     }

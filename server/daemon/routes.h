@@ -54,7 +54,9 @@ typedef enum {
     ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, ADMIN, "checkpoint", MEM) \
     ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE) \
     ROW(GET,    "/v1/models/{name}/versions",            versions_list,  KEY,   "versions",   MEM) \
-    ROW(POST,   "/v1/models/{name}/versions/{version}/current", version_current, ADMIN, "rollback", MEM)
+    ROW(POST,   "/v1/models/{name}/versions/{version}/current", version_current, ADMIN, "rollback", MEM) \
+    ROW(GET,    "/v1/admin/backup",                      backup_status,  ADMIN, "backup",     MEM) \
+    ROW(POST,   "/v1/admin/backup",                      backup_start,   ADMIN, "backup",     MEM)
 /* clang-format on */
 
 /* A handler answers into a (status + JSON, a raw response, or a submitted job). */

@@ -300,7 +300,9 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
     }
     ws_status s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
     if (s == WS_OK)
-        s = cfg->force_cpu ? ws_backend_cpu_new(&e->be, 0, err) : ws_backend_auto(&e->be, err);
+        s = cfg->force_cpu
+                ? ws_backend_cpu_new(&e->be, 0, err)
+                : ws_backend_auto_why(&e->be, e->backend_why, sizeof e->backend_why, err);
     if (s == WS_OK) s = ws_eng_models_load(e, err);
     if (s == WS_OK && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         s = ws_error_set(err, WS_ERR_NOMEM, "cannot start the engine thread");
@@ -316,6 +318,11 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
 const char *ws_engine_backend_name(ws_engine *e)
 {
     return e->be ? e->be->ops->name : "none";
+}
+
+const char *ws_engine_backend_why(ws_engine *e)
+{
+    return e->backend_why;
 }
 
 void ws_engine_stop(ws_engine *e)

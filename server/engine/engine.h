@@ -185,6 +185,9 @@ void ws_engine_stop(ws_engine *e);
 /* Stops if needed, then frees the models, backend and storage connection. */
 void ws_engine_free(ws_engine *e);
 const char *ws_engine_backend_name(ws_engine *e);
+/* Why the automatic backend is not CUDA ("no CUDA plugin at ...", "no CUDA
+ * device", ...); "" when it is, or when --backend cpu asked for the CPU. */
+const char *ws_engine_backend_why(ws_engine *e);
 int ws_engine_queue_depth(ws_engine *e);
 
 /* One version's scores at the publication gate (engine_gate.c). */

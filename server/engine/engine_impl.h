@@ -44,6 +44,7 @@ struct ws_engine {
     ws_engine_config cfg;
     ws_store *st; /* the engine thread's own connection */
     ws_backend *be;
+    char backend_why[256]; /* why not CUDA, when the automatic backend is the CPU */
     pthread_t thread;
     int started;
     pthread_mutex_t mu; /* guards the queue and the model table */

@@ -45,8 +45,7 @@ ws_status ws_srv_write_all(int fd, const void *buf, size_t n, ws_error *err)
     return WS_OK;
 }
 
-/* fsync of path (a file, or a folder: the rename in it). */
-static ws_status sync_path(const char *path, int flags, ws_error *err)
+ws_status ws_srv_sync_path(const char *path, int flags, ws_error *err)
 {
     int fd = open(path, flags | O_CLOEXEC);
     if (fd < 0) return ws_error_set(err, WS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -61,7 +60,7 @@ static ws_status sync_path(const char *path, int flags, ws_error *err)
 ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err)
 {
     /* mkstemp made it 0600, and so it stays: a checkpoint is the daemon's alone */
-    WS_TRY(sync_path(tmp, O_RDONLY, err));
+    WS_TRY(ws_srv_sync_path(tmp, O_RDONLY, err));
     if (rename(tmp, dst) != 0)
         return ws_error_set(err, WS_ERR_IO, "cannot rename %s to %s: %s", tmp, dst,
                             strerror(errno));
@@ -69,5 +68,5 @@ ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err)
     snprintf(dir, sizeof dir, "%s", dst);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
-    return sync_path(slash ? dir : ".", O_RDONLY | O_DIRECTORY, err);
+    return ws_srv_sync_path(slash ? dir : ".", O_RDONLY | O_DIRECTORY, err);
 }

@@ -16,6 +16,10 @@ ws_status ws_srv_upload_create(const char *data_dir, char *path, size_t cap, int
                                ws_error *err);
 /* Writes all of buf[0..n) to fd (retrying short writes); errno on failure. */
 ws_status ws_srv_write_all(int fd, const void *buf, size_t n, ws_error *err);
+/* fsync of path: a file (flags O_RDONLY), or a folder (O_RDONLY | O_DIRECTORY:
+ * the names created or renamed in it; a file system that cannot sync folders
+ * passes). */
+ws_status ws_srv_sync_path(const char *path, int flags, ws_error *err);
 /* Makes the finished temporary file tmp durable under the name dst: fsync,
  * rename, fsync of the folder (a crash leaves the old dst or the whole new one). */
 ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err);

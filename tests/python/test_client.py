@@ -100,6 +100,12 @@ class OpenMode(unittest.TestCase):
         assert cls.d.stop() == 0
         shutil.rmtree(cls.dir)
 
+    def test_backup_off(self):  # test_server_backup takes backups; here the route is off
+        self.assertIsNone(self.c.backup_status())
+        with self.assertRaises(ws.Conflict) as e:
+            self.c.start_backup("nightly")
+        self.assertEqual((e.exception.status, e.exception.code), (409, "backup_not_configured"))
+
     def test_probes(self):
         self.assertEqual(self.c.health(), {"status": "ok"})
         self.assertEqual(self.c.ready()["status"], "ready")

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "openapi_check.h"
 #include "server/daemon/routes.h"
@@ -314,7 +316,11 @@ static int live_setup(void **state)
         ws_ts_key_create(ws_ts_shared_dir, "acme", 0, user_key, sizeof user_key) != 0)
         return -1;
     live_doc = load_doc();
-    return ws_ts_start(&ws_ts_shared, ws_ts_shared_dir, NULL);
+    static char backups[300];
+    snprintf(backups, sizeof backups, "%s/backups", ws_ts_shared_dir);
+    if (mkdir(backups, 0700) != 0) return -1;
+    const char *extra[] = {"--backup-dir", backups, NULL};
+    return ws_ts_start(&ws_ts_shared, ws_ts_shared_dir, extra);
 }
 
 static int live_teardown(void **state)
@@ -429,6 +435,25 @@ static void models(void)
     expect("GET", "/v1/models/oa", A, NULL, 404);
 }
 
+/* The backup routes: none yet, one started, its state until it is done, and
+ * the refusals. */
+static void backups(void)
+{
+    expect("GET", "/v1/admin/backup", admin_key, NULL, 200);
+    expect("GET", "/v1/admin/backup", user_key, NULL, 403);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"../up\"}", 400);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"oa\"}", 202);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"oa\"}", 409);
+    for (int i = 0; i < 600; i++) { /* each state it reports must fit the document */
+        ws_ts_resp r;
+        call("GET", "/v1/admin/backup", admin_key, NULL, 0, 200, &r);
+        int running = strstr(r.body, "\"running\"") != NULL;
+        ws_ts_resp_free(&r);
+        if (!running) break;
+        usleep(50000);
+    }
+}
+
 /* Every route, successes and errors, against the document. */
 static void test_live_answers_fit(void **state)
 {
@@ -444,6 +469,7 @@ static void test_live_answers_fit(void **state)
     expect("GET", "/nowhere", user_key, NULL, 404);
     sessions_and_steps();
     models();
+    backups();
     for (int i = 0; i < N_ROWS; i++) { /* GET /openapi.json: test_served_document, before */
         if (!covered[i])
             print_message("%s %s: no live 2xx checked: add a request to this test\n",

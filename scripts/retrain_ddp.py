@@ -85,17 +85,24 @@ class InputError(Exception):
     """Bad input: a message for the user, exit status 1."""
 
 
+# What bad input or an unreadable file raises: a message, not a traceback.
+USER_ERRORS = (InputError, OSError, sqlite3.Error)
+
+
 # ---- checkpoints ---------------------------------------------------------------
 
 def load_checkpoint(path):
     """(config dict, config JSON text, vocabulary list, tensors, optim_steps or None)."""
-    tensors, meta = st.load(path)
-    if meta.get("format") != FORMAT:
-        raise InputError(f"{path}: not a {FORMAT} checkpoint")
-    cfg = ws_ref.full_config(json.loads(meta["config"]))
-    steps = meta.get("optim_steps")
-    return cfg, meta["config"], json.loads(meta["vocab"]), tensors, \
-        (int(steps) if steps is not None else None)
+    try:
+        tensors, meta = st.load(path)
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"format is not {FORMAT}")
+        cfg = ws_ref.full_config(json.loads(meta["config"]))
+        steps = meta.get("optim_steps")
+        return cfg, meta["config"], json.loads(meta["vocab"]), tensors, \
+            (int(steps) if steps is not None else None)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a {FORMAT} checkpoint ({e})") from None
 
 
 def save_checkpoint(path, model, opt, config_text, vocab):
@@ -377,7 +384,10 @@ class Trainer:
             raise InputError("no logged steps to train on")
 
         self.ref = ws_ref.WSRef(cfg, self.dtype)
-        self.ref.load_c({k: v.astype(np.float64) for k, v in tensors.items()})
+        try:
+            self.ref.load_c({k: v.astype(np.float64) for k, v in tensors.items()})
+        except (ValueError, KeyError) as e:
+            raise InputError(f"{a.checkpoint}: tensor {e} does not fit its config") from None
         self.model = DistributedDataParallel(StepLoss(self.ref))  # broadcasts rank 0's
         self.opt = torch.optim.AdamW(self.ref.param_groups(a.wd), lr=a.lr, betas=(0.9, 0.999),
                                      eps=1e-8, foreach=True)
@@ -505,7 +515,7 @@ def run_rank(rank, world, a, port):
 def _spawned(rank, world, a, port):
     try:
         run_rank(rank, world, a, port)
-    except InputError as e:
+    except USER_ERRORS as e:
         if rank == 0:
             print(f"retrain_ddp: {e}", file=sys.stderr)
         sys.exit(1)
@@ -559,7 +569,7 @@ def main(argv):
         else:
             n = a.nproc or 1
             torch.multiprocessing.spawn(_spawned, args=(n, a, free_port()), nprocs=n)
-    except InputError as e:
+    except USER_ERRORS as e:
         print(f"retrain_ddp: {e}", file=sys.stderr)
         return 1
     except torch.multiprocessing.ProcessExitedException:

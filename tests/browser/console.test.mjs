@@ -8,7 +8,7 @@
 // one screenshot of each page also goes to DIR (docs/console/).
 //   node console.test.mjs            (run.sh sets WS_DAEMON, WS_ARTIFACTS, WS_CHROMIUM)
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -67,7 +67,7 @@ const fact = (...f) => ({ fact: f });
 
 async function shot(page, name) {
   await page.screenshot({ path: join(ART, `${name}.png`), fullPage: true });
-  if (DOCS) await page.screenshot({ path: join(DOCS, `${name}.png`) });
+  if (DOCS) copyFileSync(join(ART, `${name}.png`), join(DOCS, `${name}.png`));
 }
 
 // Pixels of the canvas matched by selector that are not white (colour: 0) or
@@ -171,8 +171,9 @@ async function openMode(browser, dir) {
 
     await page.goto(`${base}/#/health`);
     await page.waitForFunction(() => document.querySelector('#readiness')?.textContent === 'ready');
-    const load = stepMany(base, sid, 40, 100); // steps/s above zero while the page looks
-    await page.waitForFunction(() => /steps\/s[1-9]/.test(document.querySelector('main').textContent.replace(/\s/g, '')));
+    const load = stepMany(base, sid, 60, 100); // steps/s above zero while the page looks
+    await page.waitForFunction(() => document.querySelector('#rate-chart').dataset.samples >= 3 &&
+      /steps\/s[1-9]/.test(document.querySelector('main').textContent.replace(/\s/g, '')));
     check('the health page shows readiness and a live step rate', true);
     await shot(page, 'health');
     await load;

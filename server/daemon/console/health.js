@@ -74,6 +74,7 @@ export function render(main) {
       p50: quantile(0.5, recent), p99: quantile(0.99, recent) };
     if (prev) samples.push(s);
     if (samples.length > KEEP) samples.shift();
+    rate.dataset.samples = samples.length;
     prev = cur;
     const ms = (x) => (x === null ? '—' : `${num(1000 * x, 1)} ms`);
     status.replaceChildren(kv({

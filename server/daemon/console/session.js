@@ -105,6 +105,7 @@ export async function render(main, id) {
       }
     } catch (e) {
       result.replaceChildren(errorBox(e));
+      if (e.code === 'step_conflict') await refresh(); // another client stepped it: show where it is
     }
   }
 

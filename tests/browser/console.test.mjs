@@ -48,12 +48,14 @@ function startDaemon(dir) {
   });
 }
 
-function stopDaemon(d) {
-  return new Promise((resolve) => {
+// SIGTERM; checks that it exits 0 (a sanitizer's report at exit would not).
+async function stopDaemon(d) {
+  const code = await new Promise((resolve) => {
     d.proc.removeAllListeners('exit');
     d.proc.on('exit', resolve);
     d.proc.kill('SIGTERM');
   });
+  check('the daemon stops cleanly', code === 0);
 }
 
 async function call(base, path, { method = 'GET', body, key } = {}) {

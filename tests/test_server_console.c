@@ -141,7 +141,7 @@ static void test_console_nothing_else(void **state)
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(D, "POST", "/", NULL, "{}", &r), 405);
     assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));
-    assert_string_equal(allow, "GET, HEAD");
+    assert_string_equal(allow, "GET, HEAD, OPTIONS");
     ws_ts_resp_free(&r);
 }
 

@@ -269,6 +269,21 @@ static void test_training_history(void **state)
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_req(D, "GET", "/v1/models/nope/training/history", NULL, NULL, &r), 404);
     ws_ts_resp_free(&r);
+    /* a deleted model's history goes with it: a new model of the name (which may
+     * get the same id) starts empty */
+    char path[128];
+    assert_int_equal(ws_ts_req(D, "DELETE", ws_ts_spath(path, sizeof path, id, ""), NULL, NULL, &r),
+                     204);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_req(D, "DELETE", "/v1/models/hist", NULL, NULL, &r), 204);
+    ws_ts_resp_free(&r);
+    assert_int_equal(
+        ws_ts_req(D, "POST", "/v1/models", NULL,
+                  "{\"name\":\"hist\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8}}", &r),
+        201);
+    ws_ts_resp_free(&r);
+    assert_int_equal(cJSON_GetArraySize(history("hist", &r)), 0);
+    ws_ts_resp_free(&r);
 }
 
 /* GET /v1/sessions names each session's model. */

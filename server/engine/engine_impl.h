@@ -176,6 +176,8 @@ void ws_eng_history_free(ws_eng_history *h);
 /* A point for em when st counts an update the history has not seen (with the
  * gate's last decision when the gate decided since). */
 void ws_eng_history_train(ws_eng_history *h, const ws_eng_model *em, const ws_online_stats *st);
+/* Drops a deleted model's points (a later model may get its id). */
+void ws_eng_history_forget_model(ws_eng_history *h, int64_t model_id);
 /* The change norms of a session's step `step` (prev, next: n_state x d). */
 void ws_eng_history_change(ws_eng_history *h, const char *session, int64_t step, int64_t version,
                            int n_state, int d, const float *prev, const float *next);

@@ -97,6 +97,18 @@ void ws_eng_history_train(ws_eng_history *h, const ws_eng_model *em, const ws_on
     pthread_mutex_unlock(&h->mu);
 }
 
+void ws_eng_history_forget_model(ws_eng_history *h, int64_t model_id)
+{
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < h->n_models; i++) {
+        if (h->models[i]->model_id != model_id) continue;
+        free(h->models[i]);
+        h->models[i] = h->models[--h->n_models];
+        break;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
 int ws_engine_training_history(ws_engine *e, int64_t model_id, ws_engine_train_point *out)
 {
     ws_eng_history *h = e->hist;

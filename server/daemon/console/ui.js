@@ -31,7 +31,7 @@ export const factText = (f) => (f.fact ? f.fact.join(',') : `vector[${(f.vector 
 
 // An error box; a 401 says what to do about it.
 export function errorBox(e) {
-  const hint = e.status === 401 ? ' This daemon needs an API key: enter one above.' : '';
+  const hint = e.status === 401 ? ' — this daemon needs an API key: enter one above.' : '';
   return h('p', { class: 'error', 'data-error': e.code || 'error' }, `${e.message || e}${hint}`);
 }
 

@@ -366,6 +366,12 @@ static void sessions_and_steps(void)
            "\"labels\":[true]}",
            200);
     expect("POST", p, U, "{\"expect_step\":0}", 409); /* step_conflict, with current_step */
+    /* a second step, from a stored state: a state change to list */
+    expect("POST", p, U, "{\"instructions\":[{\"fact\":[\"mary\",\"kitchen\"],\"value\":false}]}",
+           200);
+    expect("GET", fmt(p, sizeof p, "/v1/sessions/%s/state/changes", sid), U, NULL, 200);
+    expect("GET", "/v1/sessions/0123456789abcdef0123456789abcdef/state/changes", U, NULL, 404);
+    fmt(p, sizeof p, "/v1/sessions/%s/steps", sid);
     expect("POST", p, U, "{\"instructions\":[{\"fact\":[],\"value\":true}]}", 400);
     expect("GET", fmt(p, sizeof p, "/v1/sessions/%s", sid), U, NULL, 200); /* now with a shape */
     expect("GET", fmt(p, sizeof p, "/v1/sessions/%s/state", sid), U, NULL, 200);
@@ -400,6 +406,8 @@ static void models(void)
     expect("GET", "/v1/models", U, NULL, 200);
     expect("GET", "/v1/models/default", U, NULL, 200);
     expect("GET", "/v1/models/nope", U, NULL, 404);
+    expect("GET", "/v1/models/default/training/history", U, NULL, 200);
+    expect("GET", "/v1/models/nope/training/history", U, NULL, 404);
     const char *small = "{\"name\":\"oa\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":4},"
                         "\"training\":{\"enabled\":false}}";
     expect("POST", "/v1/models", U, small, 403);
@@ -467,6 +475,12 @@ static void test_live_answers_fit(void **state)
     expect("POST", "/v1/models/default/checkpoint", admin_key, NULL, 405);
     expect("OPTIONS", "/v1/sessions", NULL, NULL, 204);
     expect("GET", "/nowhere", user_key, NULL, 404);
+    expect("GET", "/", NULL, NULL, 200); /* the web console: its files need no key */
+    expect("HEAD", "/", NULL, NULL, 200);
+    expect("GET", "/console/app.js", NULL, NULL, 200);
+    expect("GET", "/console/console.css", NULL, NULL, 200);
+    expect("GET", "/console/nope.js", NULL, NULL, 404);
+    expect("POST", "/", NULL, NULL, 405);
     sessions_and_steps();
     models();
     backups();

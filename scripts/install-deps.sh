@@ -3,6 +3,9 @@
 # installs only what is missing (apt-get update only then). Run as root.
 #   --with-torch   also Debian's PyTorch (golden-file regeneration, benchmark peers)
 #   --with-fuzz    also clang with libFuzzer and its OpenMP (scripts/fuzz.sh)
+#   --with-browser also chromium, and Node.js with npm where the machine has none,
+#                  for the web console's browser test (tests/browser/, ctest
+#                  console_browser: skipped without them)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmocka-dev
@@ -14,6 +17,11 @@ for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3-torch python3-numpy) ;;
     --with-fuzz) packages+=(clang libclang-rt-14-dev libomp-dev) ;;
+    --with-browser)
+      packages+=(chromium)
+      # a Node.js installed otherwise (with its own npm) is used as it is
+      command -v node > /dev/null || packages+=(nodejs)
+      command -v npm > /dev/null || packages+=(npm) ;;
     *) echo "install-deps: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -56,7 +56,7 @@ static int setup(void **state)
 }
 
 /* A row's pattern with its {…} segments filled in: the session, "default",
- * step 1, version 1. */
+ * the console's app.js, step 1, version 1. */
 static void concrete(const char *pattern, char *out, size_t cap)
 {
     size_t n = 0;
@@ -66,7 +66,10 @@ static void concrete(const char *pattern, char *out, size_t cap)
             continue;
         }
         size_t len = strcspn(p, "}");
-        const char *v = !strncmp(p, "{id}", 4) ? sid : !strncmp(p, "{name}", 6) ? "default" : "1";
+        const char *v = !strncmp(p, "{id}", 4)     ? sid
+                        : !strncmp(p, "{name}", 6) ? "default"
+                        : !strncmp(p, "{file}", 6) ? "app.js"
+                                                   : "1";
         n += (size_t)snprintf(out + n, cap - n, "%s", v);
         p += len + 1;
     }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "openapi_check.h"
 #include "server/daemon/routes.h"
@@ -314,7 +316,11 @@ static int live_setup(void **state)
         ws_ts_key_create(ws_ts_shared_dir, "acme", 0, user_key, sizeof user_key) != 0)
         return -1;
     live_doc = load_doc();
-    return ws_ts_start(&ws_ts_shared, ws_ts_shared_dir, NULL);
+    static char backups[300];
+    snprintf(backups, sizeof backups, "%s/backups", ws_ts_shared_dir);
+    if (mkdir(backups, 0700) != 0) return -1;
+    const char *extra[] = {"--backup-dir", backups, NULL};
+    return ws_ts_start(&ws_ts_shared, ws_ts_shared_dir, extra);
 }
 
 static int live_teardown(void **state)
@@ -360,6 +366,12 @@ static void sessions_and_steps(void)
            "\"labels\":[true]}",
            200);
     expect("POST", p, U, "{\"expect_step\":0}", 409); /* step_conflict, with current_step */
+    /* a second step, from a stored state: a state change to list */
+    expect("POST", p, U, "{\"instructions\":[{\"fact\":[\"mary\",\"kitchen\"],\"value\":false}]}",
+           200);
+    expect("GET", fmt(p, sizeof p, "/v1/sessions/%s/state/changes", sid), U, NULL, 200);
+    expect("GET", "/v1/sessions/0123456789abcdef0123456789abcdef/state/changes", U, NULL, 404);
+    fmt(p, sizeof p, "/v1/sessions/%s/steps", sid);
     expect("POST", p, U, "{\"instructions\":[{\"fact\":[],\"value\":true}]}", 400);
     expect("GET", fmt(p, sizeof p, "/v1/sessions/%s", sid), U, NULL, 200); /* now with a shape */
     expect("GET", fmt(p, sizeof p, "/v1/sessions/%s/state", sid), U, NULL, 200);
@@ -394,6 +406,8 @@ static void models(void)
     expect("GET", "/v1/models", U, NULL, 200);
     expect("GET", "/v1/models/default", U, NULL, 200);
     expect("GET", "/v1/models/nope", U, NULL, 404);
+    expect("GET", "/v1/models/default/training/history", U, NULL, 200);
+    expect("GET", "/v1/models/nope/training/history", U, NULL, 404);
     const char *small = "{\"name\":\"oa\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":4},"
                         "\"training\":{\"enabled\":false}}";
     expect("POST", "/v1/models", U, small, 403);
@@ -429,6 +443,25 @@ static void models(void)
     expect("GET", "/v1/models/oa", A, NULL, 404);
 }
 
+/* The backup routes: none yet, one started, its state until it is done, and
+ * the refusals. */
+static void backups(void)
+{
+    expect("GET", "/v1/admin/backup", admin_key, NULL, 200);
+    expect("GET", "/v1/admin/backup", user_key, NULL, 403);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"../up\"}", 400);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"oa\"}", 202);
+    expect("POST", "/v1/admin/backup", admin_key, "{\"name\":\"oa\"}", 409);
+    for (int i = 0; i < 600; i++) { /* each state it reports must fit the document */
+        ws_ts_resp r;
+        call("GET", "/v1/admin/backup", admin_key, NULL, 0, 200, &r);
+        int running = strstr(r.body, "\"running\"") != NULL;
+        ws_ts_resp_free(&r);
+        if (!running) break;
+        usleep(50000);
+    }
+}
+
 /* Every route, successes and errors, against the document. */
 static void test_live_answers_fit(void **state)
 {
@@ -442,8 +475,15 @@ static void test_live_answers_fit(void **state)
     expect("POST", "/v1/models/default/checkpoint", admin_key, NULL, 405);
     expect("OPTIONS", "/v1/sessions", NULL, NULL, 204);
     expect("GET", "/nowhere", user_key, NULL, 404);
+    expect("GET", "/", NULL, NULL, 200); /* the web console: its files need no key */
+    expect("HEAD", "/", NULL, NULL, 200);
+    expect("GET", "/console/app.js", NULL, NULL, 200);
+    expect("GET", "/console/console.css", NULL, NULL, 200);
+    expect("GET", "/console/nope.js", NULL, NULL, 404);
+    expect("POST", "/", NULL, NULL, 405);
     sessions_and_steps();
     models();
+    backups();
     for (int i = 0; i < N_ROWS; i++) { /* GET /openapi.json: test_served_document, before */
         if (!covered[i])
             print_message("%s %s: no live 2xx checked: add a request to this test\n",

@@ -125,8 +125,15 @@ ws_status ws_srv_models_json(ws_store *st, const ws_store_principal *who, cJSON 
                              ws_error *err);
 /* 1 when `who` may see model m (ws_srv_model_json's rule). */
 int ws_srv_model_visible(const ws_store_principal *who, const ws_store_model *m);
-/* A model's publication gate as GET /v1/models/{name} shows it (routes_versions.c). */
+/* A model's publication gate as GET /v1/models/{name} shows it (routes_versions.c),
+ * and one version's scores at it. */
 cJSON *ws_srv_gate_json(const ws_engine_gate_info *g);
+cJSON *ws_srv_gate_score_json(const ws_engine_gate_score *s);
+
+/* The model the route names (c->params[0]), as storage has it, if the key may
+ * see it (another tenant's is missing to it); 0 with the answer in a. A name
+ * longer than any model's is no model's (routes_versions.c). */
+int ws_srv_model_of(ws_http_ctx *c, ws_http_answer *a, ws_store **st, ws_store_model *m);
 
 /* A session as the API shows it (routes_sessions.c); NULL when out of memory. */
 cJSON *ws_srv_session_json(ws_store *st, const ws_store_session *s);

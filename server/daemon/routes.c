@@ -1,5 +1,6 @@
 /* routes.c — the route table built from routes.h, its matcher, and the probes
- * (/healthz, /readyz, /metrics, /version). */
+ * (/healthz, /readyz, /metrics, /version). The web console's files are
+ * console.c's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ _Static_assert(N_ROUTES < WS_ROUTE_LABELS, "WS_ROUTE_LABELS: one slot per row an
 static int match(const char *pattern, char *const *segs, int n, const char **params)
 {
     int i = 0, np = 0;
+    if (!strcmp(pattern, "/")) return n == 0;
     for (const char *p = pattern; *p == '/'; i++) {
         p++;
         size_t len = strcspn(p, "/");

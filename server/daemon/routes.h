@@ -11,7 +11,7 @@
  * A row names its handler and auth level by suffix: handler `step` is the
  * function ws_route_step, auth KEY is WS_AUTH_KEY. A pattern's {…} segment
  * matches any one path segment and becomes the handler's c->params[i], in the
- * order of the pattern.
+ * order of the pattern; the pattern "/" matches the bare root.
  *
  * Every row is an operation of server/daemon/openapi.json (same method and
  * pattern, the handler's name as its operationId) and every operation there a
@@ -37,11 +37,14 @@ typedef enum {
     ROW(GET,    "/metrics",                              metrics,        NONE,  "metrics",    MEM) \
     ROW(GET,    "/version",                              version,        NONE,  "version",    MEM) \
     ROW(GET,    "/openapi.json",                         openapi,        NONE,  "openapi",    MEM) \
+    ROW(GET,    "/",                                     console_index,  NONE,  "console",    MEM) \
+    ROW(GET,    "/console/{file}",                       console_file,   NONE,  "console",    MEM) \
     ROW(GET,    "/v1/sessions",                          sessions_list,  KEY,   "sessions",   MEM) \
     ROW(POST,   "/v1/sessions",                          session_create, KEY,   "sessions",   MEM) \
     ROW(GET,    "/v1/sessions/{id}",                     session_get,    KEY,   "session",    MEM) \
     ROW(DELETE, "/v1/sessions/{id}",                     session_delete, KEY,   "session",    MEM) \
     ROW(GET,    "/v1/sessions/{id}/state",               state_get,      KEY,   "state",      MEM) \
+    ROW(GET,    "/v1/sessions/{id}/state/changes",       state_changes,  KEY,   "state_changes", MEM) \
     ROW(GET,    "/v1/sessions/{id}/steps",               steps_list,     KEY,   "steps",      MEM) \
     ROW(POST,   "/v1/sessions/{id}/steps",               step,           KEY,   "steps",      MEM) \
     ROW(POST,   "/v1/sessions/{id}/queries",             query,          KEY,   "queries",    MEM) \
@@ -51,6 +54,7 @@ typedef enum {
     ROW(GET,    "/v1/models/{name}",                     model_get,      KEY,   "model",      MEM) \
     ROW(DELETE, "/v1/models/{name}",                     model_delete,   ADMIN, "model",      MEM) \
     ROW(PATCH,  "/v1/models/{name}/training",            training_patch, ADMIN, "training",   MEM) \
+    ROW(GET,    "/v1/models/{name}/training/history",    training_history, KEY, "training_history", MEM) \
     ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, ADMIN, "checkpoint", MEM) \
     ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE) \
     ROW(GET,    "/v1/models/{name}/versions",            versions_list,  KEY,   "versions",   MEM) \

@@ -111,6 +111,7 @@ typedef struct {
     char last[WS_STORE_ID_LEN + 1];
     int64_t last_step;
     int n;
+    ws_engine *engine; /* sessions: their models' names */
 } list_ctx;
 
 static ws_status list_session(void *ctx, const ws_store_session *s)
@@ -118,10 +119,14 @@ static ws_status list_session(void *ctx, const ws_store_session *s)
     list_ctx *l = ctx;
     memcpy(l->last, s->id, sizeof l->last);
     l->n++;
-    /* No model name here: looking it up needs the connection busy with this listing. */
+    /* The model's name from the engine, which has every model loaded: storage's
+     * connection is busy with this listing. */
+    ws_engine_model_info m;
     cJSON *o = cJSON_CreateObject();
     if (!o) return WS_ERR_NOMEM;
     cJSON_AddStringToObject(o, "id", s->id);
+    if (ws_engine_model_info_of(l->engine, s->model, &m))
+        cJSON_AddStringToObject(o, "model", m.name);
     cJSON_AddNumberToObject(o, "step", (double)s->step);
     cJSON_AddNumberToObject(o, "updated_ms", (double)s->updated_ms);
     cJSON_AddItemToArray(l->arr, o);
@@ -137,7 +142,7 @@ void ws_route_sessions_list(ws_http_ctx *c, ws_http_answer *a)
     const char *after = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "after");
     if (after && *after && !ws_store_session_id_valid(after))
         return fail_code(a, 400, "invalid_request", "after must be a session id");
-    list_ctx l = {.arr = cJSON_CreateArray()};
+    list_ctx l = {.arr = cJSON_CreateArray(), .engine = c->srv->engine};
     ws_error err = {0};
     ws_status s =
         l.arr ? ws_store_session_list(st, c->who.tenant, after, (int)limit, list_session, &l, &err)

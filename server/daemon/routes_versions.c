@@ -28,7 +28,7 @@ static void add_known(cJSON *o, const char *name, double v)
         cJSON_AddNullToObject(o, name);
 }
 
-static cJSON *score_json(const ws_engine_gate_score *s)
+cJSON *ws_srv_gate_score_json(const ws_engine_gate_score *s)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -63,17 +63,14 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
         cJSON_AddNumberToObject(l, "version", (double)g->last.version);
     else
         cJSON_AddNullToObject(l, "version");
-    cJSON_AddItemToObject(l, "served", score_json(&g->last.served));
-    cJSON_AddItemToObject(l, "candidate", score_json(&g->last.candidate));
+    cJSON_AddItemToObject(l, "served", ws_srv_gate_score_json(&g->last.served));
+    cJSON_AddItemToObject(l, "candidate", ws_srv_gate_score_json(&g->last.candidate));
     cJSON_AddNumberToObject(l, "ms", g->last.ms);
     cJSON_AddStringToObject(l, "reason", g->last.reason);
     return o;
 }
 
-/* The route's model, as storage has it, if the key may see it (another
- * tenant's is missing to it); 0 with the answer in a. A name longer than any
- * model's is no model's. */
-static int model_of(ws_http_ctx *c, ws_http_answer *a, ws_store **st, ws_store_model *m)
+int ws_srv_model_of(ws_http_ctx *c, ws_http_answer *a, ws_store **st, ws_store_model *m)
 {
     ws_error err = {0};
     *st = ws_srv_store(c->srv, &err);
@@ -120,7 +117,7 @@ void ws_route_versions_list(ws_http_ctx *c, ws_http_answer *a)
     ws_error err = {0};
     ws_store *st;
     ws_store_model m = {0};
-    if (!model_of(c, a, &st, &m)) return;
+    if (!ws_srv_model_of(c, a, &st, &m)) return;
     versions_ctx vc = {cJSON_CreateArray(), c->srv->cfg.data_dir, m.current_version};
     ws_status s = vc.arr ? ws_store_version_list(st, m.id, version_one, &vc, &err) : WS_ERR_NOMEM;
     ws_store_model_clear(&m);

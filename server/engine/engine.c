@@ -137,6 +137,7 @@ void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)
     pthread_mutex_lock(&e->mu);
     em->stats = st;
     pthread_mutex_unlock(&e->mu);
+    ws_eng_history_train(e->hist, em, &st);
 }
 
 static void train_some(ws_engine *e)
@@ -298,7 +299,8 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
         free(e);
         return ws_error_set(err, WS_ERR_NOMEM, "cannot create engine locks");
     }
-    ws_status s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
+    ws_status s = ws_eng_history_new(&e->hist, err);
+    if (s == WS_OK) s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
     if (s == WS_OK)
         s = cfg->force_cpu
                 ? ws_backend_cpu_new(&e->be, 0, err)
@@ -347,6 +349,7 @@ void ws_engine_free(ws_engine *e)
         ws_store_checkpoint(e->st, NULL); /* fold the WAL into the file on a clean stop */
         ws_store_close(e->st);
     }
+    ws_eng_history_free(e->hist);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);

@@ -232,6 +232,39 @@ typedef struct {
     ws_engine_gate_info gate;
 } ws_engine_model_info;
 
+/* ---- what the web console charts (history.c) ---------------------------- */
+/* Bounded and in memory only: it starts empty with the engine. */
+#define WS_ENGINE_HISTORY_POINTS  512 /* training points kept per model, the newest */
+#define WS_ENGINE_CHANGE_STEPS    32  /* state changes kept per session, the newest */
+#define WS_ENGINE_CHANGE_SESSIONS 256 /* sessions kept: the most recently stepped */
+
+/* One online-training update of a model (an AdamW step). */
+typedef struct {
+    int64_t time_ms;          /* wall clock, when it was recorded */
+    int64_t version;          /* the version served after it */
+    int64_t updates;          /* updates so far, this one included */
+    int64_t examples_trained; /* examples trained on so far */
+    double loss;              /* mean training loss of the update's examples */
+    int gated;                /* 1: the publication gate decided on it (below) */
+    int published;            /* gated: 1 published, 0 rejected */
+    ws_engine_gate_score served, candidate;
+} ws_engine_train_point;
+
+/* The model's points, oldest first, into out (WS_ENGINE_HISTORY_POINTS
+ * room); returns how many. */
+int ws_engine_training_history(ws_engine *e, int64_t model_id, ws_engine_train_point *out);
+
+/* A session's newest steps that ran the Updater on a stored state (a step
+ * from the learned W_0 has none): per step, each state token's change norm
+ * ||W_t[i] - W_{t-1}[i]||_2. */
+typedef struct {
+    int n_state, n; /* tokens per step, steps (oldest first; 0: none known) */
+    int64_t step[WS_ENGINE_CHANGE_STEPS], version[WS_ENGINE_CHANGE_STEPS];
+    float *norm; /* n rows of n_state (owned: free()) */
+} ws_engine_state_changes;
+ws_status ws_engine_state_changes_of(ws_engine *e, const char *session,
+                                     ws_engine_state_changes *out, ws_error *err);
+
 /* The model of that id: 1 with *out filled, 0 when it is not loaded. */
 int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info *out);
 /* Calls fn for every loaded model, under the engine's lock (fn must not call

@@ -37,6 +37,7 @@ typedef struct {
 } ws_eng_model;
 
 typedef struct ws_eng_build ws_eng_build;
+typedef struct ws_eng_history ws_eng_history;
 
 #define WS_ENG_CKPT_PATH (WS_SRV_PATH_MAX + 128) /* a checkpoint's path (ws_srv_ckpt_path) */
 
@@ -57,6 +58,7 @@ struct ws_engine {
                                 being built or imported (atomic: an import
                                 reserves on its build's thread) */
     ws_eng_build *builds;    /* engine thread: creations and imports in flight (engine_build.c) */
+    ws_eng_history *hist;    /* what the console charts (history.c) */
 };
 
 /* engine_models.c */
@@ -169,6 +171,18 @@ ws_status ws_eng_default_create(ws_engine *e, ws_error *err);
 /* Removes the temporary files a crash left in models/: uploads
  * (WS_SRV_UPLOAD_PREFIX) and checkpoints being saved by a process now gone. */
 void ws_eng_tmp_clean(ws_engine *e);
+
+/* history.c: the console's history (engine.h), recorded on the engine thread. */
+ws_status ws_eng_history_new(ws_eng_history **out, ws_error *err);
+void ws_eng_history_free(ws_eng_history *h);
+/* A point for em when st counts an update the history has not seen (with the
+ * gate's last decision when the gate decided since). */
+void ws_eng_history_train(ws_eng_history *h, const ws_eng_model *em, const ws_online_stats *st);
+/* Drops a deleted model's points (a later model may get its id). */
+void ws_eng_history_forget_model(ws_eng_history *h, int64_t model_id);
+/* The change norms of a session's step `step` (prev, next: n_state x d). */
+void ws_eng_history_change(ws_eng_history *h, const char *session, int64_t step, int64_t version,
+                           int n_state, int d, const float *prev, const float *next);
 
 /* engine_sessions.c: WS_JOB_SESSION_CREATE and WS_JOB_SESSION_DELETE. */
 void ws_eng_session_job(ws_engine *e, ws_job *j);

@@ -546,6 +546,7 @@ static void table_remove(ws_engine *e, ws_eng_model *em)
     e->n_models--;
     pthread_mutex_unlock(&e->mu);
     size_t bytes = gone.bytes;
+    ws_eng_history_forget_model(e->hist, gone.id);
     model_release(&gone);
     ws_eng_memory_release(e, bytes);
 }

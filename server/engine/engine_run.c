@@ -265,6 +265,10 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
             continue;
         }
         observe(em, it, it->sess.step + 1);
+        if (it->sess.rows) /* the console's change chart (a step from W_0 has none) */
+            ws_eng_history_change(e->hist, it->j->session, it->sess.step + 1, em->version,
+                                  (int)em->cfg.n_state, (int)em->cfg.d, it->sess.state,
+                                  em->w_host + (size_t)it->row * T);
     }
     /* Before any reply: a client that has its step acknowledged sees its
      * example counted (GET /v1/models, /metrics). */

@@ -410,7 +410,7 @@ def make_batch(cfg, trajs, w_prev=None, dtype=torch.float64):
         facts.hashes = np.array(hashes, dtype=np.uint64).reshape(-1, S)
         return (torch.tensor(ids, dtype=torch.int32).reshape(-1, S),
                 torch.tensor(raw_row, dtype=torch.int32),
-                torch.tensor(raw, dtype=dtype).reshape(-1, max(d_raw, 0)),
+                torch.tensor(raw, dtype=dtype).reshape(len(raw), d_raw),
                 torch.tensor(vals, dtype=torch.int32))
 
     b = {

@@ -21,6 +21,7 @@
 #include "backup.h"
 #include "base/ws_clock.h"
 #include "routes.h"
+#include "server/common/log.h"
 
 static struct {
     pthread_mutex_t mu;
@@ -61,10 +62,10 @@ static void *backup_main(void *arg)
     bk.status = s, bk.err = err;
     bk.finished_ms = ws_clock_wall_ms();
     if (s == WS_OK)
-        fprintf(stderr, "worldstated: backup %s done: %s, %d files, %llu bytes\n", bk.name, bk.path,
-                rep.files, (unsigned long long)rep.bytes);
+        ws_log(WS_LOG_INFO, "backup %s done: %s, %d files, %llu bytes", bk.name, bk.path, rep.files,
+               (unsigned long long)rep.bytes);
     else
-        fprintf(stderr, "worldstated: backup %s failed: %s\n", bk.name, err.msg);
+        ws_log(WS_LOG_ERROR, "backup %s failed: %s", bk.name, err.msg);
     bk.running = 0; /* from here on a new backup may take bk over */
     pthread_mutex_unlock(&bk.mu);
     return NULL;

@@ -572,9 +572,9 @@ void ws_eng_model_delete_job(ws_engine *e, ws_job *j)
         /* The rows are gone: a file left behind only takes space (said below). */
         for (int i = 0; i < files.n; i++)
             if (unlink(files.paths[i]) != 0 && errno != ENOENT)
-                fprintf(stderr, "worldstated: model %s deleted, but %s stays: %s\n", j->model_name,
-                        files.paths[i], strerror(errno));
-        fprintf(stderr, "worldstated: model %s deleted\n", j->model_name);
+                ws_log(WS_LOG_WARN, "model %s deleted, but %s stays: %s", j->model_name,
+                       files.paths[i], strerror(errno));
+        ws_log(WS_LOG_INFO, "model %s deleted", j->model_name);
     }
     for (int i = 0; i < files.n; i++) free(files.paths[i]);
     free(files.paths);

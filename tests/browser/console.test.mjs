@@ -186,7 +186,7 @@ async function openMode(browser, dir) {
 }
 
 async function keyedMode(browser, dir) {
-  const key = execFileSync(DAEMON, ['key', 'create', '--tenant', 'acme', '--data-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+  const key = execFileSync(DAEMON, ['key', 'create', '--create', '--tenant', 'acme', '--data-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
   const d = await startDaemon(dir);
   try {
     const base = d.url;

@@ -5,6 +5,7 @@
  * outside (the reconnect tests). Built only with the PostgreSQL backend. */
 #include <ctype.h>
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 static char uri[512];
 static char prefix[48]; /* the running group's schemas: ws_t<pid>_<group>_ */
 static PGconn *admin;   /* the fixture's own connection */
+/* writer threads name their database too: one statement on admin at a time */
+static pthread_mutex_t admin_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const char *pg_test_uri(void)
 {
@@ -32,7 +35,9 @@ const char *pg_test_uri(void)
 
 static void admin_exec(const char *sql)
 {
+    pthread_mutex_lock(&admin_lock);
     PGresult *res = PQexec(admin, sql);
+    pthread_mutex_unlock(&admin_lock);
     ExecStatusType t = PQresultStatus(res);
     if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK)
         fail_msg("fixture: %s: %s", sql, PQresultErrorMessage(res));

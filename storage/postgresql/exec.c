@@ -67,63 +67,81 @@ ws_status ws_pg__fail(ws_pg *s, const PGresult *res, ws_error *err, const char *
     if (s->in_txn && !s->in_unit) s->txn_poisoned = 1;
     const char *msg = res ? PQresultErrorMessage(res) : "";
     if (!msg || !*msg) msg = PQerrorMessage(s->conn);
-    int n = (int)strlen(msg);
-    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' ')) n--; /* libpq ends with \n */
+    /* the first line says it; libpq's further lines are hints and positions */
+    int n = (int)strcspn(msg, "\n");
     if (PQstatus(s->conn) == CONNECTION_BAD)
         return ws_error_set(err, WS_ERR_STORAGE,
-                            "%s: lost the connection to PostgreSQL (%.*s); nothing was "
-                            "committed by this call: retry (the next call reconnects)",
+                            "%s: no connection to PostgreSQL (%.*s); nothing was committed "
+                            "by this call: retry",
                             what, n, msg);
     return ws_error_set(err, code_of(state), "%s: %.*s (postgresql %s)", what, n, msg,
                         state ? state : "?");
 }
 
+/* A connection lost outside any transaction lost nothing but the statement in
+ * hand (a read, or the BEGIN of a write unit): it is run again, once, on a new
+ * connection, so a server restart costs the daemon's pooled connections no
+ * failed request. Inside a transaction the caller must hear of it. */
+static int retry_after(ws_pg *s, int attempt)
+{
+    return attempt == 0 && !s->in_txn && !s->in_unit && PQstatus(s->conn) == CONNECTION_BAD;
+}
+
 /* ---- statements ---- */
+
+static int ok(const PGresult *res)
+{
+    ExecStatusType t = PQresultStatus(res);
+    return t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK;
+}
 
 ws_status ws_pg__exec(ws_pg *s, const char *sql, ws_error *err, const char *what)
 {
-    WS_TRY(ws_pg__ensure(s, err));
-    PGresult *res = PQexec(s->conn, sql);
-    ExecStatusType t = PQresultStatus(res);
-    ws_status r = t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK ? WS_OK
-                                                                : ws_pg__fail(s, res, err, what);
-    PQclear(res);
-    return r;
+    for (int attempt = 0;; attempt++) {
+        WS_TRY(ws_pg__ensure(s, err));
+        PGresult *res = PQexec(s->conn, sql);
+        ws_status r = ok(res) || retry_after(s, attempt) ? WS_OK : ws_pg__fail(s, res, err, what);
+        int done = ok(res) || r != WS_OK;
+        PQclear(res);
+        if (done) return r;
+    }
 }
 
-/* Prepares id on this connection the first time it runs there. */
-static ws_status prepare(ws_pg *s, ws_pg_stmt_id id, ws_error *err)
+/* Sends statement id (preparing it on this connection the first time):
+ * synchronously, its result; asynchronously (single-row mode to follow), NULL
+ * when sent, else the failure. */
+static PGresult *submit(ws_pg *s, ws_pg_stmt_id id, const ws_pg_args *a, int async)
 {
-    if (s->prepared[id]) return WS_OK;
-    PGresult *res = PQprepare(s->conn, stmt_name[id], stmt_sql[id], 0, NULL);
-    ws_status r = WS_OK;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-        char what[96]; /* name the statement: a failure here is a schema/SQL bug */
-        snprintf(what, sizeof what, "storage: preparing statement %s", stmt_name[id]);
-        r = ws_pg__fail(s, res, err, what);
+    if (!s->prepared[id]) {
+        PGresult *res = PQprepare(s->conn, stmt_name[id], stmt_sql[id], 0, NULL);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) return res;
+        PQclear(res);
+        s->prepared[id] = 1;
     }
-    PQclear(res);
-    if (r == WS_OK) s->prepared[id] = 1;
-    return r;
+    int n = a ? a->n : 0;
+    const char *const *v = a ? a->value : NULL;
+    const int *len = a ? a->length : NULL, *fmt = a ? a->format : NULL;
+    if (!async) return PQexecPrepared(s->conn, stmt_name[id], n, v, len, fmt, 1);
+    if (PQsendQueryPrepared(s->conn, stmt_name[id], n, v, len, fmt, 1)) return NULL;
+    return PQmakeEmptyPGresult(s->conn, PGRES_FATAL_ERROR);
 }
 
 ws_status ws_pg__run(ws_pg *s, ws_pg_stmt_id id, const ws_pg_args *a, PGresult **out,
                      ws_error *err, const char *what)
 {
     *out = NULL;
-    WS_TRY(ws_pg__ensure(s, err));
-    WS_TRY(prepare(s, id, err));
-    PGresult *res = PQexecPrepared(s->conn, stmt_name[id], a ? a->n : 0, a ? a->value : NULL,
-                                   a ? a->length : NULL, a ? a->format : NULL, 1);
-    ExecStatusType t = PQresultStatus(res);
-    if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK) {
-        ws_status r = ws_pg__fail(s, res, err, what);
+    for (int attempt = 0;; attempt++) {
+        WS_TRY(ws_pg__ensure(s, err));
+        PGresult *res = submit(s, id, a, 0);
+        if (ok(res)) {
+            s->sqlstate[0] = '\0';
+            *out = res;
+            return WS_OK;
+        }
+        ws_status r = retry_after(s, attempt) ? WS_OK : ws_pg__fail(s, res, err, what);
         PQclear(res);
-        return r;
+        if (r != WS_OK) return r;
     }
-    s->sqlstate[0] = '\0';
-    *out = res;
-    return WS_OK;
 }
 
 ws_status ws_pg__run_n(ws_pg *s, ws_pg_stmt_id id, const ws_pg_args *a, int64_t *rows,
@@ -169,31 +187,38 @@ ws_status ws_pg__probe(ws_pg *s, ws_pg_stmt_id id, const ws_pg_args *a, const ch
 ws_status ws_pg__each(ws_pg *s, ws_pg_stmt_id id, const ws_pg_args *a, ws_pg_row_fn fn, void *ctx,
                       ws_error *err, const char *what)
 {
-    WS_TRY(ws_pg__ensure(s, err));
-    WS_TRY(prepare(s, id, err));
-    if (!PQsendQueryPrepared(s->conn, stmt_name[id], a ? a->n : 0, a ? a->value : NULL,
-                             a ? a->length : NULL, a ? a->format : NULL, 1))
-        return ws_pg__fail(s, NULL, err, what);
-    /* Without single-row mode the whole result would be buffered first; failing
-     * to enter it only costs memory. */
-    (void)PQsetSingleRowMode(s->conn);
-    ws_status r = WS_OK;
-    int failed = 0;
-    PGresult *res;
-    /* Read to the end even after fn stopped: the connection is busy until then. */
-    while ((res = PQgetResult(s->conn))) {
-        ExecStatusType t = PQresultStatus(res);
-        if (t == PGRES_SINGLE_TUPLE || t == PGRES_TUPLES_OK) {
-            for (int row = 0; r == WS_OK && row < PQntuples(res); row++) r = fn(ctx, res, row, err);
-        } else if (!failed) {
-            failed = 1;
-            ws_status f = ws_pg__fail(s, res, r == WS_OK ? err : NULL, what);
-            if (r == WS_OK) r = f;
+    for (int attempt = 0;; attempt++) {
+        WS_TRY(ws_pg__ensure(s, err));
+        PGresult *res = submit(s, id, a, 1);
+        if (res) {
+            ws_status r = retry_after(s, attempt) ? WS_OK : ws_pg__fail(s, res, err, what);
+            PQclear(res);
+            if (r != WS_OK) return r;
+            continue;
         }
-        PQclear(res);
+        /* Without single-row mode the whole result would be buffered first;
+         * failing to enter it only costs memory. */
+        (void)PQsetSingleRowMode(s->conn);
+        ws_status r = WS_OK;
+        int failed = 0, rows = 0, again = 0;
+        /* Read to the end even after fn stopped: the connection is busy until then. */
+        while ((res = PQgetResult(s->conn))) {
+            ExecStatusType t = PQresultStatus(res);
+            if (t == PGRES_SINGLE_TUPLE || t == PGRES_TUPLES_OK) {
+                for (int row = 0; r == WS_OK && row < PQntuples(res); row++, rows++)
+                    r = fn(ctx, res, row, err);
+            } else if (!failed) {
+                failed = 1;
+                again = rows == 0 && r == WS_OK && retry_after(s, attempt);
+                ws_status f = again ? WS_OK : ws_pg__fail(s, res, r == WS_OK ? err : NULL, what);
+                if (r == WS_OK) r = f;
+            }
+            PQclear(res);
+        }
+        if (again) continue;
+        if (!failed) s->sqlstate[0] = '\0';
+        return r;
     }
-    if (!failed) s->sqlstate[0] = '\0';
-    return r;
 }
 
 /* ---- results (binary format) ---- */

@@ -8,7 +8,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmocka-dev
           libsqlite3-dev libmicrohttpd-dev zlib1g-dev libcurl4-openssl-dev sqlite3
           dataset-fashion-mnist python3
-          libsystemd-dev file) # file: CPack finds the ELF files for dpkg-shlibdeps with it
+          libsystemd-dev file # file: CPack finds the ELF files for dpkg-shlibdeps with it
+          libpq-dev postgresql) # the PostgreSQL backend, and a server for its tests
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3-torch python3-numpy) ;;

@@ -194,9 +194,17 @@ ws_status ws_pg__migrate(ws_pg *s, int create, ws_error *err);
 /* ---- txn.c: write units (BEGIN ... COMMIT alone, SAVEPOINT ... RELEASE
  * inside the caller's group) ---- */
 typedef struct {
-    int own; /* 1: this unit began (and will end) the transaction */
+    int own;       /* 1: this unit began (and will end) the transaction */
+    int savepoint; /* 1: it took a savepoint inside the caller's group */
 } ws_pg_op;
 ws_status ws_pg__op_begin(ws_pg *s, ws_pg_op *op, ws_error *err);
+/* The same for a unit that writes with one statement (a step): inside a group
+ * it takes no savepoint, since a statement that fails changed nothing of its
+ * own, but a failing statement (an SQL error, not a conflict) then aborts the
+ * group, which commit refuses. Savepoints are subtransactions: 64 of them in
+ * a batch overflow each backend's cache of them, and every snapshot of every
+ * connection pays for that until the batch commits. */
+ws_status ws_pg__op_begin_one(ws_pg *s, ws_pg_op *op, ws_error *err);
 ws_status ws_pg__op_end(ws_pg *s, ws_pg_op *op, ws_status status, ws_error *err);
 
 /* ---- lookups several files use ---- */

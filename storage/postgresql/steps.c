@@ -14,7 +14,7 @@ ws_status ws_pg_apply_step(ws_store *store, int64_t tenant, const char *session_
     if (!ws_store_session_id_valid(session_id))
         return ws_store__session_not_found(session_id, err);
     ws_pg_op op;
-    WS_TRY(ws_pg__op_begin(s, &op, err));
+    WS_TRY(ws_pg__op_begin_one(s, &op, err));
     /* One statement checks the step and writes state and log (STEP_APPLY): the
      * UPDATE locks the row, and a concurrent writer's commit is re-checked
      * against "step = expect" before this one writes, so two writers of one

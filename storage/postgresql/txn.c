@@ -72,17 +72,27 @@ ws_status ws_pg_rollback(ws_store *store, ws_error *err)
 
 int ws_pg_in_transaction(const ws_store *store) { return ((const ws_pg *)store)->in_txn; }
 
-ws_status ws_pg__op_begin(ws_pg *s, ws_pg_op *op, ws_error *err)
+/* Begins a unit, with a savepoint inside a group when savepoint. */
+static ws_status op_begin(ws_pg *s, ws_pg_op *op, int savepoint, ws_error *err)
 {
     op->own = !s->in_txn;
+    op->savepoint = !op->own && savepoint;
     if (s->in_txn && (s->txn_poisoned || txn_status(s) != PQTRANS_INTRANS))
         return ws_error_set(err, WS_ERR_STORAGE,
                             "storage: the open transaction failed earlier (or lost its "
                             "connection); roll back and retry");
-    WS_TRY(ws_pg__exec(s, op->own ? "BEGIN" : "SAVEPOINT ws_op", err,
-                       op->own ? "storage: BEGIN" : "storage: SAVEPOINT"));
-    s->in_unit = 1;
+    if (op->own || op->savepoint)
+        WS_TRY(ws_pg__exec(s, op->own ? "BEGIN" : "SAVEPOINT ws_op", err,
+                           op->own ? "storage: BEGIN" : "storage: SAVEPOINT"));
+    s->in_unit = op->own || op->savepoint;
     return WS_OK;
+}
+
+ws_status ws_pg__op_begin(ws_pg *s, ws_pg_op *op, ws_error *err) { return op_begin(s, op, 1, err); }
+
+ws_status ws_pg__op_begin_one(ws_pg *s, ws_pg_op *op, ws_error *err)
+{
+    return op_begin(s, op, 0, err);
 }
 
 ws_status ws_pg__op_end(ws_pg *s, ws_pg_op *op, ws_status status, ws_error *err)
@@ -104,6 +114,7 @@ ws_status ws_pg__op_end(ws_pg *s, ws_pg_op *op, ws_status status, ws_error *err)
             (void)ws_pg__exec(s, "ROLLBACK", NULL, "ROLLBACK");
         return status;
     }
+    if (!op->savepoint) return status; /* a failed statement poisoned the group already */
     if (!up) /* the group went with the connection */
         return status != WS_OK ? status
                                : ws_error_set(err, WS_ERR_STORAGE,

@@ -170,7 +170,7 @@ static void test_locations(void **state)
         expect_status(ws_store_open(pg[i], WS_STORE_DURABILITY_NORMAL, 1, &s, &err),
                       WS_ERR_STORAGE, &err, pg[i]);
         assert_null(s);
-        assert_non_null(strstr(err.msg, "cannot connect to PostgreSQL"));
+        assert_non_null(strstr(err.msg, "no connection to PostgreSQL"));
     }
 #endif
 }

@@ -60,7 +60,7 @@ ws_status ws_pg__ensure(ws_pg *s, ws_error *err)
                             "nothing of it was committed: roll back and retry");
     PQreset(s->conn);
     if (PQstatus(s->conn) != CONNECTION_OK)
-        return ws_pg__fail(s, NULL, err, "storage: reconnecting to PostgreSQL");
+        return ws_pg__fail(s, NULL, err, "storage: reconnecting");
     return connected(s, err);
 }
 
@@ -85,7 +85,7 @@ ws_status ws_pg_open(const char *target, ws_store_durability durability, int cre
     if (!s->conn)
         st = ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory connecting to PostgreSQL");
     else if (PQstatus(s->conn) != CONNECTION_OK)
-        st = ws_pg__fail(s, NULL, err, "storage: cannot connect to PostgreSQL");
+        st = ws_pg__fail(s, NULL, err, "storage: opening the database");
     if (st == WS_OK) st = connected(s, err);
     if (st == WS_OK) st = ws_pg__migrate(s, create, err);
     if (st != WS_OK) {

@@ -202,12 +202,7 @@ ws_status ws_pg_version_add(ws_store *store, int64_t model, int64_t version, con
     ws_status r = model_lock(s, model, err);
     int64_t max = 0;
     if (r == WS_OK) r = ws_pg_version_max(store, model, &max, err);
-    /* Versions only grow, even after set_current went back to an older one, so
-     * a version number names one checkpoint forever. */
-    if (r == WS_OK && version <= max)
-        r = ws_error_set(err, WS_ERR_CONFLICT,
-                         "model %lld already has version %lld; a new version must be greater",
-                         (long long)model, (long long)max);
+    if (r == WS_OK && version <= max) r = ws_store__version_conflict(model, max, err);
     if (r == WS_OK) {
         ws_pg_args a = {0};
         ws_pg__arg_int(&a, model);

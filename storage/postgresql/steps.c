@@ -40,8 +40,7 @@ ws_status ws_pg_apply_step(ws_store *store, int64_t tenant, const char *session_
         r = ws_pg__session_find(s, tenant, session_id, 0, NULL, &step, err);
         if (r == WS_OK) {
             if (current_step) *current_step = step;
-            r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld",
-                             session_id, (long long)step, (long long)expect_prev_step);
+            r = ws_store__step_conflict(session_id, step, expect_prev_step, err);
         }
     }
     /* A conflict or failure undoes only this session's unit. */
@@ -60,8 +59,7 @@ ws_status ws_pg_session_set_state(ws_store *store, int64_t tenant, const char *s
     int64_t sid = 0, step = 0;
     ws_status r = ws_pg__session_find(s, tenant, session_id, 1, &sid, &step, err);
     if (r == WS_OK && step != expect_step)
-        r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", session_id,
-                         (long long)step, (long long)expect_step);
+        r = ws_store__step_conflict(session_id, step, expect_step, err);
     if (r == WS_OK) {
         ws_pg_args a = {0};
         ws_pg__arg_int(&a, sid);

@@ -15,6 +15,27 @@
 /* The server's view of the transaction: idle (none), open, or aborted. */
 static PGTransactionStatusType txn_status(ws_pg *s) { return PQtransactionStatus(s->conn); }
 
+/* Sends COMMIT. Its answer lost with the connection leaves the outcome
+ * unknown, and the message says so (storage.h's caller acknowledges nothing;
+ * a retry with expect_step finds out); COMMIT of an aborted transaction
+ * answers success with the tag ROLLBACK. */
+static ws_status commit(ws_pg *s, ws_error *err)
+{
+    PGresult *res = PQexec(s->conn, "COMMIT");
+    ws_status r = WS_OK;
+    if (PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") != 0)
+        r = ws_error_set(err, WS_ERR_STORAGE, "storage: COMMIT was a rollback; nothing was "
+                                              "committed");
+    else if (PQresultStatus(res) != PGRES_COMMAND_OK && PQstatus(s->conn) == CONNECTION_BAD)
+        r = ws_error_set(err, WS_ERR_STORAGE,
+                         "storage: COMMIT: the connection to PostgreSQL was lost before its "
+                         "answer; the transaction may or may not have committed: retry");
+    else if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        r = ws_pg__fail(s, res, err, "storage: COMMIT");
+    PQclear(res);
+    return r;
+}
+
 ws_status ws_pg_begin(ws_store *store, ws_error *err)
 {
     ws_pg *s = ws_pg_of(store);
@@ -42,19 +63,9 @@ ws_status ws_pg_commit(ws_store *store, ws_error *err)
                             PQstatus(s->conn) == CONNECTION_OK ? "an earlier statement failed"
                                                                : "the connection was lost");
     }
-    PGresult *res = PQexec(s->conn, "COMMIT");
-    ws_status r = WS_OK;
-    /* COMMIT of an aborted transaction answers success with the tag ROLLBACK */
-    if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0)
-        r = PQresultStatus(res) == PGRES_COMMAND_OK
-                ? ws_error_set(err, WS_ERR_STORAGE, "storage: COMMIT was a rollback; nothing "
-                                                    "was committed")
-                : ws_pg__fail(s, res, err, "storage: COMMIT");
-    PQclear(res);
+    ws_status r = commit(s, err);
     /* A failed COMMIT may leave the transaction open: end it, so that "nothing
-     * committed" holds and its locks go. A COMMIT whose answer was lost with
-     * the connection may have committed: storage.h's caller acknowledges
-     * nothing, and a retry with expect_step finds out. */
+     * committed" holds and its locks go. */
     if (r != WS_OK && PQstatus(s->conn) == CONNECTION_OK && txn_status(s) != PQTRANS_IDLE)
         (void)ws_pg__exec(s, "ROLLBACK", NULL, "ROLLBACK");
     return r;
@@ -100,15 +111,7 @@ ws_status ws_pg__op_end(ws_pg *s, ws_pg_op *op, ws_status status, ws_error *err)
     s->in_unit = 0;
     int up = PQstatus(s->conn) == CONNECTION_OK;
     if (op->own) {
-        if (status == WS_OK) {
-            PGresult *res = PQexec(s->conn, "COMMIT");
-            if (PQresultStatus(res) != PGRES_COMMAND_OK)
-                status = ws_pg__fail(s, res, err, "storage: COMMIT");
-            else if (strcmp(PQcmdStatus(res), "COMMIT") != 0)
-                status = ws_error_set(err, WS_ERR_STORAGE,
-                                      "storage: COMMIT was a rollback; nothing was committed");
-            PQclear(res);
-        }
+        if (status == WS_OK) status = commit(s, err);
         /* the unit's own failure is what the caller hears; end the transaction */
         if (status != WS_OK && PQstatus(s->conn) == CONNECTION_OK && txn_status(s) != PQTRANS_IDLE)
             (void)ws_pg__exec(s, "ROLLBACK", NULL, "ROLLBACK");

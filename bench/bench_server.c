@@ -10,6 +10,9 @@
  *
  *   build/bench/bench_server [--clients 64] [--seconds 5] [--durability normal|full]
  *                            [--wait-us 2000]   (--batch-wait-us of the batching-on mode)
+ *                            [--store LOCATION] (the daemon's --store, e.g. postgresql://...;
+ *                                                the ceiling rows then measure it too)
+ * On a --store that outlives the run, each run's model has a name of its own.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -27,7 +30,7 @@
 #define MODEL_D 32
 #define MODEL_T 8
 #define MODEL_JSON \
-    "{\"name\":\"bench\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1," \
+    "{\"name\":\"%s\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1," \
     "\"vocab_cap\":256},\"training\":{\"enabled\":false}}"
 
 static size_t sink(char *p, size_t sz, size_t n, void *ctx)
@@ -63,6 +66,9 @@ static long post(CURL *c, int port, const char *path, const char *body, char *ou
     return st;
 }
 
+static char model_name[48] = "bench"; /* the running load's model */
+static const char *store;              /* --store, or NULL: the data directory's SQLite file */
+
 typedef struct {
     int port;
     double until;
@@ -76,7 +82,8 @@ static void *client_main(void *arg)
     client *cl = arg;
     CURL *c = curl_easy_init();
     char id[4096], resp[4096], path[128], body[512];
-    long created = c ? post(c, cl->port, "/v1/sessions", "{\"model\":\"bench\"}", id) : 0;
+    snprintf(body, sizeof body, "{\"model\":\"%s\"}", model_name);
+    long created = c ? post(c, cl->port, "/v1/sessions", body, id) : 0;
     if (created != 201) {
         if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
         if (c) curl_easy_cleanup(c);
@@ -123,15 +130,18 @@ typedef struct {
 static int run_load(const char *base, const char *max_batch, const char *wait_us, const char *durability, int clients,
                     double seconds, load_result *out)
 {
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s/mb%s", base, max_batch);
+    char dir[300]; /* one data directory per mode; one for both on a shared --store, whose
+                    * model rows name their checkpoint files in it */
+    snprintf(dir, sizeof dir, "%s/%s%s", base, store ? "data" : "mb", store ? "" : max_batch);
     daemon_proc d;
     const char *flags[] = {"--max-batch", max_batch, "--batch-wait-us", wait_us, "--durability",
-                           durability, "--threads", "4", NULL};
+                           durability, "--threads", "4", store ? "--store" : NULL, store, NULL};
     if (daemon_start(&d, WS_DAEMON_PATH, dir, flags) != 0) return -1;
+    snprintf(model_name, sizeof model_name, "bench-%ld-mb%s", (long)getpid(), max_batch);
     CURL *c = curl_easy_init();
-    char resp[4096];
-    int ok = c && post(c, d.port, "/v1/models", MODEL_JSON, resp) == 201;
+    char resp[4096], model[512];
+    snprintf(model, sizeof model, MODEL_JSON, model_name);
+    int ok = c && post(c, d.port, "/v1/models", model, resp) == 201;
     if (c) curl_easy_cleanup(c);
     client *cl = calloc((size_t)clients, sizeof *cl);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
@@ -169,21 +179,25 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     return ok && all ? 0 : -1;
 }
 
-/* SQLite alone: steps (state blob + log row) committed per second, `group` per transaction. */
+/* The store alone: steps (state blob + log row) committed per second, `group` per transaction. */
 static double commit_ceiling(const char *base, ws_store_durability dur, int group, double seconds)
 {
-    char path[320];
+    char path[320], name[48];
     snprintf(path, sizeof path, "%s/ceiling-%d.db", base, group);
+    snprintf(name, sizeof name, "ceiling-%ld-%d", (long)getpid(), group);
     ws_store *st;
     ws_error err = {0};
-    if (ws_store_open(path, dur, 1, &st, &err) != WS_OK) return -1;
+    if (ws_store_open(store ? store : path, dur, 1, &st, &err) != WS_OK) {
+        fprintf(stderr, "ceiling: %s\n", err.msg);
+        return -1;
+    }
     int64_t tenant, model;
     char ids[64][WS_STORE_ID_LEN + 1];
     int64_t steps[64] = {0};
     float state[MODEL_D * MODEL_T];
     for (int i = 0; i < MODEL_D * MODEL_T; i++) state[i] = (float)i * 1e-3f;
     ws_status s = ws_store_tenant_ensure(st, "bench", &tenant, &err);
-    if (s == WS_OK) s = ws_store_model_create(st, "m", 0, "{}", NULL, &model, &err);
+    if (s == WS_OK) s = ws_store_model_create(st, name, 0, "{}", NULL, &model, &err);
     for (int i = 0; s == WS_OK && i < 64; i++) s = ws_store_session_create(st, tenant, model, NULL, 0, 0, 0, 0, ids[i], &err);
     ws_store_log_entry e = {.instructions_json = "[{\"fact\":[\"e1\",\"p1\"],\"value\":true}]",
                             .queries_json = "[{\"fact\":[\"e1\",\"p1\"]}]",
@@ -214,8 +228,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--durability")) durability = argv[i + 1];
         else if (!strcmp(argv[i], "--wait-us")) wait_us = argv[i + 1];
+        else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full] [--wait-us N]\n");
+            fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full] [--wait-us N] "
+                            "[--store LOCATION]\n");
             return 2;
         }
     }
@@ -242,13 +258,14 @@ int main(int argc, char **argv)
     char on_mode[64];
     snprintf(on_mode, sizeof on_mode, "batching on (64, %s us)", wait_us);
     printf("%-26s %12.0f %10.2f %10.2f %8ld\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms, on.errors);
-    printf("%-26s %12.0f\n", "SQLite alone, 1/commit", c1);
-    printf("%-26s %12.0f\n", "SQLite alone, 64/commit", c64);
-    printf("{\"bench\":\"server\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
+    const char *backend = store && strncmp(store, "sqlite:", 7) ? "PostgreSQL" : "SQLite";
+    printf("%-11s alone, 1/commit  %12.0f\n", backend, c1);
+    printf("%-11s alone, 64/commit %12.0f\n", backend, c64);
+    printf("{\"bench\":\"server\",\"store\":\"%s\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
            "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
            "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
-           clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
+           backend, clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
            on.p99_ms, on.errors, c1, c64);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);

@@ -6,10 +6,17 @@
 
 #include "store_ops.h"
 
-/* One line per backend. The first one also serves bare paths. */
+/* One line per backend. The first one also serves bare paths. A backend built
+ * only where its library is found (WS_POSTGRESQL in CMake) adds its line then. */
+#ifdef WS_HAVE_POSTGRESQL
+#define WS_STORE_BACKEND_POSTGRESQL(X) X(postgresql)
+#else
+#define WS_STORE_BACKEND_POSTGRESQL(X)
+#endif
 /* clang-format off */
 #define WS_STORE_BACKENDS(X) \
-    X(sqlite)
+    X(sqlite) \
+    WS_STORE_BACKEND_POSTGRESQL(X)
 /* clang-format on */
 
 #define WS_STORE_X_DECLARE(name) extern const ws_store_ops ws_store_##name##_ops;
@@ -28,6 +35,13 @@ int ws_store_backend_count(void) { return N_BACKENDS; }
 const char *ws_store_backend_scheme(int i)
 {
     return i >= 0 && i < N_BACKENDS ? backends[i]->scheme : NULL;
+}
+
+/* 1 if name (not NUL-terminated, n bytes) is the scheme or alias of b. */
+static int names(const ws_store_ops *b, const char *name, size_t n)
+{
+    return (strlen(b->scheme) == n && memcmp(b->scheme, name, n) == 0) ||
+           (b->alias && strlen(b->alias) == n && memcmp(b->alias, name, n) == 0);
 }
 
 /* The length of a URI-style scheme ([a-z][a-z0-9+.-]*) followed by ':' at the
@@ -54,7 +68,7 @@ ws_status ws_store__resolve(const char *location, const ws_store_ops **ops, cons
         return WS_OK;
     }
     for (int i = 0; i < N_BACKENDS; i++) {
-        if (strlen(backends[i]->scheme) == n && memcmp(backends[i]->scheme, location, n) == 0) {
+        if (names(backends[i], location, n)) {
             *ops = backends[i];
             *target = location + n + 1;
             return WS_OK;

@@ -5,8 +5,12 @@
  * Backends. This API is one set of thin wrappers (store.c) over a table of
  * operations per backend (store_ops.h, the seam), chosen at ws_store_open by
  * the data location: "sqlite:PATH" or a bare PATH is SQLite (storage/sqlite/),
- * the only backend so far; the rest of this header describes it where it
- * names SQLite (WAL, PRAGMAs). An unknown "scheme:" is WS_ERR_INVALID.
+ * "postgresql://..." or "postgres://..." PostgreSQL (storage/postgresql/, in
+ * builds with libpq); the rest of this header describes SQLite where it names
+ * it (WAL, PRAGMAs), and storage/postgresql/ says what stands for each there
+ * (row locks, synchronous_commit, lock_timeout; a lost connection is
+ * WS_ERR_STORAGE and the next call reconnects). An unknown "scheme:" is
+ * WS_ERR_INVALID.
  *
  * storage/ knows nothing about HTTP or tensors: a world state is "a blob of
  * float32 with a shape (rows, cols)", and instructions, queries, labels,

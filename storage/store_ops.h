@@ -39,6 +39,8 @@ struct ws_store {
 struct ws_store_ops {
     /* The location prefix that picks the backend: "sqlite" for "sqlite:PATH". */
     const char *scheme;
+    /* Another prefix that picks it ("postgres" beside "postgresql"), or NULL. */
+    const char *alias;
 
     /* one field per operation of store_op_list.h */
 #define WS_STORE_OP(ret, name, params) ret(*name) params;

@@ -25,6 +25,13 @@ ws_status ws_store__check_state(const float *state, int32_t rows, int32_t cols, 
  * malformed or another tenant's (the id echoed only when well-formed). */
 ws_status ws_store__session_not_found(const char *id, ws_error *err);
 
+/* The WS_ERR_CONFLICTs every backend words alike: a session not at the
+ * expected step, a vocabulary append not at the stored count, a version not
+ * above the model's greatest. */
+ws_status ws_store__step_conflict(const char *id, int64_t step, int64_t expect, ws_error *err);
+ws_status ws_store__vocab_conflict(int64_t model, int64_t have, int64_t first_id, ws_error *err);
+ws_status ws_store__version_conflict(int64_t model, int64_t max, ws_error *err);
+
 /* The entry check of every ws_store_* wrapper: a store, and not re-entered from
  * one of its own listing callbacks. */
 ws_status ws_store__enter(ws_store *s, ws_error *err);

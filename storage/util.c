@@ -88,3 +88,28 @@ ws_status ws_store__session_not_found(const char *id, ws_error *err)
     return ws_error_set(err, WS_ERR_NOTFOUND, "session %s not found",
                         ws_store_session_id_valid(id) ? id : "(malformed id)");
 }
+
+ws_status ws_store__step_conflict(const char *id, int64_t step, int64_t expect, ws_error *err)
+{
+    return ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", id,
+                        (long long)step, (long long)expect);
+}
+
+/* The caller's in-memory vocabulary assigned the ids; if it does not continue
+ * exactly where the stored one ends, the two have diverged and writing would
+ * make ids mean different symbols after a restart. */
+ws_status ws_store__vocab_conflict(int64_t model, int64_t have, int64_t first_id, ws_error *err)
+{
+    return ws_error_set(err, WS_ERR_CONFLICT,
+                        "vocabulary of model %lld has %lld symbols; cannot append at id %lld",
+                        (long long)model, (long long)have, (long long)first_id);
+}
+
+/* Versions only grow, even after set_current went back to an older one, so a
+ * version number names one checkpoint forever. */
+ws_status ws_store__version_conflict(int64_t model, int64_t max, ws_error *err)
+{
+    return ws_error_set(err, WS_ERR_CONFLICT,
+                        "model %lld already has version %lld; a new version must be greater",
+                        (long long)model, (long long)max);
+}

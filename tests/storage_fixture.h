@@ -23,6 +23,8 @@ void path_in(char *out, size_t n, const char *name);
 void location_in(char *out, size_t n, const char *name);
 /* 1 when the backend under test keeps SQLite files that checks may open. */
 int on_sqlite(void);
+/* 1 when the backend under test is PostgreSQL. */
+int on_postgresql(void);
 /* Opens (creating) database `name`; asserts success. */
 ws_store *open_db(const char *name, ws_store_durability d);
 
@@ -58,8 +60,23 @@ ws_status count_log_cb(void *ctx, const ws_store_log_entry *e);
 void assert_count(ws_store *s, int64_t tenant, int64_t want);
 
 /* Runs `shared` once and `per_backend` once per registered backend, each group
- * in a fresh scratch folder; returns the number of failed cases. */
+ * in a fresh scratch folder; returns the number of failed cases. WS_TEST_STORE
+ * (a scheme) runs only that backend's group, and `shared` only with sqlite. A
+ * backend that needs a server it was not given (PostgreSQL: WS_TEST_POSTGRES,
+ * or the file WS_TEST_POSTGRES_FILE names) is skipped, and a run that skipped
+ * everything returns 77 (ctest's SKIP_RETURN_CODE). */
 int storage_run(const struct CMUnitTest *shared, size_t n_shared,
                 const struct CMUnitTest *per_backend, size_t n_per_backend);
+
+#ifdef WS_HAVE_POSTGRESQL
+/* storage_fixture_pg.c: the server's URI (NULL when none), a group's schemas,
+ * the location of database `name` (a schema of the running group, created if
+ * new), and ending every connection of the stores open on it (the count). */
+const char *pg_test_uri(void);
+int pg_group_setup(void);
+int pg_group_teardown(void);
+void pg_location(char *out, size_t n, const char *name);
+int pg_terminate(const char *name);
+#endif
 
 #endif

@@ -1,6 +1,7 @@
 /* test_server_util.c — see test_server_util.h. */
 #include "test_server_util.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,11 +29,73 @@ void ws_ts_tmpdir(char *out, size_t cap)
     }
 }
 
+/* ---- WS_TEST_STORE=postgresql: a schema per data directory ---- */
+
+static const char *pg_uri(void)
+{
+    static char uri[512];
+    const char *env = getenv("WS_TEST_POSTGRES"), *file = getenv("WS_TEST_POSTGRES_FILE");
+    if (!uri[0] && env && *env) snprintf(uri, sizeof uri, "%s", env);
+    FILE *fp = !uri[0] && file && *file ? fopen(file, "r") : NULL;
+    if (fp && fgets(uri, sizeof uri, fp)) uri[strcspn(uri, "\r\n")] = '\0';
+    if (fp) fclose(fp);
+    return uri;
+}
+
+static int on_postgresql(void)
+{
+    const char *only = getenv("WS_TEST_STORE");
+    return only && !strcmp(only, "postgresql");
+}
+
+/* The schema of data directory dir: ws_ and its name's letters and digits. */
+static void pg_schema(const char *dir, char *out, size_t cap)
+{
+    const char *base = strrchr(dir, '/');
+    size_t at = (size_t)snprintf(out, cap, "ws_");
+    for (const char *p = base ? base + 1 : dir; *p && at + 1 < cap; p++)
+        out[at++] = isalnum((unsigned char)*p) ? (char)tolower((unsigned char)*p) : '_';
+    out[at] = '\0';
+}
+
+/* Runs one statement on the test server with psql; 0 on success. */
+static int pg_run(const char *sql)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "psql -qX '%s' -c '%s' >/dev/null", pg_uri(), sql);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The --store location of data directory dir ("" on SQLite), its schema made. */
+static void store_of(const char *dir, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!on_postgresql()) return;
+    if (!pg_uri()[0]) {
+        printf("[  SKIPPED ] WS_TEST_STORE=postgresql without a server (WS_TEST_POSTGRES)\n");
+        exit(77);
+    }
+    char schema[128], sql[256];
+    pg_schema(dir, schema, sizeof schema);
+    snprintf(sql, sizeof sql, "SET client_min_messages = warning; CREATE SCHEMA IF NOT EXISTS %s",
+             schema);
+    if (pg_run(sql) != 0) fprintf(stderr, "could not create schema %s\n", schema);
+    snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s", pg_uri(), strchr(pg_uri(), '?') ? '&' : '?',
+             schema);
+}
+
 void ws_ts_cleanup(const char *dir)
 {
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.log'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    if (on_postgresql() && pg_uri()[0]) {
+        char schema[128], sql[256];
+        pg_schema(dir, schema, sizeof schema);
+        snprintf(sql, sizeof sql, "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE",
+                 schema);
+        if (pg_run(sql) != 0) fprintf(stderr, "could not drop schema %s\n", schema);
+    }
 }
 
 static void sleep_ms(int ms)
@@ -51,6 +114,9 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
     const char *argv[32] = {daemon_path(), "--data-dir", dir, "--listen", "127.0.0.1:0", "--backend", "cpu",
                             "--threads", "2", "--config", "/dev/null"};
     int n = 11;
+    char store[1024];
+    store_of(dir, store, sizeof store);
+    if (store[0]) argv[n++] = "--store", argv[n++] = store;
     for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
     argv[n] = NULL;
     fflush(stdout);
@@ -133,9 +199,11 @@ void ws_ts_kill9(ws_ts_daemon *d)
 
 int ws_ts_key_create(const char *dir, const char *tenant, int admin, char *out, size_t cap)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' key create --create --tenant '%s' %s --data-dir '%s' 2>/dev/null", daemon_path(), tenant,
-             admin ? "--admin" : "", dir);
+    char cmd[2048], store[1024];
+    store_of(dir, store, sizeof store);
+    snprintf(cmd, sizeof cmd, "'%s' key create --create --tenant '%s' %s --data-dir '%s' %s%s%s 2>/dev/null",
+             daemon_path(), tenant, admin ? "--admin" : "", dir, store[0] ? "--store '" : "", store,
+             store[0] ? "'" : "");
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     int ok = fgets(out, (int)cap, p) != NULL;

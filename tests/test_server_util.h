@@ -2,7 +2,14 @@
  * starts the real worldstated binary ($WS_DAEMON) on a free loopback port
  * (--listen 127.0.0.1:0; the port is read from its "listening on" line) with a
  * temporary data directory, and talks HTTP to it with libcurl; runs the offline
- * tool worldstate-train ($WS_TRAIN) on the same directory. */
+ * tool worldstate-train ($WS_TRAIN) on the same directory.
+ *
+ * With WS_TEST_STORE=postgresql the daemons (and `key create`) keep their data
+ * on the test PostgreSQL server instead (WS_TEST_POSTGRES, or the file
+ * WS_TEST_POSTGRES_FILE names: scripts/pg-test-server.sh), one schema per data
+ * directory (made with psql, dropped by ws_ts_cleanup); without a server the
+ * test program exits 77 (skipped) at its first start. Tests that open the
+ * SQLite file or run worldstate-train are not registered that way. */
 #ifndef WS_TEST_SERVER_UTIL_H
 #define WS_TEST_SERVER_UTIL_H
 

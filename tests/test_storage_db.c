@@ -126,7 +126,7 @@ static void test_open_settings(void **state)
     ws_store *x = (ws_store *)&err;
     assert_int_equal(ws_store_open("", WS_STORE_DURABILITY_NORMAL, 1, &x, &err), WS_ERR_INVALID);
     assert_null(x);
-    char loc[160];
+    char loc[640];
     location_in(loc, sizeof loc, "settings.db");
     assert_int_equal(ws_store_open(loc, (ws_store_durability)7, 1, &x, &err), WS_ERR_INVALID);
     snprintf(loc, sizeof loc, "%s:", storage_scheme);
@@ -148,7 +148,7 @@ static void test_locations(void **state)
     int64_t t;
     OK(ws_store_tenant_ensure(s, "acme", &t, &e_));
     ws_store_close(s);
-    char loc[160];
+    char loc[640];
     snprintf(loc, sizeof loc, "sqlite:%s", path); /* the same database */
     OK(ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 0, &s, &e_));
     OK(ws_store_tenant_find(s, "acme", &t, &e_));
@@ -161,13 +161,26 @@ static void test_locations(void **state)
     assert_null(s);
     assert_non_null(strstr(err.msg, "unknown storage scheme \"nosuch:\""));
     assert_non_null(strstr(err.msg, "sqlite:"));
+#ifdef WS_HAVE_POSTGRESQL
+    /* both URI schemes pick PostgreSQL: a server that is not there is a
+     * storage failure (retry later), not an unknown scheme */
+    static const char *const pg[] = {"postgresql:///db?host=/nonexistent",
+                                      "postgres:///db?host=/nonexistent",
+                                      "postgresql:host=/nonexistent dbname=db"};
+    for (int i = 0; i < 3; i++) {
+        expect_status(ws_store_open(pg[i], WS_STORE_DURABILITY_NORMAL, 1, &s, &err),
+                      WS_ERR_STORAGE, &err, pg[i]);
+        assert_null(s);
+        assert_non_null(strstr(err.msg, "no connection to PostgreSQL"));
+    }
+#endif
 }
 
 static void test_schema_survives_reopen(void **state)
 {
     (void)state;
     ws_error err = {0};
-    char path[128], loc[160], id[WS_STORE_ID_LEN + 1];
+    char path[128], loc[640], id[WS_STORE_ID_LEN + 1];
     path_in(path, sizeof path, "reopen.db");
     location_in(loc, sizeof loc, "reopen.db");
     ws_store *s = NULL;
@@ -494,7 +507,7 @@ static void *writer_main(void *arg)
 {
     writer *w = arg;
     ws_store *s = NULL;
-    char loc[160], buf[64];
+    char loc[640], buf[64];
     location_in(loc, sizeof loc, "threads.db");
     if ((w->failed = ws_store_open(loc, WS_STORE_DURABILITY_NORMAL, 0, &s, &w->err))) return NULL;
     float state[16];
@@ -720,6 +733,60 @@ static void test_error_kinds(void **state)
     ws_store_close(s);
 }
 
+/* ---- a lost connection (PostgreSQL) ------------------------------------------ */
+
+#ifdef WS_HAVE_POSTGRESQL
+/* The server ends the store's connection (a restart, a failover, an admin).
+ * Outside a transaction nothing was lost but the statement in hand: the next
+ * call reconnects and runs (a read, a self-committing write). Inside a group
+ * the whole group is lost: its calls and its commit fail as busy (503
+ * storage_busy: retry), naming the lost connection, nothing of it is kept,
+ * and after the rollback the store works again. While the server is away the
+ * reconnect itself fails, as busy too. */
+static void test_reconnect(void **state)
+{
+    (void)state;
+    if (!on_postgresql()) skip();
+    fixture f = make_fixture("reconnect.db");
+    ws_error err = {0};
+    char id[WS_STORE_ID_LEN + 1], id2[WS_STORE_ID_LEN + 1], buf[64];
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 0, id, &e_));
+    ws_store_session got;
+    assert_int_equal(pg_terminate("reconnect.db"), 1);
+    OK(ws_store_session_get(f.s, f.acme, id, 0, &got, &e_)); /* reconnected by itself */
+    assert_int_equal(got.step, 0);
+    ws_store_session_clear(&got);
+    assert_int_equal(pg_terminate("reconnect.db"), 1);
+    OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 0, id2, &e_));
+    assert_count(f.s, f.acme, 2);
+
+    float *w = make_state(7, 2, 2);
+    ws_store_log_entry e = entry_for(1, buf, sizeof buf);
+    OK(ws_store_begin(f.s, &e_));
+    OK(ws_store_apply_step(f.s, f.acme, id, 0, w, 2, 2, &e, NULL, &e_));
+    assert_int_equal(pg_terminate("reconnect.db"), 1);
+    expect_status(ws_store_apply_step(f.s, f.acme, id, 1, w, 2, 2, &e, NULL, &err),
+                  WS_ERR_STORAGE, &err, "a step in a group that lost its connection");
+    assert_non_null(strstr(err.msg, "connection to PostgreSQL"));
+    expect_status(ws_store_commit(f.s, &err), WS_ERR_STORAGE, &err, "its commit");
+    assert_false(ws_store_in_transaction(f.s));
+    OK(ws_store_rollback(f.s, &e_)); /* nothing left to roll back: fine */
+    OK(ws_store_session_get(f.s, f.acme, id, 0, &got, &e_));
+    assert_int_equal(got.step, 0); /* the lost group left nothing */
+    ws_store_session_clear(&got);
+    OK(ws_store_begin(f.s, &e_));
+    OK(ws_store_apply_step(f.s, f.acme, id, 0, w, 2, 2, &e, NULL, &e_));
+    OK(ws_store_commit(f.s, &e_));
+    OK(ws_store_session_get(f.s, f.acme, id, 1, &got, &e_));
+    assert_int_equal(got.step, 1);
+    assert_memory_equal(got.state, w, 4 * sizeof(float));
+    ws_store_session_clear(&got);
+    free(w);
+    check_integrity(f.s);
+    ws_store_close(f.s);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest shared[] = {
@@ -735,6 +802,9 @@ int main(void)
         cmocka_unit_test(test_two_writer_threads),
         cmocka_unit_test(test_backup_under_writes),
         cmocka_unit_test(test_error_kinds),
+#ifdef WS_HAVE_POSTGRESQL
+        cmocka_unit_test(test_reconnect),
+#endif
     };
     return storage_run(shared, sizeof shared / sizeof *shared, per_backend,
                        sizeof per_backend / sizeof *per_backend);

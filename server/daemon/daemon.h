@@ -31,6 +31,7 @@
 
 typedef struct {
     char data_dir[WS_SRV_PATH_MAX];
+    char store[WS_SRV_PATH_MAX]; /* --store: the data location; "": <data_dir>/worldstate.db */
     char host[64];
     int port;
     int threads;

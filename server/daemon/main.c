@@ -1,9 +1,9 @@
 /* main.c — worldstated: flags, admin subcommands, startup and graceful shutdown.
  *
  *   worldstated [--data-dir D] [--listen host:port] [--threads N] ...  (--help: the flags)
- *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] [--create]
- *   worldstated key list [--data-dir D]
- *   worldstated key revoke ID [--data-dir D]
+ *   worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] [--store L] [--create]
+ *   worldstated key list [--data-dir D] [--store L]
+ *   worldstated key revoke ID [--data-dir D] [--store L]
  *   worldstated backup --to DIR [--data-dir D]       (backup.h; beside a running daemon too)
  *   worldstated restore --from DIR [--data-dir D]
  * Settings come from flags, WORLDSTATE_* variables and the config file
@@ -93,6 +93,16 @@ static ws_status parse_dir(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
+/* Checked when the store opens (an unknown scheme names the known ones). */
+static ws_status parse_store(void *value, const char *arg, ws_error *err)
+{
+    ws_srv_config *c = value;
+    if (!*arg || strlen(arg) >= sizeof c->store)
+        return ws_error_set(err, WS_ERR_INVALID, "wants sqlite:PATH or postgresql://...");
+    snprintf(c->store, sizeof c->store, "%s", arg);
+    return WS_OK;
+}
+
 /* Bytes: an integer, optionally with K, M, G or T (powers of 1024). */
 static ws_status parse_bytes(void *value, const char *arg, ws_error *err)
 {
@@ -160,7 +170,10 @@ enum { SERVE = 1, KEY = 2, BACKUP = 4, RESTORE = 8 }; /* the commands, as ws_cli
 /* clang-format on */
 static const ws_cli_opt flags[] = {
     FN("data-dir", cfg.data_dir, parse_dir, "D", 0,
-       "SQLite file and checkpoints (default ./worldstate-data)"),
+       "checkpoints, and the SQLite file without --store (default ./worldstate-data)"),
+    FN("store", cfg, parse_store, "LOCATION", 0,
+       "sessions, logs, models and keys: sqlite:PATH or postgresql://... (api.md, Storage; "
+       "default sqlite:<data-dir>/worldstate.db)"),
     FN("listen", cfg, parse_listen, "HOST:PORT", SERVE,
        "IPv4 address and port; :0 picks one (default 127.0.0.1:8080)"),
     NUM("threads", WS_OPT_INT, cfg.threads, 1, 256, "N", SERVE, "HTTP threads"),
@@ -242,9 +255,9 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: worldstated [flags]\n"
                "       worldstated key create --tenant T [--admin] [--note TEXT] [--data-dir D] "
-               "[--create]\n"
-               "       worldstated key list [--data-dir D]\n"
-               "       worldstated key revoke ID [--data-dir D]\n"
+               "[--store L] [--create]\n"
+               "       worldstated key list [--data-dir D] [--store L]\n"
+               "       worldstated key revoke ID [--data-dir D] [--store L]\n"
                "       worldstated backup --to DIR [--data-dir D]\n"
                "       worldstated restore --from DIR [--data-dir D]\n"
                "Every flag that takes a value may also be set by WORLDSTATE_<FLAG> (upper case,\n"
@@ -262,8 +275,12 @@ static int usage(FILE *f)
  * database is refused: a mistyped --data-dir must not become a new, empty one. */
 static ws_status open_db(ws_srv *srv, int create, ws_store **st, ws_error *err)
 {
-    snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
-    if (!create && access(srv->db_path, F_OK) != 0)
+    if (srv->cfg.store[0])
+        snprintf(srv->db_path, sizeof srv->db_path, "%s", srv->cfg.store);
+    else
+        snprintf(srv->db_path, sizeof srv->db_path, "%s/worldstate.db", srv->cfg.data_dir);
+    /* the data directory's own SQLite file; a --store names a server the admin set up */
+    if (!create && !srv->cfg.store[0] && access(srv->db_path, F_OK) != 0)
         return ws_error_set(err, WS_ERR_NOTFOUND,
                             "no database at %s: is --data-dir right? (--create makes a new one)",
                             srv->db_path);

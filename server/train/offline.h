@@ -126,6 +126,7 @@ ws_status ws_off_replay_step(ws_off_replay *r, ws_step_mode mode, float loss_sca
 
 typedef struct {
     const char *data_dir, *model, *session;
+    const char *store; /* --store: the daemon's data location; NULL: <data_dir>/worldstate.db */
     const char *jsonl[16];
     int n_jsonl;
     int epochs, recall, threads, dry_run;
@@ -139,8 +140,8 @@ typedef struct {
 int ws_off_main(int argc, char **argv);
 void ws_off_usage(FILE *f);
 
-/* Opens <data-dir>/worldstate.db (must exist). */
-ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err);
+/* Opens o->store, else <data-dir>/worldstate.db (must exist). */
+ws_status ws_off_open_store(const ws_off_options *o, ws_store **out, ws_error *err);
 
 /* What retrain and rederive work on: the database, the model's row, a CPU
  * backend, a version of the model loaded on it, and the sessions to replay

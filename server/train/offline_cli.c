@@ -10,12 +10,13 @@
 #include "server/common/cli.h"
 #include "server/common/versions.h"
 
-ws_status ws_off_open_store(const char *data_dir, ws_store **out, ws_error *err)
+ws_status ws_off_open_store(const ws_off_options *o, ws_store **out, ws_error *err)
 {
     char path[WS_SRV_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/worldstate.db", data_dir);
-    ws_status s = ws_store_open(path, WS_STORE_DURABILITY_NORMAL, 0, out, err);
-    if (s == WS_ERR_NOTFOUND) ws_error_set(err, s, "no database at %s", path);
+    snprintf(path, sizeof path, "%s/worldstate.db", o->data_dir);
+    ws_status s =
+        ws_store_open(o->store ? o->store : path, WS_STORE_DURABILITY_NORMAL, 0, out, err);
+    if (s == WS_ERR_NOTFOUND && !o->store) ws_error_set(err, s, "no database at %s", path);
     return s;
 }
 
@@ -23,7 +24,7 @@ ws_status ws_off_work_open(ws_off_work *w, const ws_off_options *o, int64_t vers
 {
     memset(w, 0, sizeof *w);
     w->corpus.model_name = o->model;
-    WS_TRY(ws_off_open_store(o->data_dir, &w->corpus.st, err));
+    WS_TRY(ws_off_open_store(o, &w->corpus.st, err));
     WS_TRY(ws_store_model_find(w->corpus.st, o->model, &w->row, err));
     w->version = version > 0 ? version : w->row.current_version;
     WS_TRY(ws_backend_cpu_new(&w->be, o->threads, err));
@@ -61,6 +62,8 @@ enum { EXPORT = 1, RETRAIN = 2, REDERIVE = 4 };
 /* clang-format on */
 static const ws_cli_opt flags[] = {
     NUM("data-dir", WS_OPT_STR, data_dir, 0, 0, "D", 0, "the daemon's data directory"),
+    NUM("store", WS_OPT_STR, store, 0, 0, "LOCATION", 0,
+        "the daemon's --store, when not the SQLite file in the data directory"),
     NUM("model", WS_OPT_STR, model, 0, 0, "NAME", 0, "the model (export: every model when absent)"),
     NUM("session", WS_OPT_STR, session, 0, 0, "ID", 0, "only this session"),
     NUM("epochs", WS_OPT_INT, epochs, 1, 1e6, "N", RETRAIN, "retrain: passes over the sessions"),

@@ -64,7 +64,7 @@ static ws_status export_model(ws_store *st, const ws_srv_model_row *m, const cha
 ws_status ws_off_export(const ws_off_options *o, FILE *out, ws_error *err)
 {
     ws_store *st = NULL;
-    WS_TRY(ws_off_open_store(o->data_dir, &st, err));
+    WS_TRY(ws_off_open_store(o, &st, err));
     ws_srv_model_rows models = {0};
     ws_status s = ws_srv_model_rows_read(st, &models, err);
     int64_t sessions = 0, lines = 0, n_models = 0;

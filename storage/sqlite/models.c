@@ -225,12 +225,7 @@ ws_status ws_sqlite_version_add(ws_store *store, int64_t model, int64_t version,
     ws_status r = ws_sqlite__model_exists(s, model, err);
     int64_t max = 0;
     if (r == WS_OK) r = version_max(s, model, &max, err);
-    /* Versions only grow, even after set_current went back to an older one, so
-     * a version number names one checkpoint forever. */
-    if (r == WS_OK && version <= max)
-        r = ws_error_set(err, WS_ERR_CONFLICT,
-                         "model %lld already has version %lld; a new version must be greater",
-                         (long long)model, (long long)max);
+    if (r == WS_OK && version <= max) r = ws_store__version_conflict(model, max, err);
     if (r == WS_OK) {
         sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_VERSION_INSERT);
         r = ws_sqlite__bind_int64(s, st, 1, model, err);

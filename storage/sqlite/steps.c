@@ -34,8 +34,7 @@ static ws_status find_at_step(ws_sqlite *s, int64_t tenant, const char *session_
     ws_status r = ws_sqlite__session_find(s, tenant, session_id, sid, &step, err);
     if (r == WS_OK && step != expect_step) {
         if (current_step) *current_step = step;
-        r = ws_error_set(err, WS_ERR_CONFLICT, "session %s is at step %lld, not %lld", session_id,
-                         (long long)step, (long long)expect_step);
+        r = ws_store__step_conflict(session_id, step, expect_step, err);
     }
     return r;
 }

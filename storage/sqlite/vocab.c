@@ -27,13 +27,7 @@ ws_status ws_sqlite_vocab_append(ws_store *store, int64_t model, int64_t first_i
     ws_status r = ws_sqlite__model_exists(s, model, err);
     int64_t have = 0;
     if (r == WS_OK) r = next_id(s, model, &have, err);
-    /* The caller's in-memory vocabulary assigned the ids; if it does not
-     * continue exactly where the stored one ends, the two have diverged and
-     * writing would make ids mean different symbols after a restart. */
-    if (r == WS_OK && first_id != have)
-        r = ws_error_set(err, WS_ERR_CONFLICT,
-                         "vocabulary of model %lld has %lld symbols; cannot append at id %lld",
-                         (long long)model, (long long)have, (long long)first_id);
+    if (r == WS_OK && first_id != have) r = ws_store__vocab_conflict(model, have, first_id, err);
     sqlite3_stmt *st = ws_sqlite__stmt(s, WS_ST_VOCAB_INSERT);
     for (size_t i = 0; r == WS_OK && i < n; i++) {
         r = ws_sqlite__bind_int64(s, st, 1, model, err);

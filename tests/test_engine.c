@@ -3,7 +3,8 @@
  * model, then steps, queries and labels a session; each answer is checked
  * against what storage holds (the session's step, the log's answers and
  * labels), and the refusals (expect_step, an unknown session) come back as
- * native results. */
+ * native results; model creation, import and online training never hold up
+ * serving. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "base/ws_clock.h"
 #include "model/checkpoint.h"
+#include "model/safetensors.h"
 #include "server/engine/engine.h"
 #include "storage/storage.h"
 #include "test_util.h"
@@ -653,6 +655,156 @@ static void test_continuous_batching(void **state)
     ws_store_close(st);
 }
 
+/* ---- training never stalls serving (issue 12 item 4) ------------------------ */
+/* With hold set, the training thread stays at the start of its next AdamW step
+ * (on_training_update) until the test clears it. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int hold, entered;
+} update_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void hold_update(void)
+{
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.entered++;
+    pthread_cond_broadcast(&update_gate.cv);
+    while (update_gate.hold) pthread_cond_wait(&update_gate.cv, &update_gate.mu);
+    pthread_mutex_unlock(&update_gate.mu);
+}
+
+/* Waits up to 60 s for w: a job the engine never answers fails the test
+ * instead of hanging it. */
+static int wait_done_60s(waiter *w)
+{
+    for (int64_t until = ws_clock_mono_us() + 60000000; ws_clock_mono_us() < until;) {
+        if (waiter_done(w)) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+static int64_t serving_version(ws_engine *e, int64_t model)
+{
+    ws_engine_model_info info;
+    assert_true(ws_engine_model_info_of(e, model, &info));
+    return info.version;
+}
+
+/* A step is answered while the training thread is inside an AdamW step (held
+ * there), by the version served; once that update is published, the next
+ * step's batch is answered by it and logs it; the version file holds no AdamW
+ * state, which the optimizer file saved at shutdown does. */
+static void test_training_does_not_block_serving(void **state)
+{
+    (void)state;
+    char dir[300], path[400];
+    snprintf(dir, sizeof dir, "%s/training", DIR_);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    ws_engine_config cfg = engine_config(dir);
+    cfg.on_training_update = hold_update;
+    ws_engine *e = NULL;
+    ws_store *st = NULL;
+    ws_error err = {0};
+    int64_t tenant = 0;
+    assert_int_equal(ws_store_open(cfg.db_path, cfg.durability, 1, &st, &err), WS_OK);
+    assert_int_equal(ws_store_tenant_ensure(st, "default", &tenant, &err), WS_OK);
+    assert_int_equal(ws_engine_start(&cfg, &e, &err), WS_OK);
+    ws_model_config tiny = tiny_config();
+    ws_job *j = create_job("tiny", &tiny);
+    j->training.update_every = 1; /* an AdamW step per example */
+    j->training.gate = 0;         /* and every one published */
+    j->training.holdout = 0;
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    ws_store_model m = {0};
+    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
+    int64_t id = m.id;
+    ws_store_model_clear(&m);
+    char sess[WS_STORE_ID_LEN + 1];
+    assert_int_equal(
+        ws_store_session_create(st, tenant, id, NULL, 0, 0, 1, 0, sess, &err), WS_OK);
+
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.hold = 1;
+    pthread_mutex_unlock(&update_gate.mu);
+    /* the first step is an example: the training thread takes it and holds */
+    j = step_of(sess);
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    pthread_mutex_lock(&update_gate.mu);
+    for (int64_t until = ws_clock_mono_us() + 60000000;
+         !update_gate.entered && ws_clock_mono_us() < until;) {
+        pthread_mutex_unlock(&update_gate.mu);
+        usleep(1000);
+        pthread_mutex_lock(&update_gate.mu);
+    }
+    assert_int_equal(update_gate.entered, 1);
+    pthread_mutex_unlock(&update_gate.mu);
+
+    /* training is inside its update: steps are answered meanwhile, by version 1 */
+    for (int i = 0; i < 3; i++) {
+        waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        j = step_of(sess);
+        submit_on(e, j, &w);
+        assert_true(wait_done_60s(&w));
+        assert_int_equal(j->result.status, WS_OK);
+        assert_int_equal(j->result.step, 2 + i);
+        assert_int_equal(j->result.model_version, 1);
+        ws_job_free(j);
+    }
+    assert_int_equal(serving_version(e, id), 1);
+
+    /* let the update go (and every later one): version 2 is published */
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.hold = 0;
+    pthread_cond_broadcast(&update_gate.cv);
+    pthread_mutex_unlock(&update_gate.mu);
+    for (int64_t until = ws_clock_mono_us() + 60000000;
+         serving_version(e, id) < 2 && ws_clock_mono_us() < until;)
+        usleep(1000);
+    int64_t v = serving_version(e, id);
+    assert_true(v >= 2);
+    /* served only once recorded: SQLite names it (or a later one) current */
+    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
+    assert_true(m.current_version >= v);
+    ws_store_model_clear(&m);
+    /* the next step's batch answers with it, and its log entry names it */
+    j = step_of(sess);
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_true(j->result.model_version >= v);
+    int64_t step = j->result.step, answered = j->result.model_version;
+    ws_job_free(j);
+    log_row row = {0};
+    assert_int_equal(ws_store_log_page(st, tenant, sess, step - 1, 1, keep_row, &row, &err), WS_OK);
+    assert_int_equal(row.model_version, answered);
+
+    /* version 2's file: parameters only */
+    snprintf(path, sizeof path, "%s/models/tiny-v2.safetensors", dir);
+    ws_st_file *f = NULL;
+    assert_int_equal(ws_st_read(path, &f, &err), WS_OK);
+    for (int i = 0; i < ws_st_count(f); i++)
+        assert_null(strstr(ws_st_at(f, i)->name, "adam."));
+    assert_null(ws_st_meta(f, "optim_steps"));
+    ws_st_close(f);
+    ws_engine_free(e);
+    /* the AdamW state, saved when the training thread stopped */
+    snprintf(path, sizeof path, "%s/models/tiny.optim.safetensors", dir);
+    assert_int_equal(ws_st_read(path, &f, &err), WS_OK);
+    assert_non_null(ws_st_meta(f, "optim_steps"));
+    assert_true(atoi(ws_st_meta(f, "optim_steps")) >= 1);
+    ws_st_close(f);
+    ws_store_close(st);
+    pthread_mutex_lock(&update_gate.mu);
+    printf("training held inside update %d: 3 steps answered by version 1; version %lld "
+           "published and served\n",
+           update_gate.entered, (long long)v);
+    pthread_mutex_unlock(&update_gate.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +815,7 @@ int main(void)
         cmocka_unit_test(test_creation_does_not_block_serving),
         cmocka_unit_test(test_import_does_not_block_serving),
         cmocka_unit_test(test_continuous_batching),
+        cmocka_unit_test(test_training_does_not_block_serving),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

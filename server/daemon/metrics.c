@@ -100,6 +100,10 @@ static double m_trained(const ws_engine_model_info *m)
 {
     return (double)m->examples_trained;
 }
+static double m_dropped(const ws_engine_model_info *m)
+{
+    return (double)m->examples_dropped;
+}
 static double m_self(const ws_engine_model_info *m)
 {
     return (double)m->examples_self;
@@ -126,6 +130,7 @@ static const model_series series[] = {
     {"model_unloadable_version", "gauge", m_unloadable},
     {"training_examples_ready", "gauge", m_ready},
     {"training_examples_trained_total", "counter", m_trained},
+    {"training_examples_dropped_total", "counter", m_dropped},
     {"training_examples_self_supervised_total", "counter", m_self},
     {"gate_published_total", "counter", m_published},
     {"gate_rejected_total", "counter", m_rejected},

@@ -4,7 +4,8 @@
  * Each loaded model has one, beside the engine thread, with everything it
  * computes on of its own: a backend (on the CPU one thread: the engine's
  * threads keep the cores), a copy of the weights (parameters, gradients, AdamW
- * state), its contexts and its store connection. It takes the examples the
+ * state; made when there is first something to train), its contexts and its
+ * store connection. It takes the examples the
  * engine thread makes from committed steps (online_trainer.c), runs training
  * passes, and every update_every examples an AdamW step and the publication
  * gate (engine_gate.c) on its copy. A candidate the gate passes is written as
@@ -86,6 +87,7 @@ struct ws_eng_trainer {
     _Atomic int waiting; /* cand_state == CAND_WAITING, read without mu */
     weights_copy start;  /* the served weights it starts from (until the thread has its copy) */
     ws_model_config mcfg;
+    size_t n_params;
     /* the training thread's */
     int64_t version;  /* the served version the copy's parameters are */
     int optim_dirty;  /* AdamW state changed since it was saved */
@@ -297,10 +299,16 @@ static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version)
 {
     ws_error err = {0};
     weights_copy c = {params, 0};
-    ws_status s = weights_put(t->m, &c, 0, &err);
+    ws_status s = WS_OK;
+    t->version = version;
+    if (!t->m) { /* no copy yet: it will start from these */
+        memcpy(t->start.host, params, sizeof(float) * t->n_params);
+        free(params);
+        return;
+    }
+    s = weights_put(t->m, &c, 0, &err);
     if (s == WS_OK) s = ws_model_zero_grads(t->m, &err);
     ws_online_discard_gradients(t->ex);
-    t->version = version;
     if (s != WS_OK) fprintf(stderr, "worldstated: training %s: %s\n", t->name, err.msg);
     free(params);
 }
@@ -368,16 +376,24 @@ static ws_status copy_model(ws_eng_trainer *t, ws_error *err)
     return s;
 }
 
+/* The copy is made when there is first something to train (a model that is
+ * never trained online takes no more than its served weights). */
+static int ensure_copy(ws_eng_trainer *t)
+{
+    if (t->m) return 1;
+    ws_error err = {0};
+    if (copy_model(t, &err) != WS_OK) {
+        fprintf(stderr, "worldstated: model %s: no online training: %s\n", t->name, err.msg);
+        return 0;
+    }
+    optim_load(t);
+    return 1;
+}
+
 static void *train_main(void *arg)
 {
     ws_eng_trainer *t = arg;
     lower_priority(t->name);
-    ws_error err = {0};
-    if (copy_model(t, &err) != WS_OK) {
-        fprintf(stderr, "worldstated: model %s: no online training: %s\n", t->name, err.msg);
-        return NULL;
-    }
-    optim_load(t);
     ws_online_on_ready(t->ex, examples_ready, t);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
@@ -400,8 +416,10 @@ static void *train_main(void *arg)
         if (t->tr.enabled && ws_online_ready(t->ex)) {
             ws_srv_training tr = t->tr;
             pthread_mutex_unlock(&t->mu);
-            train_pass(t, &tr);
+            int ok = ensure_copy(t);
+            if (ok) train_pass(t, &tr);
             pthread_mutex_lock(&t->mu);
+            if (!ok) break;
             continue;
         }
         if (t->optim_dirty)
@@ -438,6 +456,7 @@ ws_status ws_eng_trainer_start(ws_eng_trainer **out, const ws_eng_trainer_config
     t->version = version;
     t->saved_us = ws_clock_mono_us();
     t->mcfg = *ws_model_config_of(served);
+    t->n_params = ws_model_n_params(served);
     ws_eng_gate_reset(&t->gate);
     ws_status s = weights_take(served, &t->start, err);
     if (s == WS_OK && pthread_create(&t->thread, NULL, train_main, t) != 0)

@@ -48,7 +48,7 @@
 #define TRAIN_CHUNK    8
 #define EXTRA_MAX      (2 * WS_SRV_RECALL_MAX) /* recall + negative queries per example */
 
-typedef struct {
+typedef struct example {
     char session[WS_STORE_ID_LEN + 1];
     int64_t step;
     float *w_prev;                 /* NULL: the trajectory starts from W_0 */
@@ -56,6 +56,7 @@ typedef struct {
     int32_t *ids;                  /* (n_instr + n_query + n_extra) rows of S ids */
     uint64_t *hash;                /* the same rows' symbol hashes */
     int8_t *vals;                  /* instruction values, query labels (-1 unknown), extra labels */
+    struct example *next;          /* in the spent list */
 } example;
 
 typedef struct {
@@ -82,8 +83,9 @@ struct ws_online_trainer {
     pthread_mutex_t mu;
     void (*on_ready)(void *ctx);
     void *on_ready_ctx;
-    ring ready;   /* for training, oldest first */
-    ring held_in; /* held out, not yet taken by the training thread */
+    example *spent; /* done with by the training thread, freed by the engine thread */
+    ring ready;     /* for training, oldest first */
+    ring held_in;   /* held out, not yet taken by the training thread */
     ws_online_stats stats;
     /* the training thread's */
     ring held; /* the replay set */
@@ -119,6 +121,15 @@ static void example_free(example *e)
     free(e);
 }
 
+/* Frees a list of examples (linked by next). */
+static void list_free(example *e)
+{
+    for (example *next; e; e = next) {
+        next = e->next;
+        example_free(e);
+    }
+}
+
 static int ring_init(ring *r, int cap)
 {
     r->at = calloc((size_t)cap, sizeof *r->at);
@@ -137,12 +148,12 @@ static example **ring_at(const ring *r, int i)
     return &r->at[(r->head + i) % r->cap];
 }
 
-/* Appends e, dropping (freeing) the oldest at capacity; 1 when one was dropped. */
-static int ring_put(ring *r, example *e)
+/* Appends e; at capacity the oldest makes room and is returned (NULL: none). */
+static example *ring_put(ring *r, example *e)
 {
-    int dropped = r->n == r->cap;
-    if (dropped) {
-        example_free(r->at[r->head]);
+    example *dropped = NULL;
+    if (r->n == r->cap) {
+        dropped = r->at[r->head];
         r->at[r->head] = NULL;
         r->head = (r->head + 1) % r->cap;
         r->n--;
@@ -188,6 +199,7 @@ ws_status ws_online_new(ws_online_trainer **out, const ws_model_config *c, ws_er
 void ws_online_free(ws_online_trainer *t)
 {
     if (!t) return;
+    list_free(t->spent);
     ring_free(&t->pending);
     ring_free(&t->ready);
     ring_free(&t->held_in);
@@ -204,14 +216,29 @@ void ws_online_on_ready(ws_online_trainer *t, void (*fn)(void *ctx), void *ctx)
     pthread_mutex_unlock(&t->mu);
 }
 
-/* Puts e among the ready examples and says so (mu held; unlocks it). */
+/* Puts e among the ready examples and says so (mu held; unlocks it). The
+ * examples the training thread is done with are freed here: memory is freed by
+ * the thread that allocated it, so the training thread, whose priority is the
+ * lowest, never holds a lock of the engine thread's allocator. */
 static void ready_put(ws_online_trainer *t, example *e)
 {
-    t->stats.examples_dropped += ring_put(&t->ready, e);
+    example *gone = ring_put(&t->ready, e), *spent = t->spent;
+    t->stats.examples_dropped += gone != NULL;
+    t->spent = NULL;
     void (*fn)(void *ctx) = t->on_ready;
     void *ctx = t->on_ready_ctx;
     pthread_mutex_unlock(&t->mu);
+    example_free(gone);
+    list_free(spent);
     if (fn) fn(ctx);
+}
+
+/* Hands e back to the engine thread to free (mu held). */
+static void spend(ws_online_trainer *t, example *e)
+{
+    if (!e) return;
+    e->next = t->spent;
+    t->spent = e;
 }
 
 ws_status ws_online_attach(ws_online_trainer *t, ws_model *m, ws_error *err)
@@ -355,9 +382,10 @@ static void hand_over(ws_online_trainer *t, const ws_srv_training *tr, example *
     pthread_mutex_lock(&t->mu);
     (*count)++;
     if (!held) return ready_put(t, e);
-    ring_put(&t->held_in, e); /* an older one no replay set would keep */
+    example *old = ring_put(&t->held_in, e); /* one no replay set would keep */
     t->stats.examples_held_out++;
     pthread_mutex_unlock(&t->mu);
+    example_free(old);
 }
 
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st)
@@ -390,7 +418,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     example *w = example_new(t, st, 1, waiting_extra);
     if (!w) return;
     add_extra(t, &c->facts, w, n_recall);
-    ring_put(&t->pending, w); /* the oldest goes */
+    example_free(ring_put(&t->pending, w)); /* the oldest goes */
 }
 
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
@@ -438,7 +466,7 @@ ws_online_stats ws_online_stats_of(ws_online_trainer *t)
 void ws_online_take_held(ws_online_trainer *t)
 {
     pthread_mutex_lock(&t->mu);
-    for (example *e; (e = ring_pop(&t->held_in));) ring_put(&t->held, e);
+    for (example *e; (e = ring_pop(&t->held_in));) spend(t, ring_put(&t->held, e));
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -479,7 +507,9 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)
         s = ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
-    for (int i = 0; i < n; i++) example_free(ex[i]);
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < n; i++) spend(t, ex[i]);
+    pthread_mutex_unlock(&t->mu);
     if (s != WS_OK) return s;
     t->loss_sum += res.loss;
     t->loss_n++;

@@ -27,6 +27,13 @@
 
 typedef struct ws_engine ws_engine;
 
+/* The CPU priority of the online-training threads (engine_train.c). */
+typedef enum {
+    WS_TRAIN_PRIORITY_IDLE = 0, /* SCHED_IDLE: only CPU nothing else wants (default) */
+    WS_TRAIN_PRIORITY_LOW,      /* nice 19: a small share of a busy CPU */
+    WS_TRAIN_PRIORITY_NORMAL    /* as the engine's: an equal share */
+} ws_train_priority;
+
 typedef struct {
     char data_dir[WS_SRV_PATH_MAX];     /* checkpoints live in <data_dir>/models */
     char db_path[WS_SRV_PATH_MAX + 32]; /* the SQLite database */
@@ -41,6 +48,7 @@ typedef struct {
      * that would take the total past it is refused before it is allocated.
      * Models loaded at start count but are never refused. */
     size_t max_model_memory;
+    ws_train_priority train_priority;
     /* Process-wide counters (may be NULL): on_batch is called on the engine
      * thread, on_training_update on a model's training thread as an AdamW step
      * begins. */

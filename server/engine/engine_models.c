@@ -53,6 +53,7 @@ static ws_status train_start(ws_engine *e, ws_eng_model *em, ws_error *err)
                                .name = em->name,
                                .model_id = em->id,
                                .cpu = !strcmp(e->be->ops->name, "cpu"),
+                               .priority = e->cfg.train_priority,
                                .on_update = e->cfg.on_training_update,
                                .wake_engine = ws_eng_wake,
                                .wake_ctx = e};

@@ -275,6 +275,7 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
     ws_online_take_held(t->ex); /* one replay set for both */
     if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, before.probe < 0, &before, &err);
     if (s == WS_OK) s = ws_online_update(t->ex, t->m, tr, &err);
+    int stepped = s == WS_OK;
     if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, 1, &after, &err);
     if (s == WS_OK && tr->gate) pass = ws_eng_gate_pass(tr, &g, &before, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
@@ -292,6 +293,7 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
         fprintf(stderr, "worldstated: model %s: %s\n", t->name, put_err.msg);
     }
     free(served.host);
+    ws_online_update_done(t->ex, stepped);
 }
 
 /* Goes on from the posted parameters (mu not held; the buffer is ours). */
@@ -324,18 +326,21 @@ static void train_pass(ws_eng_trainer *t, const ws_srv_training *tr)
         update(t, tr);
 }
 
-/* SCHED_IDLE: the thread runs only on a core nothing else wants, and gives
- * it up the moment the engine or an HTTP thread wakes (nice 19 still took a
- * share of a busy core: bench_train_serving at 64 clients lost about a third
- * of its steps/s with it, none with SCHED_IDLE). Refused (not Linux, or a
- * policy that forbids it): nice 19. */
-static void lower_priority(const char *name)
+/* SCHED_IDLE (the default): the thread runs only on a core nothing else
+ * wants, and gives it up the moment the engine or an HTTP thread wakes (nice
+ * 19 still took a share of a busy core: bench_train_serving at 64 clients
+ * lost about a third of its steps/s with it in one run, none with SCHED_IDLE).
+ * Refused (not Linux, or a policy that forbids it): nice 19. */
+static void lower_priority(const ws_eng_trainer *t)
 {
     struct sched_param sp = {0};
-    if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0) return;
+    if (t->cfg.priority == WS_TRAIN_PRIORITY_NORMAL) return;
+    if (t->cfg.priority == WS_TRAIN_PRIORITY_IDLE &&
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) == 0)
+        return;
     /* On Linux a nice value is per thread: this one only. */
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRAIN_NICE) != 0)
-        fprintf(stderr, "worldstated: model %s: training thread keeps its priority: %s\n", name,
+        fprintf(stderr, "worldstated: model %s: training thread keeps its priority: %s\n", t->name,
                 strerror(errno));
 }
 
@@ -393,7 +398,7 @@ static int ensure_copy(ws_eng_trainer *t)
 static void *train_main(void *arg)
 {
     ws_eng_trainer *t = arg;
-    lower_priority(t->name);
+    lower_priority(t);
     ws_online_on_ready(t->ex, examples_ready, t);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {

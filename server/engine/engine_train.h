@@ -15,6 +15,7 @@ typedef struct {
     const char *name; /* the model's */
     int64_t model_id;
     int cpu; /* the engine serves on the CPU: train on a CPU backend of one thread */
+    ws_train_priority priority;
     /* Called on the training thread as an AdamW step begins (may be NULL). */
     void (*on_update)(void);
     /* Wakes the engine thread (a candidate waits for it), from the training

@@ -84,6 +84,7 @@ struct ws_online_trainer {
     void (*on_ready)(void *ctx);
     void *on_ready_ctx;
     example *spent; /* done with by the training thread, freed by the engine thread */
+    int busy;       /* taken by the training thread, their pass (and update) not done */
     ring ready;     /* for training, oldest first */
     ring held_in;   /* held out, not yet taken by the training thread */
     ws_online_stats stats;
@@ -456,7 +457,7 @@ ws_online_stats ws_online_stats_of(ws_online_trainer *t)
 {
     pthread_mutex_lock(&t->mu);
     ws_online_stats s = t->stats;
-    s.ready = t->ready.n;
+    s.ready = t->ready.n + t->busy;
     pthread_mutex_unlock(&t->mu);
     /* The replay set is the newest HOLDOUT held out: none is ever dropped before. */
     s.held_out = s.examples_held_out < HOLDOUT ? (int)s.examples_held_out : HOLDOUT;
@@ -500,6 +501,7 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     int n = 0;
     pthread_mutex_lock(&t->mu);
     while (n < TRAIN_CHUNK && t->ready.n) ex[n++] = ring_pop(&t->ready);
+    t->busy = n;
     pthread_mutex_unlock(&t->mu);
     if (n == 0) return WS_OK;
     ws_status s = batch_of(t, ws_model_backend(m), ex, n);
@@ -507,20 +509,22 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)
         s = ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
+    if (s == WS_OK) {
+        t->loss_sum += res.loss;
+        t->loss_n++;
+        t->since_update += n;
+        t->calls++;
+        *due = t->since_update >= tr->update_every;
+    }
     pthread_mutex_lock(&t->mu);
     for (int i = 0; i < n; i++) spend(t, ex[i]);
+    if (s == WS_OK) {
+        t->stats.examples_trained += n;
+        t->stats.last_loss = t->loss_sum / (float)t->loss_n;
+    }
+    if (!*due) t->busy = 0; /* else until ws_online_update_done */
     pthread_mutex_unlock(&t->mu);
-    if (s != WS_OK) return s;
-    t->loss_sum += res.loss;
-    t->loss_n++;
-    t->since_update += n;
-    t->calls++;
-    pthread_mutex_lock(&t->mu);
-    t->stats.examples_trained += n;
-    t->stats.last_loss = t->loss_sum / (float)t->loss_n;
-    pthread_mutex_unlock(&t->mu);
-    *due = t->since_update >= tr->update_every;
-    return WS_OK;
+    return s;
 }
 
 ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
@@ -552,8 +556,15 @@ ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_train
     WS_TRY(ws_model_adamw_step(m, &oc, &gn, err));
     pthread_mutex_lock(&t->mu);
     t->stats.last_loss = t->loss_sum / (float)t->loss_n;
-    t->stats.updates++;
     pthread_mutex_unlock(&t->mu);
     t->loss_sum = 0, t->loss_n = 0, t->since_update = 0, t->calls = 0;
     return WS_OK;
+}
+
+void ws_online_update_done(ws_online_trainer *t, int stepped)
+{
+    pthread_mutex_lock(&t->mu);
+    t->stats.updates += stepped;
+    t->busy = 0;
+    pthread_mutex_unlock(&t->mu);
 }

@@ -58,6 +58,7 @@ int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, con
 /* Allocates the training thread's batch and states on m (the training copy). */
 ws_status ws_online_attach(ws_online_trainer *t, ws_model *m, ws_error *err);
 void ws_online_detach(ws_online_trainer *t, ws_model *m);
+/* Examples waiting (stats.ready also counts those of a pass not done). */
 int ws_online_ready(ws_online_trainer *t);
 /* Forgets the gradients summed towards the next AdamW step (the parameters
  * they were summed on are replaced); examples and recall facts are kept. */
@@ -80,5 +81,10 @@ void ws_online_take_held(ws_online_trainer *t);
 /* One AdamW step of m with the summed gradients (which it zeroes). */
 ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,
                            ws_error *err);
+/* The update that ws_online_run said was due is decided (published or not;
+ * stepped: its AdamW step was taken, counted in stats.updates): its examples
+ * stop counting as ready, so a client that sees none ready and the update
+ * counted sees its version served. */
+void ws_online_update_done(ws_online_trainer *t, int stepped);
 
 #endif

@@ -100,6 +100,7 @@ static int parse(int argc, char **argv, options *o)
     o->http.instr_per_step = o->lib.instr_per_step;
     o->http.max_arity = o->lib.max_arity;
     o->http.seed = o->lib.seed;
+    o->http.chatter = o->lib.chatter;
     o->http.grow_vocab = 1; /* the library slice beside the daemon's: ids as it gives them */
     set_traj(&o->lib, o->traj);
     set_traj(&o->http, o->http_traj > 0 ? o->http_traj : 8);

@@ -29,9 +29,10 @@ static ws_client_fact client_fact(const ws_probe_fact *f, char **buf)
     return (ws_client_fact){.symbols = buf, .n_symbols = f->arity};
 }
 
-/* Steps of one episode's instructions, then silent steps up to each delay. */
+/* Steps of one episode's instructions, then silent (or chatter) steps up to each
+ * delay. */
 static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int ki,
-                       const ws_probe_episode *e, long *chatter, uint64_t chatter_seed,
+                       const ws_probe_episode *e, long *unrelated, uint64_t unrelated_seed,
                        ws_probe_result *res)
 {
     ws_client_error ce;
@@ -59,14 +60,22 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
     }
     int done = 0;
     ws_task_rng r;
-    ws_task_rng_seed(&r, chatter_seed);
+    ws_task_rng_seed(&r, unrelated_seed);
+    ws_client_instruction told[64]; /* pc->chatter <= 64 (ws_probe_run's bound) */
+    ws_probe_fact told_fact[64];
+    char *told_buf[64][WS_PROBE_ARITY];
     for (int di = 0; !rc && di < pc->n_delays; di++) {
         for (; !rc && done < pc->delays[di]; done++) {
             ws_client_step_req req = {.expect_step = WS_CLIENT_NO_STEP};
+            for (int j = 0; j < pc->chatter && j < 64; j++) {
+                ws_probe_chatter_fact(pc, e, done + 1, j, &told_fact[j], &told[j].value);
+                told[j].fact = client_fact(&told_fact[j], told_buf[j]);
+            }
+            req.instructions = told, req.n_instructions = pc->chatter < 64 ? pc->chatter : 64;
             ws_probe_fact other = {.arity = 1 + (int)ws_task_rng_below(&r, WS_PROBE_ARITY)};
             char *obuf[WS_PROBE_ARITY];
             ws_client_fact of;
-            if (chatter) {
+            if (unrelated) {
                 for (int j = 0; j < other.arity; j++)
                     snprintf(other.sym[j], sizeof other.sym[j], "u%012llx",
                              (unsigned long long)(ws_task_rng_next(&r) >> 16));
@@ -78,7 +87,8 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
                 rc = fail(x, "silent step", &ce);
                 break;
             }
-            if (chatter && a.n_answers == 1) chatter[0]++, chatter[1] += !a.answers[0].holds;
+            if (unrelated && a.n_answers == 1)
+                unrelated[0]++, unrelated[1] += !a.answers[0].holds;
             ws_client_answers_free(&a);
         }
         if (rc) break;
@@ -108,10 +118,10 @@ static int run_episode(ctx *x, const char *model, const ws_probe_config *pc, int
 }
 
 int ws_probe_http_run(const char *url, const char *model, const ws_probe_config *pc,
-                      long chatter[2], ws_probe_result *res, char *err, size_t err_len)
+                      long unrelated[2], ws_probe_result *res, char *err, size_t err_len)
 {
     memset(res, 0, sizeof *res);
-    if (chatter) chatter[0] = chatter[1] = 0;
+    if (unrelated) unrelated[0] = unrelated[1] = 0;
     ws_client_config cfg = ws_client_config_default();
     cfg.url = url;
     ws_client_error ce;
@@ -128,7 +138,7 @@ int ws_probe_http_run(const char *url, const char *model, const ws_probe_config 
                 rc = -1;
                 break;
             }
-            rc = run_episode(&x, model, pc, ki, &e, chatter, ~seed, res);
+            rc = run_episode(&x, model, pc, ki, &e, unrelated, ~seed, res);
             ws_probe_episode_free(&e);
         }
     ws_client_free(x.c);

@@ -64,6 +64,7 @@ ws_status ws_probe_episode_make(ws_probe_episode *e, int k, const ws_probe_confi
                                 uint64_t seed, ws_error *err)
 {
     memset(e, 0, sizeof *e);
+    e->seed = seed;
     int instr_per_step = pc->instr_per_step;
     uint32_t arities = pc->max_arity ? (uint32_t)pc->max_arity : WS_PROBE_ARITY;
     if (k < 1 || k > 65536 || instr_per_step < 1 || arities > WS_PROBE_ARITY)
@@ -181,24 +182,34 @@ static ws_status add_step(ws_batch *b, const probe_set *ps, int g, ws_vocab *v)
     return WS_OK;
 }
 
+void ws_probe_chatter_fact(const ws_probe_config *pc, const ws_probe_episode *e, int after, int j,
+                           ws_probe_fact *out, int *value)
+{
+    uint32_t arities = pc->max_arity ? (uint32_t)pc->max_arity : WS_PROBE_ARITY;
+    ws_task_rng r;
+    ws_task_rng_seed(&r, ws_mix64(e->seed ^ ((uint64_t)after << 24) ^ (uint64_t)j << 56));
+    memset(out, 0, sizeof *out);
+    out->arity = 1 + (int)ws_task_rng_below(&r, arities);
+    for (int a = 0; a < out->arity; a++)
+        snprintf(out->sym[a], sizeof out->sym[a], "c%012llx",
+                 (unsigned long long)(ws_task_rng_next(&r) >> 16));
+    *value = (int)ws_task_rng_below(&r, 2);
+}
+
 /* A step after every episode's instructions: silent, or pc->chatter facts per
- * episode over fresh symbols of their own (drawn from the step and the episode). */
+ * episode (ws_probe_chatter_fact). */
 static ws_status add_after_step(ws_batch *b, const probe_set *ps, const ws_probe_config *pc,
                                 int g, ws_vocab *v)
 {
-    uint32_t arities = pc->max_arity ? (uint32_t)pc->max_arity : WS_PROBE_ARITY;
     for (int i = 0; i < ps->n; i++) {
         WS_TRY(ws_batch_begin_traj(b, 0));
-        ws_task_rng r;
-        ws_task_rng_seed(&r, ws_mix64(pc->seed ^ ((uint64_t)g << 24) ^ (uint64_t)i));
         for (int j = 0; j < pc->chatter; j++) {
-            ws_probe_fact f = {.arity = 1 + (int)ws_task_rng_below(&r, arities)};
-            for (int a = 0; a < f.arity; a++)
-                snprintf(f.sym[a], sizeof f.sym[a], "c%012llx",
-                         (unsigned long long)(ws_task_rng_next(&r) >> 16));
+            ws_probe_fact f;
+            int value;
+            ws_probe_chatter_fact(pc, &ps->ep[i], g - ps->last, j, &f, &value);
             ws_sym syms[WS_PROBE_ARITY];
             ws_probe_syms(&f, v, syms);
-            WS_TRY(ws_batch_add_instr_syms(b, syms, f.arity, (int)ws_task_rng_below(&r, 2)));
+            WS_TRY(ws_batch_add_instr_syms(b, syms, f.arity, value));
         }
     }
     return WS_OK;

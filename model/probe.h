@@ -35,6 +35,7 @@ typedef enum {
 #define WS_PROBE_KINDS 3
 
 typedef struct {
+    uint64_t seed;         /* what made it (and its chatter: ws_probe_chatter_fact) */
     int k, n_steps;        /* facts; steps that carry instructions */
     ws_probe_fact *facts;  /* [k] told facts */
     ws_probe_fact *untold; /* [k] never-told facts */
@@ -53,6 +54,13 @@ void ws_probe_episode_free(ws_probe_episode *e);
 /* The 2k questions of an episode: question q < k is told fact q, question k + q
  * never-told fact q. */
 const ws_probe_fact *ws_probe_question(const ws_probe_episode *e, int q, int *kind, int *label);
+
+/* Chatter fact j (< pc->chatter) of the step `after` >= 1 steps after episode
+ * e's last instruction: symbols of its own ("c" + 12 hex digits), arity
+ * 1..max_arity, and its value (true or false alike). The same in every runner,
+ * so the library and HTTP paths tell the same chatter. */
+void ws_probe_chatter_fact(const ws_probe_config *pc, const ws_probe_episode *e, int after, int j,
+                           ws_probe_fact *out, int *value);
 
 /* A fact as a batch takes it: symbols with their vocabulary ids when vocab is
  * given (grown as a daemon grows it), else id -1 (the code alone). */

@@ -18,7 +18,13 @@
 # Stage F was stopped by hand at 1440 s of a 2400 s budget, and the shipped file
 # is the parameters of its last checkpoint (iteration 16000). Tried and not kept: ages drawn from a pool growing
 # to 500 steps with up to 16 facts (after B2) and 48-step rollouts (after D)
-# both lowered the accuracy on told facts within 35 and 15 minutes. Copy OUT_DIR/default.safetensors to
+# both lowered the accuracy on told facts within 35 and 15 minutes. So did chatter
+# (--chatter-rate: steps that also tell unasked facts of fresh symbols, what
+# bench_memory --chatter 1 measures): from the shipped file, 8000 iterations of
+# pool lifetimes to 64 steps at chatter rate up to 1, or 2000 of 16-step
+# rollouts of up to 8 facts at rate up to 0.5, moved K=4 told-true after 10
+# chatter steps from 27% to 45-62% while K=16 at delay 1 fell from 81% to 77%:
+# at d=64 what the state keeps under new facts trades against how much it holds. Copy OUT_DIR/default.safetensors to
 # models/default.safetensors and rebuild: worldstated embeds it. This is the
 # sequence the shipped file was trained with; where a stage was cut short by
 # hand, its budget here is the iterations it ran (so its learning-rate schedule

@@ -15,6 +15,12 @@
  *   distinct facts: the next untold fact (probability 0.7 while any remain) or a
  *   told one, re-told at its value or, with probability override_rate, overridden
  *   (its value flipped).
+ *   Chatter (chatter_rate > 0): every world has its own rate, uniform in
+ *   [0, chatter_rate], at which a step also tells one fact over fresh symbols of
+ *   its own (1..max_arity, value true or false alike) that is never asked about:
+ *   what an assistant hears about other things while it must keep what it was
+ *   told. It makes the Updater run on steps that tell nothing the queries ask
+ *   about, so what a model keeps is trained under new facts, not only silence.
  * Queries, every step, n_queries of them: half about told facts (uniform, label
  * = the last value told, WS_QK_TOLD) once any is told, the rest never-told
  * tuples (WS_QK_UNTOLD, label 0): with probability 1/2 a told fact with one
@@ -24,7 +30,7 @@
  * labelled and kinded as that fact. No baselines, no groups.
  *
  * Defaults: live_facts 32, live_facts_min 1, max_arity 4, instr_per_step 4,
- * override_rate 0.25, active_rate 0.5, n_queries 16. */
+ * override_rate 0.25, active_rate 0.5, n_queries 16, chatter_rate 0 (none). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,7 @@ typedef struct {
 typedef struct {
     int k, n_pool, n_told; /* facts; pool symbols; facts told so far (in order) */
     double rate;           /* activity after the telling */
+    double chatter;        /* probability a step also tells a fact of fresh symbols */
     uint64_t *pool;        /* [2K+4] symbol hashes */
     mem_fact *facts;       /* [K] */
     int *told_idx;         /* [K] indices of told facts */
@@ -61,6 +68,7 @@ static void mem_defaults(ws_task_params *p)
     p->override_rate = 0.25f;
     p->active_rate = 0.5f;
     p->n_queries = 16;
+    p->chatter_rate = 0.0f;
 }
 
 static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
@@ -79,9 +87,11 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: instr_per_step must be in [1, %d]",
                             MEM_MAX_INSTR);
     if (!(p->override_rate >= 0 && p->override_rate <= 1) ||
-        !(p->active_rate >= 0 && p->active_rate <= 1))
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "task memory: override_rate and active_rate must be in [0, 1]");
+        !(p->active_rate >= 0 && p->active_rate <= 1) ||
+        !(p->chatter_rate >= 0 && p->chatter_rate <= 1))
+        return ws_error_set(
+            err, WS_ERR_INVALID,
+            "task memory: override_rate, active_rate and chatter_rate must be in [0, 1]");
     if (p->n_queries < 0 || p->n_queries > MEM_MAX_QUERIES)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: n_queries must be in [0, %d]",
                             MEM_MAX_QUERIES);
@@ -170,6 +180,8 @@ static void mem_reset(ws_task *t, int slot)
     }
     w->n_told = 0;
     w->rate = p->active_rate * pow(10.0, -3.0 * ws_task_rng_uniform(r));
+    /* drawn only when asked for, so worlds without chatter keep their streams */
+    w->chatter = p->chatter_rate > 0 ? p->chatter_rate * ws_task_rng_uniform(r) : 0.0;
 }
 
 /* Appends a fact's symbols as ws_syms. */
@@ -191,9 +203,20 @@ static ws_status tell(mem_world *w, int i, int value, int step, ws_batch *b)
     return ws_batch_add_instr_syms(b, syms, f->arity, value);
 }
 
+/* One fact over fresh symbols, never asked about (see "Chatter" above). */
+static ws_status chatter(mem_world *w, ws_task_rng *r, int max_arity, ws_batch *b)
+{
+    if (!(w->chatter > 0) || ws_task_rng_uniform(r) >= w->chatter) return WS_OK;
+    int arity = 1 + (int)ws_task_rng_below(r, (uint32_t)max_arity);
+    ws_sym syms[MEM_ARITY];
+    for (int j = 0; j < arity; j++) syms[j] = (ws_sym){-1, fresh_symbol(r)};
+    return ws_batch_add_instr_syms(b, syms, arity, ws_task_rng_bit(r));
+}
+
 static ws_status instructions(ws_task *t, mem_world *w, ws_task_rng *r, int step, ws_batch *b)
 {
     const ws_task_params *p = &t->p;
+    WS_TRY(chatter(w, r, p->max_arity, b));
     int telling = w->n_told < w->k;
     if (ws_task_rng_uniform(r) >= (telling ? 0.8 : w->rate)) return WS_OK;
     int n = 1 + (int)ws_task_rng_below(r, (uint32_t)p->instr_per_step);

@@ -127,9 +127,9 @@ static ws_status weights_put(ws_model *m, const weights_copy *c, int with_optim,
     return s == WS_OK ? WS_OK : ws_error_set(err, s, "cannot set the model's parameters");
 }
 
-static void optim_path(const ws_eng_trainer *t, char *out, size_t cap)
+void ws_eng_optim_path(const char *data_dir, const char *name, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s/models/%s.optim.safetensors", t->data_dir, t->name);
+    snprintf(out, cap, "%s/models/%s.optim.safetensors", data_dir, name);
 }
 
 /* The AdamW state saved last, into the copy, when it is of this model's
@@ -138,7 +138,7 @@ static void optim_path(const ws_eng_trainer *t, char *out, size_t cap)
 static void optim_load(ws_eng_trainer *t)
 {
     char path[WS_SRV_PATH_MAX + 160], why[256];
-    optim_path(t, path, sizeof path);
+    ws_eng_optim_path(t->data_dir, t->name, path, sizeof path);
     if (access(path, F_OK) != 0) return;
     ws_model *saved = NULL;
     ws_error err = {0};
@@ -164,7 +164,7 @@ static void optim_load(ws_eng_trainer *t)
 static void optim_save(ws_eng_trainer *t)
 {
     char path[WS_SRV_PATH_MAX + 160];
-    optim_path(t, path, sizeof path);
+    ws_eng_optim_path(t->data_dir, t->name, path, sizeof path);
     ws_error err = {0};
     if (ws_checkpoint_save(t->m, path, 1, &err) != WS_OK)
         fprintf(stderr, "worldstated: model %s: cannot save the AdamW state: %s\n", t->name,

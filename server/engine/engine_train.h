@@ -45,6 +45,10 @@ ws_status ws_eng_trainer_start(ws_eng_trainer **out, const ws_eng_trainer_config
  * state when it changed since the last save, frees everything. NULL is fine. */
 void ws_eng_trainer_free(ws_eng_trainer *t);
 
+/* Where the AdamW state of model `name` is saved:
+ * <data_dir>/models/<name>.optim.safetensors. */
+void ws_eng_optim_path(const char *data_dir, const char *name, char *out, size_t cap);
+
 /* ---- the engine thread ---------------------------------------------------- */
 void ws_eng_trainer_settings(ws_eng_trainer *t, const ws_srv_training *tr);
 /* The served parameters changed by other means (an adopted version, a

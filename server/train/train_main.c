@@ -86,6 +86,8 @@ static const ws_cli_opt flags[] = {
         "memory: how often a told fact is overridden"),
     NUM("active-rate", WS_OPT_FLOAT, tp.active_rate, 0, 1, "X",
         "memory: how often a step tells once all was told"),
+    NUM("chatter-rate", WS_OPT_FLOAT, tp.chatter_rate, 0, 1, "X",
+        "memory: most often a step also tells an unasked fact of fresh symbols"),
     NUM("queries", WS_OPT_INT, tp.n_queries, 0, 4096, "N", "memory: queries a step"),
     NUM("batch", WS_OPT_INT, tc.batch, 1, 65536, "N", "trajectory slots"),
     NUM("rollout", WS_OPT_INT, tc.rollout, 1, 1e6, "N", "steps a trajectory (fixed lifetime)"),

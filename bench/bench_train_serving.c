@@ -14,6 +14,7 @@
  * machine whose load drifts meanwhile weighs on both alike.
  *
  *   build/bench/bench_train_serving [--seconds 5] [--rounds 3] [--clients 1,64]
+ *                                   [--train-priority low|idle|normal]  (the daemon's flag)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -210,6 +211,7 @@ int main(int argc, char **argv)
 {
     double seconds = 5;
     int counts[MAX_PHASES / 2] = {1, 64}, n_counts = 2, rounds = 3;
+    const char *priority = "low";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             seconds = atof(argv[++i]);
@@ -217,11 +219,13 @@ int main(int argc, char **argv)
             n_counts = parse_clients(argv[++i], counts, MAX_PHASES / 2);
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--train-priority") && i + 1 < argc)
+            priority = argv[++i];
         else
             n_counts = -1;
         if (n_counts < 1 || seconds <= 0 || rounds < 1) {
             fprintf(stderr, "usage: bench_train_serving [--seconds S] [--rounds R] "
-                            "[--clients 1,64]\n");
+                            "[--clients 1,64] [--train-priority low|idle|normal]\n");
             return 2;
         }
     }
@@ -230,7 +234,8 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/data", base);
     daemon_proc d;
     /* a connection per step and client (the C client library): all from one address */
-    const char *flags[] = {"--threads", "4", "--max-connections-per-ip", "4096", NULL};
+    const char *flags[] = {"--threads", "4", "--max-connections-per-ip", "4096",
+                           "--train-priority", priority, NULL};
     if (daemon_start(&d, WS_DAEMON_PATH, dir, flags) != 0) {
         fprintf(stderr, "bench_train_serving: the daemon did not start (log: %s.log)\n", dir);
         return 1;
@@ -261,8 +266,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("default model, steps of %d instructions + %d queries with labels, %d rounds of %.0f s "
-           "per load, off and on alternating\n",
-           N_INSTR, N_QUERY, rounds, seconds);
+           "per load, off and on alternating, --train-priority %s\n",
+           N_INSTR, N_QUERY, rounds, seconds, priority);
     double p50[MAX_PHASES], p99[MAX_PHASES], rate[MAX_PHASES];
     for (int i = 0; i < n; i++) {
         p50[i] = quantile_ms(&ph[i], 0.5), p99[i] = quantile_ms(&ph[i], 0.99);
@@ -281,8 +286,8 @@ int main(int argc, char **argv)
                ph[i].clients == 1 ? "" : "s", p50[i + 1] / p50[i], p99[i + 1] / p99[i],
                rate[i + 1] / rate[i]);
     printf(" (target: p50 and p99 within 1.20x)\n{\"bench\":\"train_serving\",\"seconds\":%.0f,"
-           "\"rounds\":%d,\"loads\":[",
-           seconds, rounds);
+           "\"rounds\":%d,\"train_priority\":\"%s\",\"loads\":[",
+           seconds, rounds, priority);
     for (int i = 0; i < n; i++)
         printf("%s{\"clients\":%d,\"training\":%s,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
                "\"steps_per_s\":%.1f,\"errors\":%ld,\"trained_per_s\":%.1f,\"dropped\":%lld,"

@@ -29,9 +29,9 @@ typedef struct ws_engine ws_engine;
 
 /* The CPU priority of the online-training threads (engine_train.c). */
 typedef enum {
-    WS_TRAIN_PRIORITY_IDLE = 0, /* SCHED_IDLE: only CPU nothing else wants (default) */
-    WS_TRAIN_PRIORITY_LOW,      /* nice 19: a small share of a busy CPU */
-    WS_TRAIN_PRIORITY_NORMAL    /* as the engine's: an equal share */
+    WS_TRAIN_PRIORITY_LOW = 0, /* nice 19: a small share of a busy CPU (default) */
+    WS_TRAIN_PRIORITY_IDLE,    /* SCHED_IDLE: only CPU nothing else wants */
+    WS_TRAIN_PRIORITY_NORMAL   /* as the engine's: an equal share */
 } ws_train_priority;
 
 typedef struct {

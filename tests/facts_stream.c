@@ -10,7 +10,10 @@
 void ws_fs_start(ws_ts_daemon *d, char *dir, const char *name, const char *training)
 {
     ws_ts_tmpdir(dir, 256);
-    static const char *const flags[] = {"--batch-wait-us", "0", NULL};
+    /* Training at the priority of serving: these streams are about what is
+     * learned, on a test machine that may have no idle core. */
+    static const char *const flags[] = {"--batch-wait-us", "0", "--train-priority", "normal",
+                                        NULL};
     assert_int_equal(ws_ts_start(d, dir, flags), 0);
     char body[512];
     snprintf(body, sizeof body,

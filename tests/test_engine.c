@@ -3,7 +3,8 @@
  * model, then steps, queries and labels a session; each answer is checked
  * against what storage holds (the session's step, the log's answers and
  * labels), and the refusals (expect_step, an unknown session) come back as
- * native results. */
+ * native results; model creation, import and online training never hold up
+ * serving. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 
 #include "base/ws_clock.h"
 #include "model/checkpoint.h"
+#include "model/safetensors.h"
+#include "server/common/versions.h"
 #include "server/engine/engine.h"
 #include "storage/storage.h"
 #include "test_util.h"
@@ -69,7 +72,10 @@ static void run_on(ws_engine *e, ws_job *j)
     pthread_mutex_unlock(&w.mu);
 }
 
-static void run(ws_job *j) { run_on(E, j); }
+static void run(ws_job *j)
+{
+    run_on(E, j);
+}
 
 static ws_job *job_new(ws_job_kind kind, const char *session)
 {
@@ -246,8 +252,9 @@ static void test_model_and_session(void **state)
     ws_error err = {0};
     assert_int_equal(ws_store_model_find(ST, "tiny", &m, &err), WS_OK);
     assert_int_equal(m.current_version, 1);
-    assert_int_equal(ws_store_session_create(ST, TENANT, m.id, NULL, 0, 0, m.current_version, 10,
-                                             SESSION, &err), WS_OK);
+    assert_int_equal(
+        ws_store_session_create(ST, TENANT, m.id, NULL, 0, 0, m.current_version, 10, SESSION, &err),
+        WS_OK);
     ws_engine_model_info info;
     assert_true(ws_engine_model_info_of(E, m.id, &info));
     assert_string_equal(info.name, "tiny");
@@ -329,7 +336,9 @@ static void test_unknown_session(void **state)
     (void)state;
     static const char *const kinds[] = {"step", "query", "labels"};
     for (int k = 0; k < 3; k++) {
-        ws_job *j = job_new(k == 0 ? WS_JOB_STEP : k == 1 ? WS_JOB_QUERY : WS_JOB_LABELS,
+        ws_job *j = job_new(k == 0   ? WS_JOB_STEP
+                            : k == 1 ? WS_JOB_QUERY
+                                     : WS_JOB_LABELS,
                             "0123456789abcdef0123456789abcdef");
         if (k == 0) {
             j->instr_json = strdup("[]");
@@ -501,8 +510,7 @@ static void test_import_does_not_block_serving(void **state)
     int64_t c_us = steps_beside(imp, &during_max, &n_during);
     printf("import of a %.1f MB checkpoint: %.0f ms; longest step: %.1f ms without, %.1f ms "
            "during (%lld steps)\n",
-           sb.st_size / 1e6, c_us / 1e3, base_max / 1e3, during_max / 1e3,
-           (long long)n_during);
+           sb.st_size / 1e6, c_us / 1e3, base_max / 1e3, during_max / 1e3, (long long)n_during);
     assert_int_equal(imp->result.status, WS_OK);
     assert_int_equal(imp->result.created, 1);
     ws_job_free(imp);
@@ -594,8 +602,8 @@ static void test_continuous_batching(void **state)
     assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
     char sess[N + 1][WS_STORE_ID_LEN + 1];
     for (int i = 0; i <= N; i++)
-        assert_int_equal(ws_store_session_create(st, tenant, m.id, NULL, 0, 0, m.current_version,
-                                                 0, sess[i], &err),
+        assert_int_equal(ws_store_session_create(st, tenant, m.id, NULL, 0, 0, m.current_version, 0,
+                                                 sess[i], &err),
                          WS_OK);
     ws_store_model_clear(&m);
 
@@ -653,6 +661,199 @@ static void test_continuous_batching(void **state)
     ws_store_close(st);
 }
 
+/* ---- training never stalls serving (issue 12 item 4) ------------------------ */
+/* With hold set, the training thread stays at the start of its next AdamW step
+ * (on_training_update) until the test clears it. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int hold, entered;
+} update_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static void hold_update(void)
+{
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.entered++;
+    pthread_cond_broadcast(&update_gate.cv);
+    while (update_gate.hold) pthread_cond_wait(&update_gate.cv, &update_gate.mu);
+    pthread_mutex_unlock(&update_gate.mu);
+}
+
+/* Waits up to 60 s for w: a job the engine never answers fails the test
+ * instead of hanging it. */
+static int wait_done_60s(waiter *w)
+{
+    for (int64_t until = ws_clock_mono_us() + 60000000; ws_clock_mono_us() < until;) {
+        if (waiter_done(w)) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* step_job's step replayed on w_prev by version `version` loaded from its file,
+ * on a backend of its own: the answers must be the served ones, bit for bit. */
+static void expect_replayed(ws_store *st, const char *dir, int64_t model, int64_t version,
+                            const float *w_prev, const float *p_served)
+{
+    static const char *const fact[3][2] = {
+        {"mary", "kitchen"}, {"mary", "kitchen"}, {"john", "garden"}};
+    ws_backend *be = NULL;
+    ws_model *m = NULL;
+    ws_exec *x = NULL;
+    ws_batch *b = NULL;
+    float *w = NULL, p[2];
+    ws_error err = {0};
+    assert_int_equal(ws_backend_cpu_new(&be, 0, &err), WS_OK);
+    assert_int_equal(ws_srv_version_load(st, dir, model, version, be, &m, &err), WS_OK);
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
+    assert_int_equal(ws_batch_new(&b, ws_model_config_of(m)), WS_OK);
+    assert_int_equal(ws_batch_begin_traj(b, 0), WS_OK);
+    for (int f = 0; f < 3; f++) {
+        ws_sym syms[2];
+        for (int k = 0; k < 2; k++)
+            syms[k] = ws_vocab_sym(ws_model_vocab(m), fact[f][k], strlen(fact[f][k]), 0);
+        assert_int_equal(f == 0 ? ws_batch_add_instr_syms(b, syms, 2, 1)
+                                : ws_batch_add_query_syms(b, syms, 2, -1),
+                         WS_OK);
+    }
+    size_t T = ws_model_state_floats(m);
+    assert_int_equal(ws_model_state_alloc(m, 1, &w, &err), WS_OK);
+    assert_int_equal(ws_backend_upload(be, w, w_prev, sizeof(float) * T), WS_OK);
+    ws_step_result res;
+    assert_int_equal(ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, p, &res, &err), WS_OK);
+    assert_memory_equal(p, p_served, sizeof p);
+    ws_backend_release(be, w);
+    ws_batch_free(b);
+    ws_exec_free(x);
+    ws_model_free(m);
+    ws_backend_free(be);
+}
+
+static int64_t serving_version(ws_engine *e, int64_t model)
+{
+    ws_engine_model_info info;
+    assert_true(ws_engine_model_info_of(e, model, &info));
+    return info.version;
+}
+
+/* A step is answered while the training thread is inside an AdamW step (held
+ * there), by the version served; once that update is published, the next
+ * step's batch is answered by it, bit for bit as its file answers, and logs
+ * it; the version file holds no AdamW state, which the optimizer file saved at
+ * shutdown does. */
+static void test_training_does_not_block_serving(void **state)
+{
+    (void)state;
+    char dir[300], path[400];
+    snprintf(dir, sizeof dir, "%s/training", DIR_);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    ws_engine_config cfg = engine_config(dir);
+    cfg.on_training_update = hold_update;
+    ws_engine *e = NULL;
+    ws_store *st = NULL;
+    ws_error err = {0};
+    int64_t tenant = 0;
+    assert_int_equal(ws_store_open(cfg.db_path, cfg.durability, 1, &st, &err), WS_OK);
+    assert_int_equal(ws_store_tenant_ensure(st, "default", &tenant, &err), WS_OK);
+    assert_int_equal(ws_engine_start(&cfg, &e, &err), WS_OK);
+    ws_model_config tiny = tiny_config();
+    ws_job *j = create_job("tiny", &tiny);
+    j->training.update_every = 1; /* an AdamW step per example */
+    j->training.gate = 0;         /* and every one published */
+    j->training.holdout = 0;
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    ws_store_model m = {0};
+    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
+    int64_t id = m.id;
+    ws_store_model_clear(&m);
+    char sess[WS_STORE_ID_LEN + 1];
+    assert_int_equal(ws_store_session_create(st, tenant, id, NULL, 0, 0, 1, 0, sess, &err), WS_OK);
+
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.hold = 1;
+    pthread_mutex_unlock(&update_gate.mu);
+    /* the first step is an example: the training thread takes it and holds */
+    j = step_of(sess);
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    pthread_mutex_lock(&update_gate.mu);
+    for (int64_t until = ws_clock_mono_us() + 60000000;
+         !update_gate.entered && ws_clock_mono_us() < until;) {
+        pthread_mutex_unlock(&update_gate.mu);
+        usleep(1000);
+        pthread_mutex_lock(&update_gate.mu);
+    }
+    assert_int_equal(update_gate.entered, 1);
+    pthread_mutex_unlock(&update_gate.mu);
+
+    /* training is inside its update: steps are answered meanwhile, by version 1 */
+    for (int i = 0; i < 3; i++) {
+        waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+        j = step_of(sess);
+        submit_on(e, j, &w);
+        assert_true(wait_done_60s(&w));
+        assert_int_equal(j->result.status, WS_OK);
+        assert_int_equal(j->result.step, 2 + i);
+        assert_int_equal(j->result.model_version, 1);
+        ws_job_free(j);
+    }
+    assert_int_equal(serving_version(e, id), 1);
+
+    /* let the update go (and every later one): version 2 is published */
+    pthread_mutex_lock(&update_gate.mu);
+    update_gate.hold = 0;
+    pthread_cond_broadcast(&update_gate.cv);
+    pthread_mutex_unlock(&update_gate.mu);
+    for (int64_t until = ws_clock_mono_us() + 60000000;
+         serving_version(e, id) < 2 && ws_clock_mono_us() < until;)
+        usleep(1000);
+    int64_t v = serving_version(e, id);
+    assert_true(v >= 2);
+    /* served only once recorded: SQLite names it (or a later one) current */
+    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
+    assert_true(m.current_version >= v);
+    ws_store_model_clear(&m);
+    /* the next step's batch answers with it, and its log entry names it: the
+     * version's file replays that step bit for bit */
+    ws_store_session before = {0};
+    assert_int_equal(ws_store_session_get(st, tenant, sess, 1, &before, &err), WS_OK);
+    j = step_of(sess);
+    run_on(e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    assert_true(j->result.model_version >= v);
+    int64_t step = j->result.step, answered = j->result.model_version;
+    expect_replayed(st, dir, id, answered, before.state, j->result.p);
+    ws_store_session_clear(&before);
+    ws_job_free(j);
+    log_row row = {0};
+    assert_int_equal(ws_store_log_page(st, tenant, sess, step - 1, 1, keep_row, &row, &err), WS_OK);
+    assert_int_equal(row.model_version, answered);
+
+    /* version 2's file: parameters only */
+    snprintf(path, sizeof path, "%s/models/tiny-v2.safetensors", dir);
+    ws_st_file *f = NULL;
+    assert_int_equal(ws_st_read(path, &f, &err), WS_OK);
+    for (int i = 0; i < ws_st_count(f); i++) assert_null(strstr(ws_st_at(f, i)->name, "adam."));
+    assert_null(ws_st_meta(f, "optim_steps"));
+    ws_st_close(f);
+    ws_engine_free(e);
+    /* the AdamW state, saved when the training thread stopped */
+    snprintf(path, sizeof path, "%s/models/tiny.optim.safetensors", dir);
+    assert_int_equal(ws_st_read(path, &f, &err), WS_OK);
+    assert_non_null(ws_st_meta(f, "optim_steps"));
+    assert_true(atoi(ws_st_meta(f, "optim_steps")) >= 1);
+    ws_st_close(f);
+    ws_store_close(st);
+    pthread_mutex_lock(&update_gate.mu);
+    printf("training held inside update %d: 3 steps answered by version 1; version %lld "
+           "published and served\n",
+           update_gate.entered, (long long)v);
+    pthread_mutex_unlock(&update_gate.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_creation_does_not_block_serving),
         cmocka_unit_test(test_import_does_not_block_serving),
         cmocka_unit_test(test_continuous_batching),
+        cmocka_unit_test(test_training_does_not_block_serving),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -199,6 +199,12 @@ static void test_gate_rejects_poison(void **state)
         snprintf(instr, sizeof instr, "{\"fact\":[\"%s\",\"%s\"],\"value\":true}", a, b);
         snprintf(q, sizeof q, "{\"fact\":[\"%s\",\"%s\"]},{\"fact\":[\"%s\",\"%s\"]}", a, b, a, c);
         post_step(&d, id, instr, q, "[false,true]"); /* both wrong */
+        /* Training runs on its own thread, at its own pace: let it keep up. */
+        for (int i = 0; i < 500 && num(model_get(&d, &r), "status", "examples_ready") >= 8; i++) {
+            ws_ts_resp_free(&r);
+            sleep_ms(10);
+        }
+        ws_ts_resp_free(&r);
         const cJSON *m = model_get(&d, &r);
         const cJSON *last = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gate"), "last");
         /* The first decision is about version 1: its probe is the baseline. */

@@ -46,6 +46,13 @@ static void test_online_learning(void **state)
     time_t t0 = time(NULL);
     while (episodes < max_episodes) {
         ws_fs_episode(&fs, &D, "learn", 1 + (uint64_t)episodes++, 1);
+        /* Training runs on its own thread at what CPU serving leaves it, and
+         * drops the oldest examples when it falls behind: this stream waits
+         * for it instead, so that every labelled step teaches. */
+        for (int i = 0; i < 500 && model_status("examples_ready") > 16; i++) {
+            struct timespec ts = {0, 10000000};
+            nanosleep(&ts, NULL);
+        }
         if (episodes % 25 == 0 && episodes >= 300 && model_status("last_loss") < 0.05) break;
         if (getenv("WS_LEARN_VERBOSE") && episodes % 50 == 0) {
             assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/learn", NULL, NULL, &r), 200);

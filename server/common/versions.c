@@ -161,6 +161,12 @@ static ws_status vocab_one(void *ctx, int64_t id, const char *sym, size_t len)
     return WS_OK;
 }
 
+ws_status ws_srv_vocab_extend(ws_store *st, int64_t model_id, ws_model *m, ws_error *err)
+{
+    vocab_ctx vc = {ws_model_vocab(m), err};
+    return ws_store_vocab_load(st, model_id, vocab_one, &vc, err);
+}
+
 /* The file at path is the one recorded: same SHA-256 (rows of older builds
  * have none and pass). */
 static ws_status check_sha256(const char *path, const char *recorded, ws_error *err)
@@ -208,8 +214,7 @@ ws_status ws_srv_version_load(ws_store *st, const char *data_dir, int64_t model_
     ws_store_version_clear(&v);
     if (s == WS_OK) s = ws_checkpoint_load(&m, path, be, err);
     if (s == WS_OK) s = check_config(st, model_id, m, path, err);
-    vocab_ctx vc = {m ? ws_model_vocab(m) : NULL, err};
-    if (s == WS_OK) s = ws_store_vocab_load(st, model_id, vocab_one, &vc, err);
+    if (s == WS_OK) s = ws_srv_vocab_extend(st, model_id, m, err);
     if (s != WS_OK) {
         ws_model_free(m);
         return s;

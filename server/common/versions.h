@@ -97,6 +97,9 @@ ws_status ws_srv_version_publish_vocab(ws_store *st, const char *data_dir, const
                                        int64_t model_id, ws_model *m, int64_t expect_prev,
                                        const char *note, int vocab_from, int64_t *version_out,
                                        ws_error *err);
+/* Extends m's vocabulary with the model's symbols in SQLite that it lacks
+ * (WS_ERR_FORMAT when the two disagree on an id m has). */
+ws_status ws_srv_vocab_extend(ws_store *st, int64_t model_id, ws_model *m, ws_error *err);
 /* Records m's symbols from id `from` on in the model's vocabulary (inside the
  * caller's transaction). */
 ws_status ws_srv_vocab_store(ws_store *st, int64_t model_id, ws_model *m, int from, ws_error *err);

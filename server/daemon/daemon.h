@@ -39,6 +39,7 @@ typedef struct {
     int batch_wait_us;
     ws_store_durability durability;
     int force_cpu;
+    int train_priority;     /* ws_train_priority */
     int64_t max_sessions;   /* per tenant */
     int request_timeout_ms; /* engine deadline of a queued job */
     int max_queue;          /* jobs waiting in the engine before 503 */

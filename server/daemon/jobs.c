@@ -20,6 +20,7 @@ ws_status ws_srv_engine_start(ws_srv *srv, ws_error *err)
     snprintf(ec.db_path, sizeof ec.db_path, "%s", srv->db_path);
     ec.durability = srv->cfg.durability;
     ec.force_cpu = srv->cfg.force_cpu;
+    ec.train_priority = (ws_train_priority)srv->cfg.train_priority;
     ec.max_batch = srv->cfg.max_batch;
     ec.batch_wait_us = srv->cfg.batch_wait_us;
     ec.max_queue = srv->cfg.max_queue;

@@ -147,6 +147,14 @@ static ws_status parse_backend(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
+static ws_status parse_train_priority(void *value, const char *arg, ws_error *err)
+{
+    static const char *const names[] = {"low", "idle", "normal"}; /* ws_train_priority */
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(arg, names[i])) return *(int *)value = i, WS_OK;
+    return ws_error_set(err, WS_ERR_INVALID, "wants low, idle or normal, got '%s'", arg);
+}
+
 /* What the flags set: the daemon's config, and the subcommands' own. */
 typedef struct {
     ws_srv_config cfg;
@@ -185,6 +193,9 @@ static const ws_cli_opt flags[] = {
        "see api.md, Durability (default normal)"),
     FN("backend", cfg.force_cpu, parse_backend, "auto|cpu", SERVE,
        "auto: CUDA when built with it and a GPU is present (default auto)"),
+    FN("train-priority", cfg.train_priority, parse_train_priority, "low|idle|normal", SERVE,
+       "CPU priority of online training: low (nice 19), idle (SCHED_IDLE), normal (default "
+       "low)"),
     NUM("max-sessions", WS_OPT_I64, cfg.max_sessions, 1, 1 << 30, "N", SERVE,
         "sessions per tenant"),
     NUM("request-timeout-ms", WS_OPT_INT, cfg.request_timeout_ms, 100, 3600000, "N", SERVE,

@@ -125,6 +125,10 @@ static double m_trained(const ws_engine_model_info *m)
 {
     return (double)m->examples_trained;
 }
+static double m_dropped(const ws_engine_model_info *m)
+{
+    return (double)m->examples_dropped;
+}
 static double m_self(const ws_engine_model_info *m)
 {
     return (double)m->examples_self;
@@ -150,10 +154,13 @@ static const model_series series[] = {
     {"model_version", "gauge", "The model version served.", m_version},
     {"model_unloadable_version", "gauge",
      "The recorded current version when it cannot be served (0: none).", m_unloadable},
-    {"training_examples_ready", "gauge", "Online-training examples waiting for an update.",
-     m_ready},
+    {"training_examples_ready", "gauge",
+     "Online-training examples waiting for the training thread.", m_ready},
     {"training_examples_trained_total", "counter",
      "Online-training examples trained on since the start.", m_trained},
+    {"training_examples_dropped_total", "counter",
+     "Online-training examples dropped unused since the start (the training thread behind).",
+     m_dropped},
     {"training_examples_self_supervised_total", "counter",
      "Examples made from unlabelled steps since the start.", m_self},
     {"gate_published_total", "counter", "Candidate versions the publication gate published.",

@@ -2,10 +2,10 @@
  * every loaded model. It takes up to max_batch queued jobs, with each session
  * at most once per batch (a later job of the same session stays queued for the
  * next batch, so a session's steps apply strictly in order); runs them
- * (engine_run.c); and, when no serving work waits — or at least every 8th
- * batch under sustained load, so training is slowed, never starved — one
- * online-training pass; and about once a second, between batches, it adopts
- * model versions that another process recorded in SQLite (engine_models.c).
+ * (engine_run.c); between batches it publishes the candidate versions that
+ * the models' training threads made (engine_train.c: online training never
+ * runs here) and, about once a second, adopts model versions that another
+ * process recorded in SQLite (engine_models.c).
  *
  * Continuous batching: an idle engine runs what is queued the moment it comes,
  * so a lone client never waits for a batch to fill; what arrives while a batch
@@ -23,10 +23,9 @@
 #include "engine_impl.h"
 #include "base/ws_clock.h"
 
-#define TRAIN_EVERY_BATCHES 8
 /* How often the engine looks for versions recorded by other processes: one
  * SELECT over the models table, so a retrained version is served within ~1 s. */
-#define SYNC_EVERY_US       1000000
+#define SYNC_EVERY_US 1000000
 
 ws_engine_config ws_engine_config_default(void)
 {
@@ -117,6 +116,7 @@ static void training_job(ws_engine *e, ws_job *j)
     pthread_mutex_lock(&e->mu);
     em->tr = t;
     pthread_mutex_unlock(&e->mu);
+    if (em->train) ws_eng_trainer_settings(em->train, &t);
     j->result.training = t;
     ws_eng_finish(j);
 }
@@ -131,39 +131,12 @@ static void admin_job(ws_engine *e, ws_job *j)
     ws_eng_build_start(e, j); /* MODEL_CREATE, MODEL_IMPORT: complete when installed */
 }
 
-void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em)
+void ws_eng_wake(void *ctx)
 {
-    ws_online_stats st = ws_online_stats_of(em->trainer);
+    ws_engine *e = ctx;
     pthread_mutex_lock(&e->mu);
-    em->stats = st;
+    pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
-    ws_eng_history_train(e->hist, em, &st);
-}
-
-static void train_some(ws_engine *e)
-{
-    for (int i = 0; i < e->n_models; i++) {
-        ws_eng_model *em = &e->models[i];
-        if (!ws_online_ready(em->trainer)) continue;
-        ws_error err = {0};
-        int due = 0;
-        ws_status s = ws_online_run(em->trainer, em->x, &em->tr, &due, &err);
-        if (s == WS_OK && due) {
-            if (e->cfg.on_training_update) e->cfg.on_training_update();
-            s = ws_eng_model_update(e, em, &err);
-        }
-        if (s != WS_OK) ws_log(WS_LOG_ERROR, "training %s: %s", em->name, err.msg);
-        /* Another process published first: its version wins, serve it now. */
-        if (s == WS_ERR_CONFLICT) ws_eng_models_sync(e);
-        ws_eng_model_stats_publish(e, em);
-    }
-}
-
-static int training_ready(ws_engine *e)
-{
-    for (int i = 0; i < e->n_models; i++)
-        if (e->models[i].tr.enabled && ws_online_ready(e->models[i].trainer)) return 1;
-    return 0;
 }
 
 /* Waits on the engine's condition (mu held) until signalled or until the
@@ -182,7 +155,7 @@ static void wait_until(ws_engine *e, int64_t until)
 static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
-    int max = e->cfg.max_batch, batches = 0;
+    int max = e->cfg.max_batch;
     int refill = 0; /* jobs of the batch that just ran, whose clients are coming back */
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
@@ -194,6 +167,13 @@ static void *engine_main(void *arg)
             ws_eng_models_sync(e);
             pthread_mutex_lock(&e->mu);
             next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
+            continue;
+        }
+        /* between batches: versions the training threads made */
+        if (ws_eng_models_waiting(e)) {
+            pthread_mutex_unlock(&e->mu);
+            ws_eng_models_publish(e);
+            pthread_mutex_lock(&e->mu);
             continue;
         }
         /* between batches: models built off this thread */
@@ -211,12 +191,6 @@ static void *engine_main(void *arg)
             continue;
         }
         if (!e->head) {
-            if (training_ready(e)) {
-                pthread_mutex_unlock(&e->mu);
-                train_some(e);
-                pthread_mutex_lock(&e->mu);
-                continue;
-            }
             wait_until(e, next_sync);
             continue;
         }
@@ -237,7 +211,6 @@ static void *engine_main(void *arg)
         }
         if (m) ws_eng_run_batch(e, jobs, m);
         refill = m;
-        if (++batches % TRAIN_EVERY_BATCHES == 0) train_some(e);
         pthread_mutex_lock(&e->mu);
     }
     /* Shutdown: queued jobs complete (WS_JOB_SHUTTING_DOWN), never dropped: no leaks, no
@@ -355,22 +328,27 @@ void ws_engine_free(ws_engine *e)
     free(e);
 }
 
-/* em's public picture (mu held). */
+/* em's public picture (mu held; the counters are read under the examples'
+ * lock, the gate under its training thread's). */
 static ws_engine_model_info info_of(const ws_eng_model *em)
 {
+    ws_online_stats st = ws_online_stats_of(em->trainer);
     ws_engine_model_info m = {.id = em->id,
                               .version = em->version,
-                              .examples_ready = em->stats.ready,
-                              .examples_held_out = em->stats.held_out,
-                              .examples_labelled = em->stats.examples_labelled,
-                              .examples_self = em->stats.examples_self,
-                              .examples_trained = em->stats.examples_trained,
-                              .examples_dropped = em->stats.examples_dropped,
+                              .examples_ready = st.ready,
+                              .examples_held_out = st.held_out,
+                              .examples_labelled = st.examples_labelled,
+                              .examples_self = st.examples_self,
+                              .examples_trained = st.examples_trained,
+                              .examples_dropped = st.examples_dropped,
                               .unloadable = em->unloadable,
-                              .updates = em->stats.updates,
-                              .last_loss = em->stats.last_loss,
-                              .memory_bytes = em->bytes,
-                              .gate = em->gate};
+                              .updates = st.updates,
+                              .last_loss = st.last_loss,
+                              .memory_bytes = em->bytes};
+    if (em->train)
+        ws_eng_trainer_gate(em->train, &m.gate);
+    else
+        ws_eng_gate_reset(&m.gate);
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

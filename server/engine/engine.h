@@ -3,8 +3,9 @@
  * (steps, queries, labels, model creation, import and training settings) from
  * a queue, batches them (each session at most once per batch, so a session's
  * steps apply in order), runs the model, commits each group in one SQLite
- * transaction, trains online between batches, and completes every job through
- * its callback. It speaks no HTTP and parses no request: a front end (the
+ * transaction, publishes the versions that each model's online-training
+ * thread makes (between batches: training itself never runs on the engine
+ * thread), and completes every job through its callback. It speaks no HTTP and parses no request: a front end (the
  * daemon's HTTP edge, tests/test_engine.c) builds jobs and reads results, the
  * way llama.cpp's server keeps JSON and status codes at its edge.
  *
@@ -26,6 +27,13 @@
 
 typedef struct ws_engine ws_engine;
 
+/* The CPU priority of the online-training threads (engine_train.c). */
+typedef enum {
+    WS_TRAIN_PRIORITY_LOW = 0, /* nice 19: a small share of a busy CPU (default) */
+    WS_TRAIN_PRIORITY_IDLE,    /* SCHED_IDLE: only CPU nothing else wants */
+    WS_TRAIN_PRIORITY_NORMAL   /* as the engine's: an equal share */
+} ws_train_priority;
+
 typedef struct {
     char data_dir[WS_SRV_PATH_MAX];     /* checkpoints live in <data_dir>/models */
     char db_path[WS_SRV_PATH_MAX + 32]; /* the SQLite database */
@@ -40,7 +48,10 @@ typedef struct {
      * that would take the total past it is refused before it is allocated.
      * Models loaded at start count but are never refused. */
     size_t max_model_memory;
-    /* Process-wide counters (may be NULL), called on the engine thread. */
+    ws_train_priority train_priority;
+    /* Process-wide counters (may be NULL): on_batch is called on the engine
+     * thread, on_training_update on a model's training thread as an AdamW step
+     * begins. */
     void (*on_batch)(int n_jobs, int n_steps, int n_queries);
     void (*on_training_update)(void);
 } ws_engine_config;
@@ -51,10 +62,12 @@ typedef struct {
  * data_dir and db_path empty (the caller's to set). */
 ws_engine_config ws_engine_config_default(void);
 /* The bytes an engine of cfg holds for a model of mc: parameters, gradients
- * and AdamW state, the vocabulary, one context's activation arena for the
- * largest serving batch (max_batch steps of WS_SRV_MAX_ITEMS instructions and
- * queries) and the largest online-training batch, the engine's max_batch world
- * states on device and host, and the online trainer's states and examples.
+ * and AdamW state twice (the served weights and the training thread's copy),
+ * the vocabulary, the serving context's activation arena for the largest
+ * serving batch (max_batch steps of WS_SRV_MAX_ITEMS instructions and queries)
+ * and the training context's for the largest online-training batch, the
+ * engine's max_batch world states on device and host, and the online trainer's
+ * states and examples.
  * An upper bound, computed from the config alone (model.h ws_model_memory_of). */
 ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_config *mc, size_t *out,
                                 ws_error *err);

@@ -1,6 +1,7 @@
 /* engine_gate.c — the publication gate (DESIGN §3): a candidate version made by
  * online training is scored before it is published, beside the version served,
- * on the same two things:
+ * on the model's training thread (engine_train.c: its own copy of the weights,
+ * so serving goes on meanwhile), on the same two things:
  * - a fixed probe of the built-in task `memory` (model/probe.h): 8 episodes of
  *   8 facts over fresh symbols (no vocabulary ids: codes alone, so the probe
  *   never grows the model's vocabulary), told, overridden, then asked after 1
@@ -42,17 +43,18 @@ static ws_probe_config gate_probe(void)
                              .seed = GATE_SEED};
 }
 
-ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err)
+ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engine_gate_score *out,
+                            ws_error *err)
 {
     if (probe) {
         out->probe = -1;
         for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++)
             out->probe_kind[k] = -1, out->probe_kind_n[k] = 0;
     }
-    if (probe && em->cfg.max_fact_len >= WS_PROBE_ARITY) {
+    if (probe && ws_model_config_of(ws_exec_model(x))->max_fact_len >= WS_PROBE_ARITY) {
         ws_probe_config pc = gate_probe();
         ws_probe_result r;
-        WS_TRY(ws_probe_run(em->x, &pc, &r, err));
+        WS_TRY(ws_probe_run(x, &pc, &r, err));
         long n = 0, right = 0;
         for (int k = 0; k < WS_PROBE_KINDS; k++) {
             long nk = 0, rk = 0;
@@ -63,7 +65,7 @@ ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *o
         }
         out->probe = n ? (double)right / (double)n : -1;
     }
-    return ws_online_replay(em->trainer, em->x, &out->replay_right, &out->replay_n, err);
+    return ws_online_replay(t, x, &out->replay_right, &out->replay_n, err);
 }
 
 static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",

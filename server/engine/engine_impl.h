@@ -13,12 +13,13 @@
 #include "engine.h"
 #include "files.h"
 #include "online_trainer.h"
+#include "engine_train.h"
 
 typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
     ws_model *m;
-    ws_exec *x; /* the engine thread's context on m: serving and training */
+    ws_exec *x; /* the engine thread's context on m: serving */
     ws_model_config cfg;
     int64_t version;
     int64_t unloadable; /* a recorded version that failed to load (not tried again): the
@@ -27,9 +28,8 @@ typedef struct {
                            an older one current, and the next publish goes on top */
     int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
     ws_srv_training tr;
-    ws_online_trainer *trainer;
-    ws_online_stats stats;    /* published copy for other threads (under mu) */
-    ws_engine_gate_info gate; /* written on the engine thread under mu */
+    ws_online_trainer *trainer; /* the examples made from its committed steps */
+    ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
     ws_batch *batch;
     float *w_dev;  /* max_batch states on the backend */
     float *w_host; /* max_batch states on the host */
@@ -103,24 +103,25 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
                              ws_error *err);
 ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id);
 ws_eng_model *ws_eng_model_by_name(ws_engine *e, const char *name);
-/* Applies the trainer's summed gradients to em (ws_online_update) and publishes
- * the result as the model's next version (versions.h); on any failure em's
- * parameters and AdamW state are those of the version it served before.
- * WS_ERR_CONFLICT when another process published a version meanwhile. */
-ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err);
+/* 1 when a training thread has a candidate version waiting (mu held). */
+int ws_eng_models_waiting(ws_engine *e);
+/* Publishes every candidate waiting (engine thread, between batches, mu not
+ * held): as each model's next version, recorded and served from the next
+ * batch on; the training thread is told either way (ws_eng_trainer_verdict). */
+void ws_eng_models_publish(ws_engine *e);
 /* Serves each model's current version as recorded in SQLite, loading those that
  * another process recorded (api.md, Online training: an external version wins). */
 void ws_eng_models_sync(ws_engine *e);
 void ws_eng_models_free(ws_engine *e);
-/* Copies the trainer's counters to em->stats under mu (the trainer itself is
- * engine-thread only). */
-void ws_eng_model_stats_publish(ws_engine *e, ws_eng_model *em);
+/* Wakes the engine thread (ctx: the engine), from any thread holding no lock. */
+void ws_eng_wake(void *ctx);
 
-/* engine_gate.c: the publication gate. */
-/* Scores em's parameters as they are now, in its context: the fixed memory
- * probe (when probe is non-zero; else out->probe is left as it is) and the
- * replay of the trainer's held-out examples. */
-ws_status ws_eng_gate_score(ws_eng_model *em, int probe, ws_engine_gate_score *out, ws_error *err);
+/* engine_gate.c: the publication gate (on a training thread). */
+/* Scores x's model's parameters as they are now, in x: the fixed memory probe
+ * (when probe is non-zero; else out->probe is left as it is) and the replay of
+ * t's held-out examples. */
+ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engine_gate_score *out,
+                            ws_error *err);
 /* 1 when the candidate may be published: its probe accuracy, overall and per
  * kind, is not below the served version's or g's best by more than the
  * tolerance, nor its replay accuracy below the served version's; else 0 with
@@ -177,7 +178,8 @@ ws_status ws_eng_history_new(ws_eng_history **out, ws_error *err);
 void ws_eng_history_free(ws_eng_history *h);
 /* A point for em when st counts an update the history has not seen (with the
  * gate's last decision when the gate decided since). */
-void ws_eng_history_train(ws_eng_history *h, const ws_eng_model *em, const ws_online_stats *st);
+void ws_eng_history_train(ws_eng_history *h, int64_t model_id, int64_t version,
+                          const ws_online_stats *st, const ws_engine_gate_info *gate);
 /* Drops a deleted model's points (a later model may get its id). */
 void ws_eng_history_forget_model(ws_eng_history *h, int64_t model_id);
 /* The change norms of a session's step `step` (prev, next: n_state x d). */

@@ -5,17 +5,18 @@
  * retrain) recorded.
  *
  * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
- * version is a new file written atomically (ws_checkpoint_save: temp file,
- * fsync, rename) under SQLite's write lock and only then recorded (versions.h),
- * so a crash between the two leaves an unreferenced file, never a referenced
- * missing one. SQLite is the authority on the vocabulary: a checkpoint's
- * vocabulary is a prefix of it.
+ * version is a new file, on disk (fsync, rename, fsync of the folder) under
+ * SQLite's write lock before it is recorded (versions.h), so a crash between
+ * the two leaves an unreferenced file, never a referenced missing one. SQLite
+ * is the authority on the vocabulary: a checkpoint's vocabulary is a prefix of
+ * it.
  *
- * Only a published version is ever served: online training applies an update
- * to the served parameters only inside ws_eng_model_update, which scores the
- * candidate at the publication gate (engine_gate.c) and publishes it before the
- * engine thread serves again, and restores the parameters it had (the
- * published version's) when the gate rejects it or the publish fails. A
+ * Only a published version is ever served: online training runs on each
+ * model's training thread, on a copy of the weights (engine_train.c); a
+ * candidate that passed the gate there is published here, on the engine thread
+ * between two batches (ws_eng_models_publish: its staged file renamed into
+ * place and recorded, its parameters copied into the served model), so the
+ * version a step's log entry names is the one whose parameters answered it. A
  * rollback (ws_eng_rollback_job) makes a recorded older version current and
  * serves it; versions go on growing from the greatest recorded (em->latest). */
 #include <errno.h>
@@ -25,7 +26,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/ws_clock.h"
 #include "model/checkpoint.h"
 #include "engine_impl.h"
 #include "server/common/versions.h"
@@ -41,13 +41,31 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
     if (!em->w_host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
-    return ws_online_new(&em->trainer, em->m, err);
+    return ws_online_new(&em->trainer, &em->cfg, err);
+}
+
+/* The model's training thread, once em has its id, name and version. */
+static ws_status train_start(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    ws_eng_trainer_config c = {.data_dir = e->cfg.data_dir,
+                               .db_path = e->cfg.db_path,
+                               .durability = e->cfg.durability,
+                               .name = em->name,
+                               .model_id = em->id,
+                               .cpu = !strcmp(e->be->ops->name, "cpu"),
+                               .priority = e->cfg.train_priority,
+                               .on_update = e->cfg.on_training_update,
+                               .wake_engine = ws_eng_wake,
+                               .wake_ctx = e,
+                               .history = e->hist};
+    return ws_eng_trainer_start(&em->train, &c, em->m, em->version, &em->tr, em->trainer, err);
 }
 
 static void model_release(ws_eng_model *em)
 {
     if (!em->m) return;
-    ws_online_free(em->trainer, em->m);
+    ws_eng_trainer_free(em->train); /* first: it trains on em->trainer's examples */
+    ws_online_free(em->trainer);
     ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
     free(em->w_host);
@@ -127,14 +145,14 @@ static ws_status load_intact(ws_engine *e, const ws_srv_model_row *row, ws_eng_m
 ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_config *mc, size_t *out,
                                 ws_error *err)
 {
-    /* Serving and online training share the model's one context (em->x). */
-    ws_batch_shape shapes[2] = {
-        {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0},
-        ws_online_shape(),
-    };
-    ws_model_memory mm;
-    WS_TRY(ws_model_memory_of(mc, shapes, 2, 2 * (size_t)cfg->max_batch, &mm, err));
-    *out = mm.total + ws_online_bytes(mc);
+    /* The served weights with the serving context and states, and the training
+     * thread's copy of the weights with its own context. */
+    ws_batch_shape serve = {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
+    ws_batch_shape train = ws_online_shape();
+    ws_model_memory ms, mt;
+    WS_TRY(ws_model_memory_of(mc, &serve, 1, 2 * (size_t)cfg->max_batch, &ms, err));
+    WS_TRY(ws_model_memory_of(mc, &train, 1, 0, &mt, err));
+    *out = ms.total + mt.total + ws_online_bytes(mc);
     return WS_OK;
 }
 
@@ -202,8 +220,8 @@ static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *e
     cJSON_Delete(tj);
     if (s == WS_OK) s = model_attach(e, em, err);
     em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
-    ws_eng_gate_reset(&em->gate);
     latest_read(e, em);
+    if (s == WS_OK) s = train_start(e, em, err);
     return s;
 }
 
@@ -260,7 +278,8 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, w
     }
     ws_eng_model tmp = {.m = m, .bytes = bytes};
     /* Everything that can fail for want of memory comes before the commit, so a
-     * committed model is always served. */
+     * committed model is always served (the training thread needs the id: it
+     * starts after, and a model whose thread cannot start is served untrained). */
     ws_status s = model_attach(e, &tmp, err);
     if (s == WS_OK) s = table_reserve(e, err);
     if (s == WS_OK) s = record_model(e, name, tenant, m, tr, sha256, note, &tmp.id, err);
@@ -274,10 +293,12 @@ ws_status ws_eng_model_install(ws_engine *e, const char *name, int64_t tenant, w
         return s;
     }
     tmp.version = 1, tmp.latest = 1;
-    ws_eng_gate_reset(&tmp.gate);
     tmp.tr = *tr;
     tmp.vocab_stored = ws_vocab_size(ws_model_vocab(m));
     strcpy(tmp.name, name);
+    ws_error terr = {0};
+    if (train_start(e, &tmp, &terr) != WS_OK)
+        ws_log(WS_LOG_WARN, "model %s: no online training: %s", name, terr.msg);
     pthread_mutex_lock(&e->mu); /* readers of the table (status, metrics) hold mu */
     ws_eng_model *em = &e->models[e->n_models++];
     *em = tmp;
@@ -292,7 +313,7 @@ ws_status ws_eng_model_build(ws_engine *e, const char *name, const ws_model_conf
 {
     WS_TRY(ws_model_new(out, cfg, e->be, seed, err));
     ws_srv_ckpt_path(e->cfg.data_dir, name, 1, path, WS_ENG_CKPT_PATH);
-    ws_status s = ws_checkpoint_save(*out, path, 1, err);
+    ws_status s = ws_checkpoint_save(*out, path, 0, err);
     if (s == WS_OK) s = ws_srv_file_sha256(path, sha256, err);
     if (s != WS_OK) {
         ws_model_free(*out);
@@ -318,47 +339,53 @@ ws_status ws_eng_model_create_now(ws_engine *e, const char *name, const ws_model
                                 err);
 }
 
-/* A model's parameters and AdamW state in host memory. */
-typedef struct {
-    float *host; /* parameters, first moments, second moments */
-    int optim_steps;
-} weights_copy;
-
-static ws_status weights_take(ws_model *m, weights_copy *c, ws_error *err)
-{
-    size_t n = ws_model_n_params(m);
-    ws_backend *be = ws_model_backend(m);
-    c->optim_steps = ws_model_optim_steps(m);
-    c->host = malloc(sizeof(float) * 3 * n);
-    if (!c->host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    ws_status s = ws_backend_download(be, c->host, ws_model_params(m), sizeof(float) * n);
-    if (s == WS_OK) s = ws_backend_download(be, c->host + n, ws_model_adam_m(m), sizeof(float) * n);
-    if (s == WS_OK)
-        s = ws_backend_download(be, c->host + 2 * n, ws_model_adam_v(m), sizeof(float) * n);
-    return s == WS_OK ? WS_OK : ws_error_set(err, s, "cannot copy the model's parameters");
-}
-
-static ws_status weights_put(ws_model *m, const weights_copy *c, ws_error *err)
-{
-    size_t n = ws_model_n_params(m);
-    ws_backend *be = ws_model_backend(m);
-    ws_model_set_optim_steps(m, c->optim_steps);
-    ws_status s = ws_backend_upload(be, ws_model_params(m), c->host, sizeof(float) * n);
-    if (s == WS_OK) s = ws_backend_upload(be, ws_model_adam_m(m), c->host + n, sizeof(float) * n);
-    if (s == WS_OK)
-        s = ws_backend_upload(be, ws_model_adam_v(m), c->host + 2 * n, sizeof(float) * n);
-    return s == WS_OK ? WS_OK : ws_error_set(err, s, "cannot restore the model's parameters");
-}
-
-/* Publishes em's parameters as the version after the greatest recorded one
+/* Publishes em's candidate c as the version after the greatest recorded one
  * (one that cannot be served, em->unloadable, is superseded: training goes
- * on); WS_ERR_CONFLICT when another process published meanwhile. */
-static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
+ * on): its staged file renamed into place, synced, and recorded current in one
+ * SQLite transaction. WS_ERR_CONFLICT when another process published
+ * meanwhile, or online training was switched off since c was made. */
+static ws_status publish(ws_engine *e, ws_eng_model *em, const ws_eng_candidate *c, int64_t *v,
+                         ws_error *err)
 {
-    int64_t v = 0, prev = em->unloadable > em->version ? em->unloadable : em->version;
+    if (!em->tr.enabled)
+        return ws_error_set(err, WS_ERR_CONFLICT, "online training is off: candidate dropped");
+    int64_t max = 0, prev = em->unloadable > em->version ? em->unloadable : em->version;
     if (em->latest > prev) prev = em->latest; /* served an older version: a rollback */
-    WS_TRY(ws_srv_version_publish(e->st, e->cfg.data_dir, em->name, em->id, em->m, prev,
-                                  "online training", &v, err));
+    char path[WS_ENG_CKPT_PATH];
+    int placed = 0;
+    WS_TRY(ws_store_begin(e->st, err));
+    ws_status s = ws_store_version_max(e->st, em->id, &max, err);
+    if (s == WS_OK && max != prev)
+        s = ws_error_set(err, WS_ERR_CONFLICT,
+                         "model %s: version %lld was published meanwhile (expected %lld)", em->name,
+                         (long long)max, (long long)prev);
+    ws_srv_ckpt_path(e->cfg.data_dir, em->name, max + 1, path, sizeof path);
+    if (s == WS_OK) s = ws_srv_file_commit(c->staged, path, err);
+    placed = s == WS_OK;
+    if (s == WS_OK)
+        s = ws_srv_version_record(e->st, e->cfg.data_dir, em->name, em->id, max + 1, c->sha256,
+                                  "online training", err);
+    if (s == WS_OK) s = ws_store_commit(e->st, err);
+    if (s != WS_OK) {
+        ws_store_rollback(e->st, NULL);
+        if (placed && unlink(path) != 0 && errno != ENOENT) /* nobody refers to it */
+            ws_log(WS_LOG_WARN, "cannot remove %s: %s", path, strerror(errno));
+        return s;
+    }
+    *v = max + 1;
+    return WS_OK;
+}
+
+/* Serves em's candidate c, published as version v, from the next batch on. */
+static void serve_published(ws_engine *e, ws_eng_model *em, const ws_eng_candidate *c, int64_t v)
+{
+    size_t n = ws_model_n_params(em->m);
+    if (ws_backend_upload(e->be, ws_model_params(em->m), c->params, sizeof(float) * n) != WS_OK) {
+        /* recorded current: the next sync loads it from its file */
+        ws_log(WS_LOG_ERROR, "model %s: cannot copy version %lld's parameters", em->name,
+               (long long)v);
+        return;
+    }
     pthread_mutex_lock(&e->mu);
     em->version = v, em->unloadable = 0, em->latest = v;
     pthread_mutex_unlock(&e->mu);
@@ -366,64 +393,36 @@ static ws_status publish(ws_engine *e, ws_eng_model *em, ws_error *err)
      * newest WS_SRV_KEEP_VERSIONS files are kept (and version 1, the model as
      * created); older version rows stay in SQLite as history without a file. */
     if (v - WS_SRV_KEEP_VERSIONS > 1) {
-        char path[WS_SRV_PATH_MAX + 128];
+        char path[WS_ENG_CKPT_PATH];
         ws_srv_ckpt_path(e->cfg.data_dir, em->name, v - WS_SRV_KEEP_VERSIONS, path, sizeof path);
         if (unlink(path) != 0 && errno != ENOENT)
             ws_log(WS_LOG_WARN, "cannot remove old checkpoint %s: %s", path, strerror(errno));
     }
-    return WS_OK;
 }
 
-/* Records the gate's decision (mu: status and metrics read it) and says it. */
-static void gate_note(ws_engine *e, ws_eng_model *em, int published, int64_t base,
-                      const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
-                      double ms, const char *why)
+int ws_eng_models_waiting(ws_engine *e)
 {
-    pthread_mutex_lock(&e->mu);
-    ws_engine_gate_info *g = &em->gate;
-    g->has_last = 1;
-    g->last.published = published;
-    g->last.base_version = base;
-    g->last.version = published ? em->version : 0;
-    g->last.served = *served, g->last.candidate = *cand;
-    g->last.ms = ms;
-    snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
-    g->published += published, g->rejected += !published;
-    ws_eng_gate_served(g, published ? cand : served);
-    pthread_mutex_unlock(&e->mu);
-    if (!published)
-        ws_log(WS_LOG_INFO,
-               "model %s: gate rejected the candidate trained from version %lld: "
-               "%s; serving version %lld, training goes on from it",
-               em->name, (long long)base, why, (long long)em->version);
+    for (int i = 0; i < e->n_models; i++)
+        if (e->models[i].train && ws_eng_trainer_waiting(e->models[i].train)) return 1;
+    return 0;
 }
 
-ws_status ws_eng_model_update(ws_engine *e, ws_eng_model *em, ws_error *err)
+void ws_eng_models_publish(ws_engine *e)
 {
-    weights_copy served = {0};
-    ws_engine_gate_score before = {0}, after = {0};
-    int64_t base = em->version, t0 = ws_clock_mono_us();
-    int gate = em->tr.gate, pass = 1;
-    char why[160] = "";
-    ws_status s = weights_take(em->m, &served, err);
-    /* The served version's probe score is known once measured (the same
-     * parameters answer the same fixed probe). */
-    before = em->gate.served;
-    if (s == WS_OK && gate) s = ws_eng_gate_score(em, before.probe < 0, &before, err);
-    if (s == WS_OK) s = ws_online_update(em->trainer, em->m, &em->tr, err);
-    if (s == WS_OK && gate) s = ws_eng_gate_score(em, 1, &after, err);
-    if (s == WS_OK && gate)
-        pass = ws_eng_gate_pass(&em->tr, &em->gate, &before, &after, why, sizeof why);
-    double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
-    if (s == WS_OK && pass) s = publish(e, em, err);
-    if (s == WS_OK && gate) gate_note(e, em, pass, base, &before, &after, ms, why);
-    /* Not published: the published version's parameters are served again, and
-     * training goes on from them (the update's examples are spent). */
-    ws_error put_err = {0};
-    if ((s != WS_OK || !pass) && served.host && weights_put(em->m, &served, &put_err) != WS_OK)
-        ws_log(WS_LOG_ERROR, "model %s: %s; serving unpublished parameters", em->name, put_err.msg);
-    free(served.host);
-    return s;
+    int conflict = 0;
+    for (int i = 0; i < e->n_models; i++) {
+        ws_eng_model *em = &e->models[i];
+        const ws_eng_candidate *c = em->train ? ws_eng_trainer_candidate(em->train) : NULL;
+        if (!c) continue;
+        ws_error err = {0};
+        int64_t v = 0;
+        ws_status s = publish(e, em, c, &v, &err);
+        if (s == WS_OK) serve_published(e, em, c, v);
+        conflict |= s == WS_ERR_CONFLICT && em->tr.enabled;
+        ws_eng_trainer_verdict(em->train, s, v, &err); /* c is the trainer's again */
+    }
+    /* Another process published first: its version wins, serve it now. */
+    if (conflict) ws_eng_models_sync(e);
 }
 
 ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version,
@@ -442,12 +441,16 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
     /* Symbols that never reached SQLite (a failed group commit) are dropped with
      * the old model: no committed step refers to them. */
     em->vocab_stored = ws_vocab_size(ws_model_vocab(m));
-    ws_online_discard_gradients(em->trainer);
     latest_read(e, em);
     pthread_mutex_lock(&e->mu);
     em->version = version, em->unloadable = 0;
-    ws_eng_gate_reset(&em->gate); /* a new line: measured at its next gate */
     pthread_mutex_unlock(&e->mu);
+    /* Training goes on from it (a new gate line); a candidate of the old
+     * parameters waiting is dropped. */
+    ws_error terr = {0};
+    if (em->train && ws_eng_trainer_rebase(em->train, m, version, &terr) != WS_OK)
+        ws_log(WS_LOG_ERROR, "model %s: training not moved to version %lld: %s", em->name,
+               (long long)version, terr.msg);
     return WS_OK;
 }
 
@@ -508,7 +511,6 @@ void ws_eng_rollback_job(ws_engine *e, ws_job *j)
     s = ws_eng_model_adopt(e, em, m, j->version, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     ws_log(WS_LOG_INFO, "model %s: rolled back to version %lld", em->name, (long long)j->version);
-    ws_eng_model_stats_publish(e, em);
     ws_eng_finish(j);
 }
 
@@ -551,6 +553,13 @@ static void table_remove(ws_engine *e, ws_eng_model *em)
     ws_eng_memory_release(e, bytes);
 }
 
+/* Removes a file of deleted model `name` (one already gone is fine). */
+static void deleted_file_remove(const char *name, const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        ws_log(WS_LOG_WARN, "model %s deleted, but %s stays: %s", name, path, strerror(errno));
+}
+
 void ws_eng_model_delete_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
@@ -568,12 +577,12 @@ void ws_eng_model_delete_job(ws_engine *e, ws_job *j)
     if (s == WS_ERR_NOMEM) ws_error_set(&err, s, "out of memory");
     if (s == WS_OK) s = ws_store_model_delete(e->st, em->id, &err);
     if (s == WS_OK) {
-        table_remove(e, em);
+        table_remove(e, em); /* its training thread stopped: nothing writes its files now */
         /* The rows are gone: a file left behind only takes space (said below). */
-        for (int i = 0; i < files.n; i++)
-            if (unlink(files.paths[i]) != 0 && errno != ENOENT)
-                ws_log(WS_LOG_WARN, "model %s deleted, but %s stays: %s", j->model_name,
-                       files.paths[i], strerror(errno));
+        for (int i = 0; i < files.n; i++) deleted_file_remove(j->model_name, files.paths[i]);
+        char optim[WS_ENG_CKPT_PATH]; /* and its AdamW state, saved as it stopped */
+        ws_eng_optim_path(e->cfg.data_dir, j->model_name, optim, sizeof optim);
+        deleted_file_remove(j->model_name, optim);
         ws_log(WS_LOG_INFO, "model %s deleted", j->model_name);
     }
     for (int i = 0; i < files.n; i++) free(files.paths[i]);

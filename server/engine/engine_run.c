@@ -264,15 +264,14 @@ static void commit_steps(ws_engine *e, ws_eng_model *em, item *items, int n, con
             ws_eng_fail(it->j, s, &err);
             continue;
         }
+        /* Before any reply: a client that has its step acknowledged sees its
+         * example counted (GET /v1/models, /metrics). */
         observe(em, it, it->sess.step + 1);
         if (it->sess.rows) /* the console's change chart (a step from W_0 has none) */
             ws_eng_history_change(e->hist, it->j->session, it->sess.step + 1, em->version,
                                   (int)em->cfg.n_state, (int)em->cfg.d, it->sess.state,
                                   em->w_host + (size_t)it->row * T);
     }
-    /* Before any reply: a client that has its step acknowledged sees its
-     * example counted (GET /v1/models, /metrics). */
-    ws_eng_model_stats_publish(e, em);
     for (int i = 0; i < n; i++) {
         item *it = &items[i];
         if (!it->live || it->em != em || it->j->kind != WS_JOB_STEP) continue;
@@ -351,7 +350,6 @@ static void label_job(ws_engine *e, ws_job *j)
     j->result.training_example =
         em && em->tr.enabled &&
         ws_online_label(em->trainer, j->session, j->label_step, j->labels, j->n_labels);
-    if (em) ws_eng_model_stats_publish(e, em);
     j->result.step = j->label_step;
     ws_eng_finish(j);
 }

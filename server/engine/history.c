@@ -2,7 +2,7 @@
  * per model, a point for each online-training update (its loss, and the
  * publication gate's scores when it was gated); per session, the per-token
  * change norm ||W_t[i] - W_{t-1}[i]|| of its newest steps. Written on the
- * engine thread, read by the HTTP threads, under a lock of its own so that a
+ * engine thread (changes) and the training threads (updates), read by the HTTP threads, under a lock of its own so that a
  * reader never waits for a batch. Nothing of it is stored: it starts empty
  * with the daemon, and what falls out of the bounds is gone. */
 #include <math.h>
@@ -72,23 +72,24 @@ static train_ring *ring_of(ws_eng_history *h, int64_t model_id, int make)
     return h->models[h->n_models++] = r;
 }
 
-void ws_eng_history_train(ws_eng_history *h, const ws_eng_model *em, const ws_online_stats *st)
+void ws_eng_history_train(ws_eng_history *h, int64_t model_id, int64_t version,
+                          const ws_online_stats *st, const ws_engine_gate_info *gate)
 {
     pthread_mutex_lock(&h->mu);
-    train_ring *r = ring_of(h, em->id, 1);
-    int64_t decisions = em->gate.published + em->gate.rejected;
+    train_ring *r = ring_of(h, model_id, 1);
+    int64_t decisions = gate->published + gate->rejected;
     if (r && st->updates != r->updates) {
         ws_engine_train_point *p = &r->p[r->head];
         *p = (ws_engine_train_point){.time_ms = ws_clock_wall_ms(),
-                                     .version = em->version,
+                                     .version = version,
                                      .updates = st->updates,
                                      .examples_trained = st->examples_trained,
                                      .loss = st->last_loss,
-                                     .gated = decisions != r->decisions && em->gate.has_last};
+                                     .gated = decisions != r->decisions && gate->has_last};
         if (p->gated) {
-            p->published = em->gate.last.published;
-            p->served = em->gate.last.served;
-            p->candidate = em->gate.last.candidate;
+            p->published = gate->last.published;
+            p->served = gate->last.served;
+            p->candidate = gate->last.candidate;
         }
         r->head = (r->head + 1) % WS_ENGINE_HISTORY_POINTS;
         if (r->n < WS_ENGINE_HISTORY_POINTS) r->n++;

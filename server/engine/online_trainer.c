@@ -23,9 +23,17 @@
  * A share of the examples (holdout) is kept out of training, newest 64, for the
  * publication gate's replay (ws_online_replay). Steps with raw vector facts are
  * not trained on online (their vectors are not kept).
- * The engine calls ws_online_run when it has no serving work: one TRAIN pass
- * over up to 8 ready examples; every update_every examples it applies the
- * summed gradients (ws_online_update) as part of publishing a version. */
+ *
+ * Two threads: the engine thread makes examples (the cache and the ring of
+ * steps waiting for labels are its alone) and hands them over; the model's
+ * training thread (engine_train.c) takes them, one TRAIN pass over up to 8
+ * ready examples at a time, and every update_every examples applies the summed
+ * gradients (ws_online_update) as part of making a candidate version. What
+ * passes between them — the ready examples, at most 256 (the oldest dropped and
+ * counted when the training thread falls behind), the new held-out ones, the
+ * counters — is under the examples' lock, held only to move pointers: the
+ * engine thread never waits for training. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +48,7 @@
 #define TRAIN_CHUNK    8
 #define EXTRA_MAX      (2 * WS_SRV_RECALL_MAX) /* recall + negative queries per example */
 
-typedef struct {
+typedef struct example {
     char session[WS_STORE_ID_LEN + 1];
     int64_t step;
     float *w_prev;                 /* NULL: the trajectory starts from W_0 */
@@ -48,6 +56,7 @@ typedef struct {
     int32_t *ids;                  /* (n_instr + n_query + n_extra) rows of S ids */
     uint64_t *hash;                /* the same rows' symbol hashes */
     int8_t *vals;                  /* instruction values, query labels (-1 unknown), extra labels */
+    struct example *next;          /* in the spent list */
 } example;
 
 typedef struct {
@@ -56,20 +65,36 @@ typedef struct {
     ws_recall_facts facts;
 } fact_cache;
 
+/* A ring of at most cap examples (head: the oldest). */
+typedef struct {
+    example **at;
+    int cap, head, n;
+} ring;
+
 struct ws_online_trainer {
     int S;
     size_t state_floats;
-    example *pending[RING], *ready[RING], *held[HOLDOUT];
-    int n_pending, pending_head, n_ready, n_held, held_head;
+    /* the engine thread's */
+    ring pending;      /* unlabelled steps' queries waiting for labels */
     int64_t seen;      /* examples made: every 1/holdout-th is held out */
     fact_cache *cache; /* [CACHE_SESSIONS] */
     uint64_t tick, rng;
+    /* between the threads, under mu */
+    pthread_mutex_t mu;
+    void (*on_ready)(void *ctx);
+    void *on_ready_ctx;
+    example *spent; /* done with by the training thread, freed by the engine thread */
+    int busy;       /* taken by the training thread, their pass (and update) not done */
+    ring ready;     /* for training, oldest first */
+    ring held_in;   /* held out, not yet taken by the training thread */
+    ws_online_stats stats;
+    /* the training thread's */
+    ring held; /* the replay set */
     ws_batch *batch;
     float *w_in, *w_out; /* device, TRAIN_CHUNK states each */
     int since_update, calls;
     float loss_sum;
     int loss_n;
-    ws_online_stats stats;
 };
 
 ws_batch_shape ws_online_shape(void)
@@ -83,7 +108,7 @@ size_t ws_online_bytes(const ws_model_config *c)
     size_t rows = 2 * WS_SRV_MAX_ITEMS + EXTRA_MAX;
     size_t row = (size_t)c->max_fact_len * (sizeof(int32_t) + sizeof(uint64_t)) + 1;
     size_t one = sizeof(example) + state + rows * row;
-    return 2 * TRAIN_CHUNK * state + (2 * RING + HOLDOUT) * one +
+    return 2 * TRAIN_CHUNK * state + (2 * RING + 2 * HOLDOUT) * one +
            CACHE_SESSIONS * sizeof(fact_cache);
 }
 
@@ -97,39 +122,140 @@ static void example_free(example *e)
     free(e);
 }
 
-ws_status ws_online_new(ws_online_trainer **out, ws_model *m, ws_error *err)
+/* Frees a list of examples (linked by next). */
+static void list_free(example *e)
+{
+    for (example *next; e; e = next) {
+        next = e->next;
+        example_free(e);
+    }
+}
+
+static int ring_init(ring *r, int cap)
+{
+    r->at = calloc((size_t)cap, sizeof *r->at);
+    r->cap = cap, r->head = 0, r->n = 0;
+    return r->at != NULL;
+}
+
+static void ring_free(ring *r)
+{
+    for (int i = 0; r->at && i < r->cap; i++) example_free(r->at[i]);
+    free(r->at);
+}
+
+static example **ring_at(const ring *r, int i)
+{
+    return &r->at[(r->head + i) % r->cap];
+}
+
+/* Appends e; at capacity the oldest makes room and is returned (NULL: none). */
+static example *ring_put(ring *r, example *e)
+{
+    example *dropped = NULL;
+    if (r->n == r->cap) {
+        dropped = r->at[r->head];
+        r->at[r->head] = NULL;
+        r->head = (r->head + 1) % r->cap;
+        r->n--;
+    }
+    *ring_at(r, r->n) = e;
+    r->n++;
+    return dropped;
+}
+
+/* Removes and returns the oldest (NULL when empty). */
+static example *ring_pop(ring *r)
+{
+    if (!r->n) return NULL;
+    example *e = r->at[r->head];
+    r->at[r->head] = NULL;
+    r->head = (r->head + 1) % r->cap;
+    r->n--;
+    return e;
+}
+
+ws_status ws_online_new(ws_online_trainer **out, const ws_model_config *c, ws_error *err)
 {
     *out = NULL;
     ws_online_trainer *t = calloc(1, sizeof *t);
     if (!t) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    t->S = ws_model_config_of(m)->max_fact_len;
-    t->state_floats = ws_model_state_floats(m);
+    if (pthread_mutex_init(&t->mu, NULL) != 0) {
+        free(t);
+        return ws_error_set(err, WS_ERR_NOMEM, "cannot create a lock");
+    }
+    t->S = c->max_fact_len;
+    t->state_floats = (size_t)c->n_state * (size_t)c->d;
     t->rng = 0x9E3779B97F4A7C15ull;
     t->cache = calloc(CACHE_SESSIONS, sizeof *t->cache);
-    ws_status s = t->cache ? ws_batch_new(&t->batch, ws_model_config_of(m))
-                           : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    if (s == WS_OK) s = ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_in, err);
-    if (s == WS_OK) s = ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_out, err);
-    if (s != WS_OK) {
-        ws_online_free(t, m);
-        return s == WS_ERR_NOMEM ? ws_error_set(err, s, "out of memory") : s;
+    if (!t->cache || !ring_init(&t->pending, RING) || !ring_init(&t->ready, RING) ||
+        !ring_init(&t->held_in, HOLDOUT) || !ring_init(&t->held, HOLDOUT)) {
+        ws_online_free(t);
+        return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     }
     *out = t;
     return WS_OK;
 }
 
-void ws_online_free(ws_online_trainer *t, ws_model *m)
+void ws_online_free(ws_online_trainer *t)
 {
     if (!t) return;
-    for (int i = 0; i < RING; i++) example_free(t->pending[i]);
-    for (int i = 0; i < HOLDOUT; i++) example_free(t->held[i]);
-    for (int i = 0; i < t->n_ready; i++)
-        example_free(t->ready[i]); /* the tail holds stale pointers */
+    list_free(t->spent);
+    ring_free(&t->pending);
+    ring_free(&t->ready);
+    ring_free(&t->held_in);
+    ring_free(&t->held);
     free(t->cache);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+void ws_online_on_ready(ws_online_trainer *t, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&t->mu);
+    t->on_ready = fn, t->on_ready_ctx = ctx;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Puts e among the ready examples and says so (mu held; unlocks it). The
+ * examples the training thread is done with are freed here: memory is freed by
+ * the thread that allocated it, so the training thread, whose priority is the
+ * lowest, never holds a lock of the engine thread's allocator. */
+static void ready_put(ws_online_trainer *t, example *e)
+{
+    example *gone = ring_put(&t->ready, e), *spent = t->spent;
+    t->stats.examples_dropped += gone != NULL;
+    t->spent = NULL;
+    void (*fn)(void *ctx) = t->on_ready;
+    void *ctx = t->on_ready_ctx;
+    pthread_mutex_unlock(&t->mu);
+    example_free(gone);
+    list_free(spent);
+    if (fn) fn(ctx);
+}
+
+/* Hands e back to the engine thread to free (mu held). */
+static void spend(ws_online_trainer *t, example *e)
+{
+    if (!e) return;
+    e->next = t->spent;
+    t->spent = e;
+}
+
+ws_status ws_online_attach(ws_online_trainer *t, ws_model *m, ws_error *err)
+{
+    ws_status s = ws_batch_new(&t->batch, ws_model_config_of(m));
+    if (s != WS_OK) return ws_error_set(err, s, "out of memory");
+    WS_TRY(ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_in, err));
+    return ws_model_state_alloc(m, TRAIN_CHUNK, &t->w_out, err);
+}
+
+void ws_online_detach(ws_online_trainer *t, ws_model *m)
+{
     ws_batch_free(t->batch);
     ws_backend_release(ws_model_backend(m), t->w_in);
     ws_backend_release(ws_model_backend(m), t->w_out);
-    free(t);
+    t->batch = NULL, t->w_in = t->w_out = NULL;
 }
 
 /* Row r of e's facts as symbols; returns how many. */
@@ -246,44 +372,21 @@ static void add_extra(ws_online_trainer *t, const ws_recall_facts *f, example *e
     }
 }
 
-/* Appends e to a bounded list, dropping the oldest at capacity (counted). */
-static void push_ready(ws_online_trainer *t, example *e)
-{
-    if (t->n_ready == RING) {
-        example_free(t->ready[0]);
-        memmove(&t->ready[0], &t->ready[1], sizeof(example *) * (RING - 1));
-        t->n_ready--;
-        t->stats.examples_dropped++;
-    }
-    t->ready[t->n_ready++] = e;
-}
-
-/* Puts e in a ring of cap examples (head: the oldest), freeing the oldest when
- * it is full. */
-static void ring_put(example **ring, int cap, int *head, int *n, example *e)
-{
-    int slot = (*head + *n) % cap;
-    if (*n == cap) {
-        slot = *head;
-        *head = (*head + 1) % cap;
-        (*n)--;
-    }
-    example_free(ring[slot]);
-    ring[slot] = e;
-    (*n)++;
-}
-
-/* A finished example: kept out of training for the gate (every 1/holdout-th,
- * into a ring of the newest HOLDOUT) or made ready. */
-static void take(ws_online_trainer *t, const ws_srv_training *tr, example *e)
+/* Hands a finished example over: kept out of training for the gate (every
+ * 1/holdout-th, the newest HOLDOUT kept) or made ready (the oldest dropped and
+ * counted when RING wait); *count (a counter of stats) is counted with it. */
+static void hand_over(ws_online_trainer *t, const ws_srv_training *tr, example *e, int64_t *count)
 {
     t->seen++;
-    if ((int64_t)((double)t->seen * tr->holdout) > (int64_t)((double)(t->seen - 1) * tr->holdout)) {
-        ring_put(t->held, HOLDOUT, &t->held_head, &t->n_held, e);
-        t->stats.examples_held_out++;
-        return;
-    }
-    push_ready(t, e);
+    int held =
+        (int64_t)((double)t->seen * tr->holdout) > (int64_t)((double)(t->seen - 1) * tr->holdout);
+    pthread_mutex_lock(&t->mu);
+    (*count)++;
+    if (!held) return ready_put(t, e);
+    example *old = ring_put(&t->held_in, e); /* one no replay set would keep */
+    t->stats.examples_held_out++;
+    pthread_mutex_unlock(&t->mu);
+    example_free(old);
 }
 
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st)
@@ -301,15 +404,13 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
         example *e = example_new(t, st, 1, n_extra);
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
-        t->stats.examples_labelled++;
-        return take(t, tr, e);
+        return hand_over(t, tr, e, &t->stats.examples_labelled);
     }
     if (tr->self_supervised && n_extra > 0) {
         example *e = example_new(t, st, 0, n_extra);
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
-        t->stats.examples_self++;
-        take(t, tr, e);
+        hand_over(t, tr, e, &t->stats.examples_self);
     }
     /* The client's queries wait for labels (with the engine's own queries only
      * when those did not make an example already). */
@@ -318,21 +419,22 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     example *w = example_new(t, st, 1, waiting_extra);
     if (!w) return;
     add_extra(t, &c->facts, w, n_recall);
-    ring_put(t->pending, RING, &t->pending_head, &t->n_pending, w); /* the oldest goes */
+    example_free(ring_put(&t->pending, w)); /* the oldest goes */
 }
 
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
                     int n)
 {
-    for (int i = 0; i < t->n_pending; i++) {
-        int slot = (t->pending_head + i) % RING;
-        example *e = t->pending[slot];
+    for (int i = 0; i < t->pending.n; i++) {
+        example **slot = ring_at(&t->pending, i);
+        example *e = *slot;
         if (!e || e->step != step || strcmp(e->session, session) != 0) continue;
-        if (n != e->n_query || t->n_ready == RING) return 0;
+        if (n != e->n_query) return 0;
         for (int q = 0; q < n; q++) e->vals[e->n_instr + q] = (int8_t)labels[q];
-        t->pending[slot] = NULL; /* its slot stays in the ring as an empty record */
-        t->ready[t->n_ready++] = e;
+        *slot = NULL; /* its slot stays in the ring as an empty record */
+        pthread_mutex_lock(&t->mu);
         t->stats.examples_labelled++;
+        ready_put(t, e);
         return 1;
     }
     return 0;
@@ -343,18 +445,30 @@ void ws_online_discard_gradients(ws_online_trainer *t)
     t->since_update = 0, t->calls = 0, t->loss_sum = 0, t->loss_n = 0;
 }
 
-int ws_online_ready(const ws_online_trainer *t)
+int ws_online_ready(ws_online_trainer *t)
 {
-    return t->n_ready;
+    pthread_mutex_lock(&t->mu);
+    int n = t->ready.n;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
-ws_online_stats ws_online_stats_of(const ws_online_trainer *t)
+ws_online_stats ws_online_stats_of(ws_online_trainer *t)
 {
+    pthread_mutex_lock(&t->mu);
     ws_online_stats s = t->stats;
-    s.ready = t->n_ready;
-    s.held_out = t->n_held;
-    s.last_loss = t->loss_n ? t->loss_sum / (float)t->loss_n : s.last_loss;
+    s.ready = t->ready.n + t->busy;
+    pthread_mutex_unlock(&t->mu);
+    /* The replay set is the newest HOLDOUT held out: none is ever dropped before. */
+    s.held_out = s.examples_held_out < HOLDOUT ? (int)s.examples_held_out : HOLDOUT;
     return s;
+}
+
+void ws_online_take_held(ws_online_trainer *t)
+{
+    pthread_mutex_lock(&t->mu);
+    for (example *e; (e = ring_pop(&t->held_in));) spend(t, ring_put(&t->held, e));
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* Adds examples ex[0..n) to t's batch, their states to w_in. */
@@ -383,34 +497,44 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
 {
     ws_model *m = ws_exec_model(x);
     *due = 0;
-    int n = t->n_ready < TRAIN_CHUNK ? t->n_ready : TRAIN_CHUNK;
-    if (n == 0 || !tr->enabled) return WS_OK;
-    ws_status s = batch_of(t, ws_model_backend(m), t->ready, n);
+    example *ex[TRAIN_CHUNK];
+    int n = 0;
+    pthread_mutex_lock(&t->mu);
+    while (n < TRAIN_CHUNK && t->ready.n) ex[n++] = ring_pop(&t->ready);
+    t->busy = n;
+    pthread_mutex_unlock(&t->mu);
+    if (n == 0) return WS_OK;
+    ws_status s = batch_of(t, ws_model_backend(m), ex, n);
     if (s != WS_OK) ws_error_set(err, s, "cannot build a training batch");
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)
         s = ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
-    for (int i = 0; i < n; i++) example_free(t->ready[i]);
-    memmove(&t->ready[0], &t->ready[n], sizeof(example *) * (size_t)(t->n_ready - n));
-    t->n_ready -= n;
-    if (s != WS_OK) return s;
-    t->stats.examples_trained += n;
-    t->loss_sum += res.loss;
-    t->loss_n++;
-    t->since_update += n;
-    t->calls++;
-    *due = t->since_update >= tr->update_every;
-    return WS_OK;
+    if (s == WS_OK) {
+        t->loss_sum += res.loss;
+        t->loss_n++;
+        t->since_update += n;
+        t->calls++;
+        *due = t->since_update >= tr->update_every;
+    }
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < n; i++) spend(t, ex[i]);
+    if (s == WS_OK) {
+        t->stats.examples_trained += n;
+        t->stats.last_loss = t->loss_sum / (float)t->loss_n;
+    }
+    if (!*due) t->busy = 0; /* else until ws_online_update_done */
+    pthread_mutex_unlock(&t->mu);
+    return s;
 }
 
 ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
 {
     ws_model *m = ws_exec_model(x);
     *right = 0, *n = 0;
-    for (int first = 0; first < t->n_held; first += TRAIN_CHUNK) {
+    for (int first = 0; first < t->held.n; first += TRAIN_CHUNK) {
         example *chunk[TRAIN_CHUNK];
-        int k = t->n_held - first < TRAIN_CHUNK ? t->n_held - first : TRAIN_CHUNK;
-        for (int i = 0; i < k; i++) chunk[i] = t->held[(t->held_head + first + i) % HOLDOUT];
+        int k = t->held.n - first < TRAIN_CHUNK ? t->held.n - first : TRAIN_CHUNK;
+        for (int i = 0; i < k; i++) chunk[i] = *ring_at(&t->held, first + i);
         ws_status s = batch_of(t, ws_model_backend(m), chunk, k);
         if (s != WS_OK) return ws_error_set(err, s, "cannot build a replay batch");
         if (ws_batch_n_labelled(t->batch) == 0) continue;
@@ -430,8 +554,17 @@ ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_train
     oc.grad_scale = 1.0f / (float)t->calls; /* the mean over the accumulated passes */
     float gn = 0;
     WS_TRY(ws_model_adamw_step(m, &oc, &gn, err));
+    pthread_mutex_lock(&t->mu);
     t->stats.last_loss = t->loss_sum / (float)t->loss_n;
-    t->stats.updates++;
+    pthread_mutex_unlock(&t->mu);
     t->loss_sum = 0, t->loss_n = 0, t->since_update = 0, t->calls = 0;
     return WS_OK;
+}
+
+void ws_online_update_done(ws_online_trainer *t, int stepped)
+{
+    pthread_mutex_lock(&t->mu);
+    t->stats.updates += stepped;
+    t->busy = 0;
+    pthread_mutex_unlock(&t->mu);
 }

@@ -1,4 +1,6 @@
-/* online_trainer.h — per-model online trainer of the engine (see online_trainer.c). */
+/* online_trainer.h — the examples of a model's online training (see
+ * online_trainer.c): made from committed steps on the engine thread, trained on
+ * by the model's training thread (engine_train.c). */
 #ifndef WS_ENGINE_ONLINE_TRAINER_H
 #define WS_ENGINE_ONLINE_TRAINER_H
 
@@ -31,35 +33,58 @@ typedef struct {
     float last_loss;
 } ws_online_stats;
 
-ws_status ws_online_new(ws_online_trainer **out, ws_model *m, ws_error *err);
-/* The largest batch a trainer runs on its model's context (ws_online_run). */
+/* ---- any thread ----------------------------------------------------------- */
+ws_status ws_online_new(ws_online_trainer **out, const ws_model_config *c, ws_error *err);
+/* After ws_online_detach (the training thread is gone). */
+void ws_online_free(ws_online_trainer *t);
+/* The largest batch the training thread runs (ws_online_run, ws_online_replay). */
 ws_batch_shape ws_online_shape(void);
-/* What a trainer of a model of c holds at most besides that context: its device
- * states and its examples (the recall cache's symbol strings not counted). */
+/* What the examples of a model of c hold at most, and the training thread's
+ * states (the recall cache's symbol strings not counted). */
 size_t ws_online_bytes(const ws_model_config *c);
-void ws_online_free(ws_online_trainer *t, ws_model *m);
+/* The counters, read under the examples' lock: they are written on both threads. */
+ws_online_stats ws_online_stats_of(ws_online_trainer *t);
+/* fn(ctx) is called whenever an example becomes ready (from the engine thread,
+ * with no lock held): it wakes the training thread. */
+void ws_online_on_ready(ws_online_trainer *t, void (*fn)(void *ctx), void *ctx);
+
+/* ---- the engine thread ----------------------------------------------------- */
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st);
 /* Labels that arrived later; 1 if the step was still remembered and is now an example. */
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,
                     int n);
-int ws_online_ready(const ws_online_trainer *t);
-/* Forgets the gradients summed towards the next AdamW step (the engine replaced
- * the model they were summed into); examples and recall facts are kept. */
+
+/* ---- the training thread ---------------------------------------------------- */
+/* Allocates the training thread's batch and states on m (the training copy). */
+ws_status ws_online_attach(ws_online_trainer *t, ws_model *m, ws_error *err);
+void ws_online_detach(ws_online_trainer *t, ws_model *m);
+/* Examples waiting (stats.ready also counts those of a pass not done). */
+int ws_online_ready(ws_online_trainer *t);
+/* Forgets the gradients summed towards the next AdamW step (the parameters
+ * they were summed on are replaced); examples and recall facts are kept. */
 void ws_online_discard_gradients(ws_online_trainer *t);
-ws_online_stats ws_online_stats_of(const ws_online_trainer *t);
-/* One training pass over up to 8 ready examples in context x (on the model the
- * trainer was made for), its gradients summed into the model's; *due = 1 once
- * update_every examples are summed: the caller applies them (ws_online_update)
- * when it publishes the new version. */
+/* One training pass over up to 8 ready examples in context x (on the model
+ * attached), its gradients summed into the model's; *due = 1 once update_every
+ * examples are summed: the caller applies them (ws_online_update). */
 ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
                         ws_error *err);
 /* The held-out examples (the newest ones the holdout setting kept out of
  * training) replayed in context x: each one's step from its W_{t-1}, its
  * labelled queries answered (recall facts at their last value, never-told
- * facts, client labels); *right of *n answers correct (both 0 when none). */
+ * facts, client labels); *right of *n answers correct (both 0 when none).
+ * The set is the one ws_online_take_held last took, so that the served version
+ * and its candidate answer the same questions. */
 ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err);
+/* Takes the held-out examples made since the last call into the replay set
+ * (the newest 64 are kept). */
+void ws_online_take_held(ws_online_trainer *t);
 /* One AdamW step of m with the summed gradients (which it zeroes). */
 ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,
                            ws_error *err);
+/* The update that ws_online_run said was due is decided (published or not;
+ * stepped: its AdamW step was taken, counted in stats.updates): its examples
+ * stop counting as ready, so a client that sees none ready and the update
+ * counted sees its version served. */
+void ws_online_update_done(ws_online_trainer *t, int stepped);
 
 #endif

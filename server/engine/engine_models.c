@@ -38,8 +38,9 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     int n = e->cfg.max_batch;
     WS_TRY(ws_batch_new(&em->batch, &em->cfg));
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
-    em->w_host = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n);
-    if (!em->w_host) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < 2; k++)
+        if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
+            return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
     return ws_online_new(&em->trainer, em->m, err);
 }
@@ -50,7 +51,8 @@ static void model_release(ws_eng_model *em)
     ws_online_free(em->trainer, em->m);
     ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
-    free(em->w_host);
+    free(em->w_host[0]);
+    free(em->w_host[1]);
     ws_exec_free(em->x);
     ws_model_free(em->m);
     memset(em, 0, sizeof *em);
@@ -133,7 +135,8 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
         ws_online_shape(),
     };
     ws_model_memory mm;
-    WS_TRY(ws_model_memory_of(mc, shapes, 2, 2 * (size_t)cfg->max_batch, &mm, err));
+    /* max_batch states on the backend (w_dev) and twice on the host (w_host) */
+    WS_TRY(ws_model_memory_of(mc, shapes, 2, 3 * (size_t)cfg->max_batch, &mm, err));
     *out = mm.total + ws_online_bytes(mc);
     return WS_OK;
 }

@@ -11,6 +11,7 @@
 #include "server/common/common.h"
 #include "engine.h"
 #include "files.h"
+#include "kernels/threads_pick.h"
 #include "online_trainer.h"
 
 typedef struct {
@@ -30,10 +31,11 @@ typedef struct {
     ws_online_stats stats;    /* published copy for other threads (under mu) */
     ws_engine_gate_info gate; /* written on the engine thread under mu */
     ws_batch *batch;
-    float *w_dev;     /* max_batch states on the backend */
-    float *w_host[2]; /* max_batch states on the host, twice: one for the batch being
+    ws_threads_pick par[2]; /* the threads of its step and of its query passes */
+    float *w_dev;           /* max_batch states on the backend */
+    float *w_host[2];       /* max_batch states on the host, twice: one for the batch being
                          committed (engine_commit.c), one for the batch being computed */
-    size_t bytes;     /* what it takes (ws_engine_model_bytes), counted in mem_used */
+    size_t bytes;           /* what it takes (ws_engine_model_bytes), counted in mem_used */
 } ws_eng_model;
 
 typedef struct ws_eng_build ws_eng_build;

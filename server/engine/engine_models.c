@@ -37,6 +37,8 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     em->cfg = *ws_model_config_of(em->m);
     int n = e->cfg.max_batch;
     WS_TRY(ws_batch_new(&em->batch, &em->cfg));
+    for (int k = 0; k < 2; k++)
+        ws_threads_pick_init(&em->par[k], ws_backend_threads(e->be, 0), WS_THREADS_PICK_SMALL);
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
     for (int k = 0; k < 2; k++)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_clock.h"
 #include "engine_impl.h"
 
 static void fail_item(ws_eng_item *it, ws_job_why why, ws_status s, const char *msg)
@@ -134,10 +135,21 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
     int nq = ws_batch_n_query(b);
     g->probs = malloc(sizeof(float) * (size_t)(nq ? nq : 1));
     if (!g->probs) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    if (g->kind == WS_JOB_QUERY && !nq) return WS_OK;
+    /* the parallelism of the pass from its size and what such passes took */
+    ws_threads_pick *par = &em->par[g->kind == WS_JOB_QUERY];
+    int threads = ws_threads_choose(par, n_traj);
+    ws_backend_threads(e->be, threads);
+    double t0 = ws_clock_mono_s();
     ws_step_result res;
     if (g->kind == WS_JOB_QUERY)
-        return nq ? ws_exec_query(em->x, b, em->w_dev, g->probs, &res, err) : WS_OK;
-    WS_TRY(ws_exec_step(em->x, b, em->w_dev, em->w_dev, WS_STEP_INFER, 1.0f, g->probs, &res, err));
+        WS_TRY(ws_exec_query(em->x, b, em->w_dev, g->probs, &res, err));
+    else
+        WS_TRY(
+            ws_exec_step(em->x, b, em->w_dev, em->w_dev, WS_STEP_INFER, 1.0f, g->probs, &res, err));
+    ws_threads_record(par, n_traj, threads, ws_clock_mono_s() - t0);
+    ws_backend_threads(e->be, 0); /* training passes on this thread choose their own */
+    if (g->kind == WS_JOB_QUERY) return WS_OK;
     return ws_backend_download(e->be, w, em->w_dev, sizeof(float) * T * (size_t)n_traj);
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,6 +121,7 @@ static pid_t busy_start(void)
 {
     pid_t p = fork();
     if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the benchmark */
         volatile unsigned long x = 0;
         for (;;) x++;
     }

@@ -32,7 +32,7 @@ static ws_status flush_vocab(ws_engine *e, ws_eng_model *em, int vocab_now, ws_e
     if (n <= 0) return WS_OK;
     const char **syms = malloc(sizeof(char *) * (size_t)n);
     if (!syms) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) syms[i] = ws_vocab_symbol(v, em->vocab_stored + i);
+    for (int i = 0; i < n; i++) syms[i] = ws_vocab_symbol_added(v, em->vocab_stored + i);
     ws_status s =
         ws_store_vocab_append(e->commit_st, em->id, em->vocab_stored, (size_t)n, syms, err);
     free(syms);

@@ -37,7 +37,8 @@ void ws_threads_record(ws_threads_pick *p, int work, int threads, double seconds
     if (p->max == 1 || work < p->small) return;
     ws_threads_bucket *b = &p->b[bucket_of(work)];
     int k = threads > 1, tried = b->passes++ >= b->next_try && b->secs[0] > 0 && b->secs[1] > 0;
-    b->secs[k] = b->secs[k] == 0 ? seconds : 0.75 * b->secs[k] + 0.25 * seconds;
+    /* A try replaces its choice's average, which is as old as its last try. */
+    b->secs[k] = b->secs[k] == 0 || tried ? seconds : 0.75 * b->secs[k] + 0.25 * seconds;
     if (!tried) return;
     /* The slower choice ran: if it lost again, it runs more seldom. */
     if (b->secs[k] <= b->secs[!k])

@@ -6,9 +6,10 @@
  * another process holds a core each join waits for a descheduled thread —
  * 5-15x slower than one thread). From `small` on, per power of two of work,
  * the pass runs at whichever of 1 and all threads has been faster lately (a
- * moving average of wall time per pass), and now and then at the other: more
- * seldom each time the other loses, so a machine that became busy (or quiet)
- * is noticed without paying for the slow choice often. */
+ * moving average of wall time per pass), and now and then at the other (that
+ * pass's time replaces the other's average): more seldom each time the other
+ * loses, so a machine that became busy (or quiet) is noticed without paying
+ * for the slow choice often. */
 #ifndef WS_THREADS_PICK_H
 #define WS_THREADS_PICK_H
 

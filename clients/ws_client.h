@@ -342,6 +342,29 @@ ws_client_status ws_client_model_import(const ws_client *c, const char *name, co
  * version_unavailable (its checkpoint file is gone or damaged). */
 ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, int64_t version,
                                           ws_client_model *out, ws_client_error *err);
+/* One recorded version of a model (GET /v1/models/{name}/versions). */
+typedef struct {
+    int64_t version;
+    char *note; /* what made it: "created", "imported", "online training", a retrain's summary */
+    int64_t created_ms;
+    int current;   /* the version SQLite names current */
+    int available; /* its checkpoint file is still there: it can be made current again */
+} ws_client_version;
+
+typedef struct {
+    ws_client_version *items;
+    int n;
+} ws_client_version_list;
+
+void ws_client_version_list_free(ws_client_version_list *l);
+/* GET /v1/models/{name}/versions: the model's recorded versions, oldest first. */
+ws_client_status ws_client_model_versions(const ws_client *c, const char *name,
+                                          ws_client_version_list *out, ws_client_error *err);
+/* DELETE /v1/models/{name} (admin): the model, its versions, vocabulary and
+ * checkpoint files. A 404 on a retry after a lost reply counts as deleted.
+ * Refusals: 403, 404, 409 model_is_default ("default" stays), model_in_use
+ * (sessions use it: delete them first) or conflict (being created). */
+ws_client_status ws_client_model_delete(const ws_client *c, const char *name, ws_client_error *err);
 /* GET /v1/models/{name}/checkpoint (admin) into the file `path` (written to
  * path.part, renamed on success); *version (may be NULL) from X-Model-Version. */
 ws_client_status ws_client_checkpoint_download(const ws_client *c, const char *name,

@@ -554,6 +554,93 @@ static void test_model_rollback(void **state)
     j = cli_json(D, 0, "model status copy"); /* refusals changed nothing */
     assert_int_equal(num_of(j, "version"), 2);
     cJSON_Delete(j);
+    /* the versions, oldest first: 2 is current, both files still there */
+    j = cli_json(D, 0, "model versions copy");
+    const cJSON *vs = cJSON_GetObjectItem(j, "versions");
+    assert_int_equal(cJSON_GetArraySize(vs), 2);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetArrayItem(vs, i);
+        assert_int_equal(num_of(v, "version"), i + 1);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(v, "current")), i == 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "available")));
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(v, "note")));
+    }
+    cJSON_Delete(j);
+    r = cli(D, "model versions nope");
+    assert_int_equal(r.rc, 1);
+    run_free(&r);
+}
+
+/* model delete: the model goes; "default" and a model in use stay, with the
+ * server's reason. */
+static void test_model_delete(void **state)
+{
+    (void)state;
+    run_result r = cli(D, "model create doomed --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}'");
+    assert_int_equal(r.rc, 0);
+    run_free(&r);
+    cJSON *j = cli_json(D, 0, "model delete doomed");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "deleted")));
+    cJSON_Delete(j);
+    r = cli(D, "model status doomed");
+    assert_int_equal(r.rc, 1);
+    run_free(&r);
+    r = cli(D, "model delete default");
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "model_is_default, HTTP 409"));
+    run_free(&r);
+    r = cli(D, "model delete");
+    assert_int_equal(r.rc, 2);
+    run_free(&r);
+}
+
+/* With --json every error is one JSON document on stderr (stdout stays
+ * empty), with the server's code, status and current_step where it has them;
+ * the labels hint names the CLI's flag, not the API's field. */
+static void test_json_errors(void **state)
+{
+    (void)state;
+    char id[33];
+    cli_session(D, id);
+    run_result r = cli(D, "step %s --query a,b --label true", id);
+    assert_int_equal(r.rc, 0);
+    run_free(&r);
+    static const struct {
+        const char *args, *code;
+        int rc;
+    } cases[] = {
+        {"--json bogus", "usage", 2},
+        {"--retries x --json health", "usage", 2}, /* --json after the bad flag */
+        {"--json step %s --label maybe", "usage", 2},
+        {"--json step %s --expect 0", "step_conflict", 1},
+        {"--json labels %s 1 --label false", "labels_conflict", 1},
+        {"--json model delete default", "model_is_default", 1},
+        {"--json model", "usage", 2},
+        {"--json --url http://127.0.0.1:1 --retries 0 health", "unreachable", 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        r = cli(D, cases[i].args, id);
+        if (r.rc != cases[i].rc) fail_msg("%s: exit %d; stderr: %s", cases[i].args, r.rc, r.err);
+        assert_string_equal(r.out, "");
+        cJSON *j = cJSON_Parse(r.err);
+        if (!j) fail_msg("%s: stderr is not one JSON document: %s", cases[i].args, r.err);
+        const cJSON *e = cJSON_GetObjectItem(j, "error");
+        assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, cases[i].code);
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "message")));
+        if (cases[i].rc == 1) assert_int_equal(cJSON_GetObjectItem(e, "status")->valueint, 409);
+        if (!strcmp(cases[i].code, "step_conflict"))
+            assert_int_equal(cJSON_GetObjectItem(e, "current_step")->valueint, 1);
+        if (!strcmp(cases[i].code, "labels_conflict")) {
+            assert_non_null(strstr(cJSON_GetObjectItem(e, "message")->valuestring, "--replace"));
+            assert_null(strstr(cJSON_GetObjectItem(e, "message")->valuestring, "\"replace\""));
+        }
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    r = cli(D, "labels %s 1 --label false", id); /* the text form says it too */
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "add --replace"));
+    run_free(&r);
 }
 
 int main(void)
@@ -565,6 +652,8 @@ int main(void)
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_model_import),
         cmocka_unit_test(test_model_rollback),
+        cmocka_unit_test(test_model_delete),
+        cmocka_unit_test(test_json_errors),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

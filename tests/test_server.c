@@ -494,10 +494,10 @@ static void test_routes(void **state)
     ws_ts_resp r;
     assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
     static const char *const wrong[][3] = {
-        {"PATCH", "", "GET, HEAD, DELETE"},
-        {"DELETE", "/steps", "GET, HEAD, POST"},
-        {"GET", "/queries", "POST"},
-        {"POST", "/steps/1/labels", "PUT"},
+        {"PATCH", "", "GET, HEAD, DELETE, OPTIONS"},
+        {"DELETE", "/steps", "GET, HEAD, POST, OPTIONS"},
+        {"GET", "/queries", "POST, OPTIONS"},
+        {"POST", "/steps/1/labels", "PUT, OPTIONS"},
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
         ws_ts_spath(p, sizeof p, id, wrong[i][1]);
@@ -508,10 +508,10 @@ static void test_routes(void **state)
         assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, "method_not_allowed");
         ws_ts_resp_free(&r);
     }
-    static const char *const other[][3] = {{"DELETE", "/v1/models", "GET, HEAD, POST"},
-                                           {"GET", "/v1/models/default/import", "POST"},
-                                           {"PUT", "/v1/models/default/training", "PATCH"},
-                                           {"POST", "/healthz", "GET, HEAD"}};
+    static const char *const other[][3] = {{"DELETE", "/v1/models", "GET, HEAD, POST, OPTIONS"},
+                                           {"GET", "/v1/models/default/import", "POST, OPTIONS"},
+                                           {"PUT", "/v1/models/default/training", "PATCH, OPTIONS"},
+                                           {"POST", "/healthz", "GET, HEAD, OPTIONS"}};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
         assert_int_equal(ws_ts_req(&D, other[i][0], other[i][1], NULL, NULL, &r), 405);
         assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));

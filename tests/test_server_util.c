@@ -196,6 +196,12 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ctx)
 long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
                 size_t body_len, ws_ts_resp *r)
 {
+    return ws_ts_http_headers(d, method, path, key, NULL, body, body_len, r);
+}
+
+long ws_ts_http_headers(const ws_ts_daemon *d, const char *method, const char *path, const char *key,
+                        const char *const *headers, const char *body, size_t body_len, ws_ts_resp *r)
+{
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (!c) return 0;
@@ -206,6 +212,7 @@ long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, con
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", key);
         h = curl_slist_append(h, auth);
     }
+    for (int i = 0; headers && headers[i]; i++) h = curl_slist_append(h, headers[i]);
     sink s = {0}, hs = {0};
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);

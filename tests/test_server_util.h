@@ -58,6 +58,9 @@ int ws_ts_header(const ws_ts_resp *r, const char *name, char *out, size_t cap);
  * Returns the status (0 if the request failed at the transport level). */
 long ws_ts_http(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,
                 size_t body_len, ws_ts_resp *r);
+/* The same with extra request headers ("Name: value", NULL-terminated list). */
+long ws_ts_http_headers(const ws_ts_daemon *d, const char *method, const char *path, const char *key,
+                        const char *const *headers, const char *body, size_t body_len, ws_ts_resp *r);
 void ws_ts_resp_free(ws_ts_resp *r);
 /* Convenience: a JSON request with a NUL-terminated body; frees nothing. */
 long ws_ts_req(const ws_ts_daemon *d, const char *method, const char *path, const char *key, const char *body,

@@ -2,23 +2,11 @@
  * "--name=value", positionals anywhere, "--" ends the options. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-int cli_usage(const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("worldstate: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nusage: %s\n", usage);
-    return CLI_EXIT_USAGE;
-}
 
 static int set_value(const cli_opt *o, const char *v, const char *usage)
 {

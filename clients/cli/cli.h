@@ -45,7 +45,8 @@ typedef struct {
 int cli_parse(int argc, char **argv, const cli_opt *opts, const char **pos, int n_min, int n_max,
               int *n_pos, const char *usage);
 void cli_opts_free(const cli_opt *opts);
-/* Prints "worldstate: <message>" and `usage` to stderr; returns CLI_EXIT_USAGE. */
+/* Prints "worldstate: <message>" and `usage` to stderr (with --json, one JSON
+ * error: cli_error); returns CLI_EXIT_USAGE. (output.c) */
 int cli_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- facts from flags (facts.c) ---------------------------------------------------- */
@@ -61,6 +62,14 @@ int cli_step_req_build(const cli_list *instr, const cli_list *query, const cli_l
 
 /* ---- output (output.c) -------------------------------------------------------------- */
 
+/* With on (--json), every error below is one line of JSON on stderr,
+ * {"error":{"code","message"[,"status"][,"current_step"][,"usage"]}}, the
+ * server's error code where there is one; else "worldstate: message". */
+void cli_errors_json(int on);
+int cli_json_errors(void);
+/* Reports an error with its code (for --json) and returns exit_code. */
+int cli_error(int exit_code, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Reports a failed call ("worldstate: what: message [code, HTTP n]") and maps
  * its kind to an exit code. */
 int cli_fail(const ws_client_error *e, const char *what);

@@ -55,8 +55,7 @@ static int export_all(cli_ctx *ctx, long long *n, long long *sessions)
         void *grown = realloc(ids, sizeof *ids * (count + (size_t)p.n + 1));
         if (!grown) {
             ws_client_session_page_free(&p);
-            fprintf(stderr, "worldstate: out of memory\n");
-            rc = CLI_EXIT_OTHER;
+            rc = cli_error(CLI_EXIT_OTHER, "out_of_memory", "out of memory");
             break;
         }
         ids = grown;

@@ -86,8 +86,8 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
         char what[512];
         snprintf(what, sizeof what, "%s:%ld", in->path, in->lineno);
         if (ws_client_log_entry_from_json(line, (size_t)len, &rec, &e) != WS_CLIENT_OK) {
-            fprintf(stderr, "%sworldstate: %s: %s\n", in->bar ? "\n" : "", what, e.message);
-            rc = CLI_EXIT_INPUT;
+            if (in->bar) fputc('\n', stderr);
+            rc = cli_error(CLI_EXIT_INPUT, "bad_input", "%s: %s", what, e.message);
             break;
         }
         if (!only || !strcmp(rec.session, only)) {
@@ -104,7 +104,7 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
                 } else {
                     if (in->bar) fputc('\n', stderr);
                     rc = cli_fail(&e, what);
-                    if (!strcmp(e.code, "step_conflict"))
+                    if (!strcmp(e.code, "step_conflict") && !ctx->json)
                         fprintf(
                             stderr,
                             "worldstate: this record is step %lld but the session is at step %lld: "
@@ -118,8 +118,7 @@ static int post_all(cli_ctx *ctx, input *in, const char *id, long long base, con
         progress(in, (long)t->applied, 0);
     }
     if (rc == CLI_EXIT_OK && ferror(in->f)) {
-        fprintf(stderr, "worldstate: cannot read %s\n", in->path);
-        rc = CLI_EXIT_INPUT;
+        rc = cli_error(CLI_EXIT_INPUT, "io", "cannot read %s", in->path);
     }
     free(line);
     return rc;
@@ -132,11 +131,9 @@ int cli_step_file(cli_ctx *ctx, const char *id, const char *path, long long base
     ws_client_error e;
     if (ws_client_session_get(ctx->client, id, &s, &e) != WS_CLIENT_OK)
         return cli_fail(&e, "step --file");
-    if (s.step < base) {
-        fprintf(stderr, "worldstate: session %s is at step %lld, before --base %lld\n", id,
-                (long long)s.step, base);
-        return CLI_EXIT_USAGE;
-    }
+    if (s.step < base)
+        return cli_error(CLI_EXIT_USAGE, "usage", "session %s is at step %lld, before --base %lld",
+                         id, (long long)s.step, base);
     int from_stdin = !strcmp(path, "-");
     input in = {.path = from_stdin ? "stdin" : path, .f = from_stdin ? stdin : fopen(path, "r")};
     if (!in.f) {

@@ -1,4 +1,5 @@
-/* cmd_model.c — worldstate model list|create|status|checkpoint|import|rollback, and training. */
+/* cmd_model.c — worldstate model list|create|status|checkpoint|import|versions|rollback|
+ * delete, and training. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #define MODEL_USAGE                                                                   \
     "worldstate model list | status NAME | checkpoint NAME --out FILE\n"              \
     "       worldstate model import NAME FILE [--tenant T] | rollback NAME VERSION\n" \
+    "       worldstate model versions NAME | delete NAME\n"                           \
     "       worldstate model create NAME [--config JSON] [--seed N] [--tenant T] [TRAINING FLAGS]"
 #define TRAINING_USAGE                                                                         \
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] "             \
@@ -241,6 +243,62 @@ static int rollback(cli_ctx *ctx, int argc, char **argv)
     return show_model(ctx, &m);
 }
 
+/* versions NAME */
+static int versions(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *name;
+    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, none, &name, 1, 1, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_version_list l;
+    ws_client_error e;
+    if (ws_client_model_versions(ctx->client, name, &l, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model versions");
+    cJSON *arr = ctx->json ? cJSON_CreateArray() : NULL;
+    if (!ctx->json)
+        printf("%8s %-7s %-9s %-20s  %s\n", "VERSION", "CURRENT", "AVAILABLE", "CREATED", "NOTE");
+    for (int i = 0; i < l.n; i++) {
+        const ws_client_version *v = &l.items[i];
+        if (ctx->json) {
+            cJSON *o = cli_json_num(cJSON_CreateObject(), "version", (double)v->version);
+            o = cli_json_str(o, "note", v->note);
+            o = cli_json_num(o, "created_ms", (double)v->created_ms);
+            o = cli_json_item(o, "current", cJSON_CreateBool(v->current));
+            o = cli_json_item(o, "available", cJSON_CreateBool(v->available));
+            if (!o || !arr || !cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                cJSON_Delete(arr);
+                arr = NULL;
+            }
+            continue;
+        }
+        char when[32];
+        cli_time(v->created_ms, when, sizeof when);
+        printf("%8lld %-7s %-9s %-20s  %s\n", (long long)v->version, v->current ? "yes" : "",
+               v->available ? "yes" : "no", when, v->note);
+    }
+    ws_client_version_list_free(&l);
+    if (!ctx->json) return CLI_EXIT_OK;
+    return cli_print_json(cli_json_item(cJSON_CreateObject(), "versions", arr));
+}
+
+/* delete NAME */
+static int delete_model(cli_ctx *ctx, int argc, char **argv)
+{
+    const char *name;
+    const cli_opt none[] = {{NULL, CLI_FLAG, NULL}};
+    int rc = cli_parse(argc, argv, none, &name, 1, 1, NULL, MODEL_USAGE);
+    if (rc != CLI_EXIT_OK) return rc;
+    ws_client_error e;
+    if (ws_client_model_delete(ctx->client, name, &e) != WS_CLIENT_OK)
+        return cli_fail(&e, "model delete");
+    if (ctx->json)
+        return cli_print_json(cli_json_item(cli_json_str(cJSON_CreateObject(), "name", name),
+                                            "deleted", cJSON_CreateTrue()));
+    printf("deleted model %s\n", name);
+    return CLI_EXIT_OK;
+}
+
 /* status NAME / checkpoint NAME --out FILE */
 static int one(cli_ctx *ctx, int argc, char **argv, int checkpoint)
 {
@@ -282,6 +340,8 @@ int cli_cmd_model(cli_ctx *ctx, int argc, char **argv)
     if (!strcmp(sub, "checkpoint")) return one(ctx, argc - 1, argv + 1, 1);
     if (!strcmp(sub, "import")) return import(ctx, argc - 1, argv + 1);
     if (!strcmp(sub, "rollback")) return rollback(ctx, argc - 1, argv + 1);
+    if (!strcmp(sub, "delete")) return delete_model(ctx, argc - 1, argv + 1);
+    if (!strcmp(sub, "versions")) return versions(ctx, argc - 1, argv + 1);
     return cli_usage(MODEL_USAGE, "unknown model subcommand \"%s\"", sub);
 }
 

@@ -75,6 +75,15 @@ int cli_cmd_query(cli_ctx *ctx, int argc, char **argv)
     return rc;
 }
 
+/* The server's 409 labels_conflict names the API's field ("replace": true);
+ * here it is a flag. */
+static void replace_hint(ws_client_error *e)
+{
+    char *p = strstr(e->message, "(send \"replace\": true");
+    if (p)
+        snprintf(p, sizeof e->message - (size_t)(p - e->message), "(add --replace to change them)");
+}
+
 int cli_cmd_labels(cli_ctx *ctx, int argc, char **argv)
 {
     cli_list labels = {0};
@@ -93,9 +102,10 @@ int cli_cmd_labels(cli_ctx *ctx, int argc, char **argv)
     if (rc == CLI_EXIT_OK && cli_labels_parse(&labels, &vals, &n) != 0) rc = CLI_EXIT_USAGE;
     ws_client_error e;
     if (rc == CLI_EXIT_OK && ws_client_labels_put(ctx->client, pos[0], step, vals, n, replace,
-                                                  &queued, &e) != WS_CLIENT_OK)
+                                                  &queued, &e) != WS_CLIENT_OK) {
+        replace_hint(&e);
         rc = cli_fail(&e, "labels");
-    else if (rc == CLI_EXIT_OK && ctx->json) {
+    } else if (rc == CLI_EXIT_OK && ctx->json) {
         cJSON *o = cli_json_num(cJSON_CreateObject(), "step", (double)step);
         o = cli_json_item(o, "stored", cJSON_CreateTrue());
         rc = cli_print_json(cli_json_item(o, "training_example", cJSON_CreateBool(queued)));

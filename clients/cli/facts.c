@@ -20,12 +20,12 @@ static int fact_fail(ws_client_fact *f, const char *fmt, ...) __attribute__((for
 
 static int fact_fail(ws_client_fact *f, const char *fmt, ...)
 {
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    fputs("worldstate: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    cli_error(CLI_EXIT_USAGE, "usage", "%s", msg);
     for (int i = 0; i < f->n_symbols; i++) free(f->symbols[i]);
     free(f->symbols);
     memset(f, 0, sizeof *f);
@@ -67,7 +67,7 @@ int cli_labels_parse(const cli_list *l, int **out, int *n)
     *n = 0;
     *out = calloc((size_t)cap + 1, sizeof **out);
     if (!*out) {
-        fprintf(stderr, "worldstate: out of memory\n");
+        cli_error(CLI_EXIT_OTHER, "out_of_memory", "out of memory");
         return -1;
     }
     for (int i = 0; i < l->n; i++)
@@ -75,7 +75,8 @@ int cli_labels_parse(const cli_list *l, int **out, int *n)
             size_t k = strcspn(p, ",");
             int v = bool_of(p, k);
             if (v < 0) {
-                fprintf(stderr, "worldstate: label \"%.*s\" must be true or false\n", (int)k, p);
+                cli_error(CLI_EXIT_USAGE, "usage", "label \"%.*s\" must be true or false", (int)k,
+                          p);
                 return -1;
             }
             (*out)[(*n)++] = v;
@@ -93,7 +94,7 @@ int cli_step_req_build(const cli_list *instr, const cli_list *query, const cli_l
     req->instructions = calloc((size_t)instr->n + 1, sizeof *req->instructions);
     req->queries = calloc((size_t)query->n + 1, sizeof *req->queries);
     if (!req->instructions || !req->queries) {
-        fprintf(stderr, "worldstate: out of memory\n");
+        cli_error(CLI_EXIT_OTHER, "out_of_memory", "out of memory");
         return -1;
     }
     /* Counted as they succeed, so ws_client_step_req_free frees what was made. */
@@ -107,7 +108,8 @@ int cli_step_req_build(const cli_list *instr, const cli_list *query, const cli_l
     int n;
     if (cli_labels_parse(labels, &req->labels, &n) != 0) return -1;
     if (n != req->n_queries) {
-        fprintf(stderr, "worldstate: %d labels for %d queries (one each)\n", n, req->n_queries);
+        cli_error(CLI_EXIT_USAGE, "usage", "%d labels for %d queries (one each)", n,
+                  req->n_queries);
         return -1;
     }
     req->has_labels = 1;

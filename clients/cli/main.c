@@ -28,7 +28,10 @@ static const char HELP[] =
     "  model import NAME FILE [--tenant T]    a trained checkpoint (safetensors) becomes model\n"
     "                                         NAME (T's own with --tenant), or its next version\n"
     "                                         when NAME exists\n"
+    "  model versions NAME                    recorded versions: current, still available\n"
     "  model rollback NAME VERSION            make an earlier version current again (admin)\n"
+    "  model delete NAME                      a model with its versions and files (admin; not\n"
+    "                                         default, nor a model sessions still use)\n"
     "  training NAME [--enable|--disable] [--lr X] [--update-every N] [--recall-queries N]\n"
     "        [--self-supervised|--no-self-supervised] [--negative-queries N] [--holdout X]\n"
     "        [--gate|--no-gate] [--gate-tolerance X]\n"
@@ -49,7 +52,8 @@ static const char HELP[] =
     "global flags:\n"
     "  --url         default $WORLDSTATE_URL, else http://127.0.0.1:8080\n"
     "  --key         API key (default $WORLDSTATE_API_KEY)\n"
-    "  --json        machine-readable output (one JSON document per command)\n"
+    "  --json        machine-readable output (one JSON document per command); errors as\n"
+    "                {\"error\":{\"code\",\"message\",...}} on stderr\n"
     "  --timeout-ms  per request attempt (default 30000); --retries N (default 3)\n"
     "exit codes: 0 ok, 1 server error, 2 usage, 3 server unreachable, 4 input/output file, 5 "
     "other\n";
@@ -64,25 +68,37 @@ static const command COMMANDS[] = {{"session", cli_cmd_session},   {"step", cli_
                                    {"export", cli_cmd_export},     {"model", cli_cmd_model},
                                    {"training", cli_cmd_training}, {"health", cli_cmd_health}};
 
-static int number(const char *flag, const char *v, long lo, long hi, long *out)
+/* A bad command line: the message and the help (with --json, one JSON error). */
+static int usage_error(const char *msg)
+{
+    cli_error(CLI_EXIT_USAGE, "usage", "%s", msg);
+    if (!cli_json_errors()) fputs(HELP, stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* v as an integer in [lo, hi], else 0 with why (cap bytes). */
+static int number(const char *flag, const char *v, long lo, long hi, long *out, char *why,
+                  size_t cap)
 {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "worldstate: %s needs an integer in [%ld, %ld]\n%s", flag, lo, hi, HELP);
-        return CLI_EXIT_USAGE;
+        snprintf(why, cap, "%s needs an integer in [%ld, %ld]", flag, lo, hi);
+        return 0;
     }
     *out = x;
-    return CLI_EXIT_OK;
+    return 1;
 }
 
 /* Takes the global flags out of argv (they may stand anywhere); the rest is
- * the command and its arguments. */
+ * the command and its arguments. A bad one is reported once all are read, so
+ * that --json after it still makes the report JSON. */
 static int globals(int *argc, char **argv, ws_client_config *cfg, int *json)
 {
-    int n = 1, rc = CLI_EXIT_OK;
-    for (int i = 1; i < *argc && rc == CLI_EXIT_OK; i++) {
+    int n = 1;
+    char why[160] = "";
+    for (int i = 1; i < *argc; i++) {
         const char *a = argv[i];
         int takes = !strcmp(a, "--url") || !strcmp(a, "--key") || !strcmp(a, "--timeout-ms") ||
                     !strcmp(a, "--retries");
@@ -95,8 +111,8 @@ static int globals(int *argc, char **argv, ws_client_config *cfg, int *json)
             continue;
         }
         if (i + 1 == *argc) {
-            fprintf(stderr, "worldstate: %s needs a value\n%s", a, HELP);
-            return CLI_EXIT_USAGE;
+            if (!why[0]) snprintf(why, sizeof why, "%s needs a value", a);
+            continue;
         }
         const char *v = argv[++i];
         long x;
@@ -104,13 +120,15 @@ static int globals(int *argc, char **argv, ws_client_config *cfg, int *json)
             cfg->url = v;
         else if (!strcmp(a, "--key"))
             cfg->api_key = v;
-        else if (!strcmp(a, "--timeout-ms") && (rc = number(a, v, 1, 86400000L, &x)) == CLI_EXIT_OK)
+        else if (!strcmp(a, "--timeout-ms") && !why[0] &&
+                 number(a, v, 1, 86400000L, &x, why, sizeof why))
             cfg->timeout_ms = x;
-        else if (!strcmp(a, "--retries") && (rc = number(a, v, 0, 100, &x)) == CLI_EXIT_OK)
+        else if (!strcmp(a, "--retries") && !why[0] && number(a, v, 0, 100, &x, why, sizeof why))
             cfg->retries = (int)x;
     }
     *argc = n;
-    return rc;
+    cli_errors_json(*json);
+    return why[0] ? usage_error(why) : CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -135,8 +153,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
         if (!strcmp(argv[1], COMMANDS[i].name)) cmd = &COMMANDS[i];
     if (!cmd) {
-        fprintf(stderr, "worldstate: unknown command \"%s\"\n%s", argv[1], HELP);
-        return CLI_EXIT_USAGE;
+        char msg[160];
+        snprintf(msg, sizeof msg, "unknown command \"%.100s\"", argv[1]);
+        return usage_error(msg);
     }
     ws_client_error e;
     if (ws_client_new(&cfg, &ctx.client, &e) != WS_CLIENT_OK) return cli_fail(&e, "setup");

@@ -270,6 +270,18 @@ ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const
     return wsc_fetch(c, &rq, decode, out, err);
 }
 
+ws_client_status wsc_delete(const ws_client *c, ws_client_status path_status, const char *path,
+                            ws_client_error *err)
+{
+    if (path_status != WS_CLIENT_OK) return path_status;
+    wsc_request rq = {.method = "DELETE", .path = path, .repeatable = 1};
+    wsc_response rs;
+    ws_client_status s = wsc_call(c, &rq, &rs, err);
+    if (s == WS_CLIENT_ERR_HTTP && rs.status == 404 && rs.lost) s = WS_CLIENT_OK;
+    wsc_response_free(&rs);
+    return s;
+}
+
 ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method,
                           const char *path, char *body, int repeatable, wsc_decoder decode,
                           void *out, ws_client_error *err)

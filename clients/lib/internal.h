@@ -78,6 +78,11 @@ ws_client_status wsc_get(const ws_client *c, ws_client_status path_status, const
 ws_client_status wsc_send(const ws_client *c, ws_client_status prior, const char *method,
                           const char *path, char *body, int repeatable, wsc_decoder decode,
                           void *out, ws_client_error *err);
+/* A DELETE of path (repeatable); a 404 on a retry after a lost reply means
+ * the first attempt deleted it: WS_CLIENT_OK. A failed path helper's status
+ * (path_status) is passed on. */
+ws_client_status wsc_delete(const ws_client *c, ws_client_status path_status, const char *path,
+                            ws_client_error *err);
 /* cJSON_PrintUnformatted of obj (which is deleted), or WS_CLIENT_ERR_NOMEM. */
 ws_client_status wsc_print(cJSON *obj, char **out, ws_client_error *err);
 

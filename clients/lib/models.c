@@ -1,6 +1,7 @@
 /* models.c — /v1/models: list, create, get, training settings, checkpoint
- * download and import. */
+ * download and import, versions, rollback and delete. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,60 @@ ws_client_status ws_client_model_rollback(const ws_client *c, const char *name, 
         s = wsc_fail(err, WS_CLIENT_ERR_INVALID, "version must be at least 1");
     /* Making the same version current twice is harmless. */
     return wsc_send(c, s, "POST", path, NULL, 1, decode_model, out, err);
+}
+
+void ws_client_version_list_free(ws_client_version_list *l)
+{
+    for (int i = 0; i < l->n; i++) free(l->items[i].note);
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+static ws_client_status decode_versions(const cJSON *body, void *dst, ws_client_error *err)
+{
+    static const wsc_field fields[] = {
+        {"version", WSC_I64, offsetof(ws_client_version, version), 0, 1},
+        {"created_ms", WSC_I64, offsetof(ws_client_version, created_ms), 0, 1},
+        {"current", WSC_BOOL, offsetof(ws_client_version, current), 0, 1},
+        {"available", WSC_BOOL, offsetof(ws_client_version, available), 0, 1}};
+    ws_client_version_list *out = dst;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(body, "versions");
+    if (!cJSON_IsArray(arr))
+        return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "answer lacks \"versions\"");
+    out->items = calloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *out->items);
+    if (!out->items) return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        ws_client_version *v = &out->items[out->n];
+        ws_client_status s =
+            wsc_decode_fields(it, fields, (int)(sizeof fields / sizeof fields[0]), v, err);
+        const cJSON *note = cJSON_GetObjectItemCaseSensitive(it, "note");
+        if (s == WS_CLIENT_OK && !cJSON_IsString(note))
+            s = wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "a version lacks its \"note\"");
+        if (s == WS_CLIENT_OK && !(v->note = strdup(note->valuestring)))
+            s = wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
+        if (s != WS_CLIENT_OK) return s;
+        out->n++;
+    }
+    return WS_CLIENT_OK;
+}
+
+ws_client_status ws_client_model_versions(const ws_client *c, const char *name,
+                                          ws_client_version_list *out, ws_client_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[160];
+    ws_client_status s = wsc_get(c, wsc_model_path(path, sizeof path, name, "/versions", err), path,
+                                 decode_versions, out, err);
+    if (s != WS_CLIENT_OK) ws_client_version_list_free(out);
+    return s;
+}
+
+ws_client_status ws_client_model_delete(const ws_client *c, const char *name, ws_client_error *err)
+{
+    char path[160];
+    return wsc_delete(c, wsc_model_path(path, sizeof path, name, "", err), path, err);
 }
 
 ws_client_status ws_client_model_import(const ws_client *c, const char *name, const char *tenant,

@@ -83,15 +83,7 @@ ws_client_status ws_client_session_list(const ws_client *c, const char *after, i
 ws_client_status ws_client_session_delete(const ws_client *c, const char *id, ws_client_error *err)
 {
     char path[96];
-    ws_client_status s = wsc_session_path(path, sizeof path, id, "", err);
-    if (s != WS_CLIENT_OK) return s;
-    wsc_request rq = {.method = "DELETE", .path = path, .repeatable = 1};
-    wsc_response rs;
-    s = wsc_call(c, &rq, &rs, err);
-    /* After a lost reply, 404 means the first attempt deleted it. */
-    if (s == WS_CLIENT_ERR_HTTP && rs.status == 404 && rs.lost) s = WS_CLIENT_OK;
-    wsc_response_free(&rs);
-    return s;
+    return wsc_delete(c, wsc_session_path(path, sizeof path, id, "", err), path, err);
 }
 
 void ws_client_state_free(ws_client_state *st)

@@ -434,6 +434,17 @@ class Client:
         earlier version current again; the model as ``list_models`` shows it."""
         return self._json("POST", "/v1/models/%s/versions/%d/current" % (self._q(name), int(version)))
 
+    def delete_model(self, name):
+        """DELETE /v1/models/{name} (admin): the model, its versions and files.
+        Refused (Conflict) for "default" and for a model that sessions use.
+        A 404 on a retry after a lost reply counts as deleted."""
+        lost = []
+        try:
+            self._json("DELETE", "/v1/models/%s" % self._q(name), lost=lost)
+        except NotFound:
+            if not lost:
+                raise
+
     def import_model(self, name, path_or_bytes, tenant=None):
         """POST /v1/models/{name}/import (admin): a checkpoint (safetensors,
         worldstate-model-1; a file path or its bytes) becomes model ``name``

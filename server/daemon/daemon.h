@@ -48,6 +48,8 @@ typedef struct {
     int max_connections_per_ip;
     int connection_timeout_s;
     size_t max_model_memory; /* bytes all loaded models may take together (0: no bound) */
+    char cors_origins[1024]; /* --cors-origin: origins a browser may call from, comma-separated
+                                ("*": any); "" (the default): no CORS headers (cors.c) */
 } ws_srv_config;
 
 ws_srv_config ws_srv_config_default(void);
@@ -142,14 +144,35 @@ void ws_http_job_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a);
  * is damaged makes the daemon not ready until a write succeeds again. */
 void ws_srv_storage_note(ws_srv *srv, ws_status s);
 
+/* ---- OPTIONS and CORS (cors.c) ----------------------------------------- */
+/* --cors-origin ARG: one origin (scheme://host[:port]), a comma list, or "*",
+ * appended to c->cors_origins; WS_ERR_INVALID for anything else. */
+ws_status ws_cors_origin_add(ws_srv_config *c, const char *arg, ws_error *err);
+/* Adds the CORS headers a request from an allowed Origin gets (and Vary:
+ * Origin whenever CORS is on) to resp; 0 when out of memory. */
+int ws_cors_headers(const ws_srv *srv, struct MHD_Connection *conn, struct MHD_Response *resp);
+/* The answer to OPTIONS on a known path (204): Allow, and for a preflight from
+ * an allowed origin the methods and request headers it may use. NULL: out of
+ * memory. */
+struct MHD_Response *ws_cors_options(const ws_srv *srv, struct MHD_Connection *conn,
+                                     const char *allow);
+
 /* ---- metrics ------------------------------------------------------------ */
-/* label: a route label slot (routes.h) */
-void ws_metrics_request(int label, int status, double seconds);
+/* label: a route label slot, pattern: a route pattern slot (routes.h);
+ * method: ws_metrics_method's index. */
+void ws_metrics_request(int label, int pattern, int method, int status, double seconds);
+/* The index of an HTTP method for ws_metrics_request (one past the known ones: other). */
+int ws_metrics_method(const char *method);
 void ws_metrics_batch(int n_jobs, int n_steps, int n_queries);
 void ws_metrics_training_update(void);
 struct MHD_Response *ws_metrics_render(ws_srv *srv);
 /* printf-append into a growing buffer (for metrics); returns 0 on OOM */
 int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* A metric family's "# HELP" and "# TYPE" lines. */
+void ws_metrics_family(char **buf, size_t *len, size_t *cap, const char *name, const char *type,
+                       const char *help);
+/* The process_* metrics, from /proc (metrics_process.c). */
+void ws_metrics_process(char **buf, size_t *len, size_t *cap);
 
 #endif

@@ -25,6 +25,7 @@
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
 typedef struct ws_http_req {
+    ws_srv *srv;
     struct MHD_Connection *conn;
     char *body;
     size_t len, cap;
@@ -33,6 +34,7 @@ typedef struct ws_http_req {
     ws_job *job;
     atomic_int job_done; /* set by the job's callback, before it resumes conn */
     int label;           /* the route's metrics label (routes.h) */
+    int pattern, method; /* its pattern slot (routes.h) and method (ws_metrics_method) */
     double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* a FILE route (POST /v1/models/{name}/import): the body goes to a file */
     int import;
@@ -81,9 +83,13 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, ws_http_req *r
                                      struct MHD_Response *resp)
 {
     if (!resp) return MHD_NO; /* out of memory: MHD closes the connection */
+    if (!ws_cors_headers(r->srv, conn, resp)) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    ws_metrics_request(r->label, status, ws_clock_mono_s() - r->t0);
+    ws_metrics_request(r->label, r->pattern, r->method, status, ws_clock_mono_s() - r->t0);
     return ret;
 }
 
@@ -195,7 +201,7 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     char path[WS_SRV_PATH_MAX];
     ws_route_match m;
     int known = route_of(url, path, sizeof path, &c, &m) == 0;
-    if (known) r->label = m.label;
+    if (known) r->label = m.label, r->pattern = m.pattern;
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     length_seen lengths = {0};
@@ -276,11 +282,14 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     ws_route_match m;
     if (route_of(url, path, sizeof path, &c, &m) != 0)
         return send_json(conn, r, 404, ws_http_error("not_found", "no such route"));
-    r->label = m.label;
+    r->label = m.label, r->pattern = m.pattern;
     if (r->too_large) return send_json(conn, r, 413, too_large(r));
     if (r->spool_failed)
         return send_json(conn, r, 500,
                          ws_http_error("internal", "cannot store the body: %s", r->spool_msg));
+    /* OPTIONS needs no key: a browser's preflight never carries one */
+    if (!m.route && m.allow[0] && !strcmp(method, "OPTIONS"))
+        return send_response(conn, r, 204, ws_cors_options(srv, conn, m.allow));
     ws_http_answer a = {0};
     if (!auth_ok(&c, m.auth, &a)) return send_json(conn, r, a.status, a.json);
     if (!m.route && m.allow[0]) return send_405(conn, r, m.allow);
@@ -308,8 +317,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r = calloc(1, sizeof *r);
         if (!r) return MHD_NO;
         r->t0 = ws_clock_mono_s();
+        r->srv = srv;
         r->conn = conn;
-        r->label = WS_ROUTE_LABELS - 1;
+        r->label = r->pattern = WS_ROUTE_LABELS - 1;
+        r->method = ws_metrics_method(method);
         r->spool_fd = -1;
         *con_cls = r;
         atomic_fetch_add(&active_requests, 1);

@@ -48,6 +48,8 @@ static const struct {
     {WS_JOB_MODEL_NOT_FOUND, 404, "model_not_found"},
     {WS_JOB_SESSION_LIMIT, 409, "session_limit"},
     {WS_JOB_VERSION_UNAVAILABLE, 409, "version_unavailable"},
+    {WS_JOB_MODEL_IS_DEFAULT, 409, "model_is_default"},
+    {WS_JOB_MODEL_IN_USE, 409, "model_in_use"},
 };
 
 static void failure(const ws_job_result *r, ws_http_answer *a)
@@ -122,6 +124,7 @@ void ws_http_job_reply(ws_srv *srv, const ws_job *j, ws_http_answer *a)
     case WS_JOB_MODEL_ROLLBACK: return model_reply(srv, j, 200, a);
     case WS_JOB_SESSION_CREATE: return session_reply(srv, j, a);
     case WS_JOB_SESSION_DELETE:
+    case WS_JOB_MODEL_DELETE:
         a->status = 204;
         a->raw = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
         return;

@@ -100,6 +100,11 @@ static ws_status parse_bytes(void *value, const char *arg, ws_error *err)
     return WS_OK;
 }
 
+static ws_status parse_cors_origin(void *value, const char *arg, ws_error *err)
+{
+    return ws_cors_origin_add(value, arg, err);
+}
+
 static ws_status parse_durability(void *value, const char *arg, ws_error *err)
 {
     return ws_store_durability_parse(arg, value, err);
@@ -156,6 +161,9 @@ static const ws_cli_opt flags[] = {
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
        "refused; 0: no bound (default: half the RAM)"),
+    FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
+       "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
+       "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),
     NUM("help", WS_OPT_SET, help, 1, 1, NULL, SERVE, "this text"),
     NUM("version", WS_OPT_SET, version, 1, 1, NULL, SERVE, "the version, and the git commit built"),
     NUM("tenant", WS_OPT_STR, tenant, 0, 0, "T", KEY, "key create: the key's tenant"),

@@ -1,7 +1,9 @@
 /* metrics.c — Prometheus text exposition: requests by route and status,
- * request latency histogram, engine batch sizes, steps, queries, training
- * updates; the engine adds queue depth and model versions. Counters are
- * process-wide atomics: cheap on every request, no locks. */
+ * request latency histograms (all requests, and per route pattern and
+ * method), engine batch sizes, steps, queries, training updates; the engine
+ * adds queue depth and model versions; the process's own from /proc
+ * (metrics_process.c). Every family has its # HELP and # TYPE lines. Counters
+ * are process-wide atomics: cheap on every request, no locks. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,22 +21,40 @@ static const double lat_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 static const int batch_bounds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
 #define N_BATCH ((int)(sizeof batch_bounds / sizeof batch_bounds[0]))
 
+static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+#define N_METHOD ((int)(sizeof methods / sizeof methods[0]))
+
 static atomic_llong requests[WS_ROUTE_LABELS][N_STATUS + 1]; /* last column: any other status */
 static atomic_llong lat_bucket[N_LAT + 1];
 static atomic_llong lat_sum_us;
-static atomic_llong batch_bucket[N_BATCH + 1], batch_count, batch_jobs;
+/* per route pattern and method (last: any other method); the sum in µs */
+static atomic_llong route_bucket[WS_ROUTE_LABELS][N_METHOD + 1][N_LAT + 1];
+static atomic_llong route_sum_us[WS_ROUTE_LABELS][N_METHOD + 1];
+static atomic_llong batch_bucket[N_BATCH + 1], batch_jobs;
 static atomic_llong steps_total, queries_total, train_updates;
 
-void ws_metrics_request(int label, int status, double seconds)
+int ws_metrics_method(const char *method)
+{
+    int m = 0;
+    while (m < N_METHOD && strcmp(methods[m], method) != 0) m++;
+    return m;
+}
+
+void ws_metrics_request(int label, int pattern, int method, int status, double seconds)
 {
     int si = 0;
     while (si < N_STATUS && statuses[si] != status) si++;
     if (label < 0 || label >= WS_ROUTE_LABELS) label = WS_ROUTE_LABELS - 1;
+    if (pattern < 0 || pattern >= WS_ROUTE_LABELS) pattern = WS_ROUTE_LABELS - 1;
+    if (method < 0 || method > N_METHOD) method = N_METHOD;
     atomic_fetch_add(&requests[label][si], 1);
     int b = 0;
     while (b < N_LAT && seconds > lat_bounds[b]) b++;
+    long long us = (long long)(seconds * 1e6);
     atomic_fetch_add(&lat_bucket[b], 1);
-    atomic_fetch_add(&lat_sum_us, (long long)(seconds * 1e6));
+    atomic_fetch_add(&lat_sum_us, us);
+    atomic_fetch_add(&route_bucket[pattern][method][b], 1);
+    atomic_fetch_add(&route_sum_us[pattern][method], us);
 }
 
 void ws_metrics_batch(int n_jobs, int n_steps, int n_queries)
@@ -42,7 +62,6 @@ void ws_metrics_batch(int n_jobs, int n_steps, int n_queries)
     int b = 0;
     while (b < N_BATCH && n_jobs > batch_bounds[b]) b++;
     atomic_fetch_add(&batch_bucket[b], 1);
-    atomic_fetch_add(&batch_count, 1);
     atomic_fetch_add(&batch_jobs, n_jobs);
     atomic_fetch_add(&steps_total, n_steps);
     atomic_fetch_add(&queries_total, n_queries);
@@ -77,10 +96,16 @@ int ws_metrics_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
     }
 }
 
-/* The per-model series: name, type, and the value of one model (NAN: no
+void ws_metrics_family(char **buf, size_t *len, size_t *cap, const char *name, const char *type,
+                       const char *help)
+{
+    ws_metrics_printf(buf, len, cap, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The per-model series: name, type, help, and the value of one model (NAN: no
  * sample for that model, e.g. a probe accuracy not measured yet). */
 typedef struct {
-    const char *name, *type;
+    const char *name, *type, *help;
     double (*value)(const ws_engine_model_info *m);
 } model_series;
 
@@ -122,15 +147,23 @@ static double m_gate_seconds(const ws_engine_model_info *m)
 }
 
 static const model_series series[] = {
-    {"model_version", "gauge", m_version},
-    {"model_unloadable_version", "gauge", m_unloadable},
-    {"training_examples_ready", "gauge", m_ready},
-    {"training_examples_trained_total", "counter", m_trained},
-    {"training_examples_self_supervised_total", "counter", m_self},
-    {"gate_published_total", "counter", m_published},
-    {"gate_rejected_total", "counter", m_rejected},
-    {"gate_served_probe_accuracy", "gauge", m_probe},
-    {"gate_last_seconds", "gauge", m_gate_seconds},
+    {"model_version", "gauge", "The model version served.", m_version},
+    {"model_unloadable_version", "gauge",
+     "The recorded current version when it cannot be served (0: none).", m_unloadable},
+    {"training_examples_ready", "gauge", "Online-training examples waiting for an update.",
+     m_ready},
+    {"training_examples_trained_total", "counter",
+     "Online-training examples trained on since the start.", m_trained},
+    {"training_examples_self_supervised_total", "counter",
+     "Examples made from unlabelled steps since the start.", m_self},
+    {"gate_published_total", "counter", "Candidate versions the publication gate published.",
+     m_published},
+    {"gate_rejected_total", "counter", "Candidate versions the publication gate rejected.",
+     m_rejected},
+    {"gate_served_probe_accuracy", "gauge",
+     "Memory-probe accuracy of the served version (absent until measured).", m_probe},
+    {"gate_last_seconds", "gauge", "Wall time of the publication gate's last evaluation.",
+     m_gate_seconds},
 };
 
 typedef struct {
@@ -151,15 +184,98 @@ static void model_line(void *ctx, const ws_engine_model_info *m)
 /* Queue depth and, per loaded model, the series above. */
 static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
 {
-    ws_metrics_printf(buf, len, cap,
-                      "# TYPE worldstate_queue_depth gauge\nworldstate_queue_depth %d\n",
-                      ws_engine_queue_depth(e));
+    ws_metrics_family(buf, len, cap, "worldstate_queue_depth", "gauge",
+                      "Jobs waiting in the engine queue.");
+    ws_metrics_printf(buf, len, cap, "worldstate_queue_depth %d\n", ws_engine_queue_depth(e));
     for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
         model_lines l = {buf, len, cap, &series[i]};
-        ws_metrics_printf(buf, len, cap, "# TYPE worldstate_%s %s\n", series[i].name,
-                          series[i].type);
+        char name[96];
+        snprintf(name, sizeof name, "worldstate_%s", series[i].name);
+        ws_metrics_family(buf, len, cap, name, series[i].type, series[i].help);
         ws_engine_models_each(e, model_line, &l);
     }
+}
+
+/* One histogram's buckets (counts per bucket, the last +Inf), sum and count;
+ * labels: "" or `k="v"` pairs, comma-separated, that go before le. */
+static void histogram(char **buf, size_t *len, size_t *cap, const char *name, const char *labels,
+                      atomic_llong *bucket, const double *bounds, int n, double sum)
+{
+    const char *sep = *labels ? "," : "";
+    long long cum = 0;
+    for (int b = 0; b <= n; b++) {
+        cum += atomic_load(&bucket[b]);
+        if (b < n)
+            ws_metrics_printf(buf, len, cap, "%s_bucket{%s%sle=\"%g\"} %lld\n", name, labels, sep,
+                              bounds[b], cum);
+        else
+            ws_metrics_printf(buf, len, cap, "%s_bucket{%s%sle=\"+Inf\"} %lld\n", name, labels, sep,
+                              cum);
+    }
+    if (*labels)
+        ws_metrics_printf(buf, len, cap, "%s_sum{%s} %.6f\n%s_count{%s} %lld\n", name, labels, sum,
+                          name, labels, cum);
+    else
+        ws_metrics_printf(buf, len, cap, "%s_sum %.6f\n%s_count %lld\n", name, sum, name, cum);
+}
+
+static void request_metrics(char **buf, size_t *len, size_t *cap)
+{
+    ws_metrics_family(buf, len, cap, "worldstate_http_requests_total", "counter",
+                      "HTTP requests answered, by route name and status.");
+    for (int r = 0; r < WS_ROUTE_LABELS; r++)
+        for (int s = 0; s <= N_STATUS; s++) {
+            long long v = atomic_load(&requests[r][s]);
+            if (!v) continue;
+            if (s < N_STATUS)
+                ws_metrics_printf(
+                    buf, len, cap,
+                    "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
+                    ws_route_label_name(r), statuses[s], v);
+            else
+                ws_metrics_printf(
+                    buf, len, cap,
+                    "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
+                    ws_route_label_name(r), v);
+        }
+    ws_metrics_family(buf, len, cap, "worldstate_http_request_seconds", "histogram",
+                      "Time from a request's arrival to its answer, all routes.");
+    histogram(buf, len, cap, "worldstate_http_request_seconds", "", lat_bucket, lat_bounds, N_LAT,
+              (double)atomic_load(&lat_sum_us) * 1e-6);
+    ws_metrics_family(buf, len, cap, "worldstate_http_request_duration_seconds", "histogram",
+                      "Time from a request's arrival to its answer, by route pattern and method.");
+    for (int p = 0; p < WS_ROUTE_LABELS; p++)
+        for (int m = 0; m <= N_METHOD; m++) {
+            long long n = 0;
+            for (int b = 0; b <= N_LAT; b++) n += atomic_load(&route_bucket[p][m][b]);
+            if (!n) continue;
+            char labels[160];
+            snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\"", ws_route_pattern_name(p),
+                     m < N_METHOD ? methods[m] : "other");
+            histogram(buf, len, cap, "worldstate_http_request_duration_seconds", labels,
+                      route_bucket[p][m], lat_bounds, N_LAT,
+                      (double)atomic_load(&route_sum_us[p][m]) * 1e-6);
+        }
+}
+
+static void engine_counters(char **buf, size_t *len, size_t *cap)
+{
+    ws_metrics_family(buf, len, cap, "worldstate_batch_jobs", "histogram",
+                      "Jobs per engine batch.");
+    double bounds[N_BATCH];
+    for (int b = 0; b < N_BATCH; b++) bounds[b] = batch_bounds[b];
+    histogram(buf, len, cap, "worldstate_batch_jobs", "", batch_bucket, bounds, N_BATCH,
+              (double)atomic_load(&batch_jobs));
+    ws_metrics_family(buf, len, cap, "worldstate_steps_total", "counter", "Steps committed.");
+    ws_metrics_printf(buf, len, cap, "worldstate_steps_total %lld\n",
+                      (long long)atomic_load(&steps_total));
+    ws_metrics_family(buf, len, cap, "worldstate_queries_total", "counter", "Queries answered.");
+    ws_metrics_printf(buf, len, cap, "worldstate_queries_total %lld\n",
+                      (long long)atomic_load(&queries_total));
+    ws_metrics_family(buf, len, cap, "worldstate_training_updates_total", "counter",
+                      "Online-training AdamW updates taken.");
+    ws_metrics_printf(buf, len, cap, "worldstate_training_updates_total %lld\n",
+                      (long long)atomic_load(&train_updates));
 }
 
 struct MHD_Response *ws_metrics_render(ws_srv *srv)
@@ -167,65 +283,15 @@ struct MHD_Response *ws_metrics_render(ws_srv *srv)
     size_t cap = 8192, len = 0;
     char *buf = malloc(cap);
     if (buf) buf[0] = '\0';
-    ws_metrics_printf(&buf, &len, &cap,
-                      "# TYPE worldstate_build_info gauge\n"
-                      "worldstate_build_info{version=\"%s\",git=\"%s\",backend=\"%s\"} 1\n",
-                      ws_version(), ws_version_git(),
-                      srv->engine ? ws_engine_backend_name(srv->engine) : "none");
-    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_requests_total counter\n");
-    for (int r = 0; r < WS_ROUTE_LABELS; r++)
-        for (int s = 0; s <= N_STATUS; s++) {
-            long long v = atomic_load(&requests[r][s]);
-            if (!v) continue;
-            if (s < N_STATUS)
-                ws_metrics_printf(
-                    &buf, &len, &cap,
-                    "worldstate_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
-                    ws_route_label_name(r), statuses[s], v);
-            else
-                ws_metrics_printf(
-                    &buf, &len, &cap,
-                    "worldstate_http_requests_total{route=\"%s\",status=\"other\"} %lld\n",
-                    ws_route_label_name(r), v);
-        }
-    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_http_request_seconds histogram\n");
-    long long cum = 0;
-    for (int b = 0; b <= N_LAT; b++) {
-        cum += atomic_load(&lat_bucket[b]);
-        if (b < N_LAT)
-            ws_metrics_printf(&buf, &len, &cap,
-                              "worldstate_http_request_seconds_bucket{le=\"%g\"} %lld\n",
-                              lat_bounds[b], cum);
-        else
-            ws_metrics_printf(&buf, &len, &cap,
-                              "worldstate_http_request_seconds_bucket{le=\"+Inf\"} %lld\n", cum);
-    }
+    ws_metrics_family(&buf, &len, &cap, "worldstate_build_info", "gauge",
+                      "Always 1: the labels say which build serves.");
     ws_metrics_printf(
-        &buf, &len, &cap,
-        "worldstate_http_request_seconds_sum %.6f\nworldstate_http_request_seconds_count %lld\n",
-        (double)atomic_load(&lat_sum_us) * 1e-6, cum);
-    ws_metrics_printf(&buf, &len, &cap, "# TYPE worldstate_batch_jobs histogram\n");
-    cum = 0;
-    for (int b = 0; b <= N_BATCH; b++) {
-        cum += atomic_load(&batch_bucket[b]);
-        if (b < N_BATCH)
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"%d\"} %lld\n",
-                              batch_bounds[b], cum);
-        else
-            ws_metrics_printf(&buf, &len, &cap, "worldstate_batch_jobs_bucket{le=\"+Inf\"} %lld\n",
-                              cum);
-    }
-    ws_metrics_printf(&buf, &len, &cap,
-                      "worldstate_batch_jobs_sum %lld\nworldstate_batch_jobs_count %lld\n",
-                      (long long)atomic_load(&batch_jobs), (long long)atomic_load(&batch_count));
-    ws_metrics_printf(&buf, &len, &cap,
-                      "# TYPE worldstate_steps_total counter\nworldstate_steps_total %lld\n"
-                      "# TYPE worldstate_queries_total counter\nworldstate_queries_total %lld\n"
-                      "# TYPE worldstate_training_updates_total "
-                      "counter\nworldstate_training_updates_total %lld\n",
-                      (long long)atomic_load(&steps_total), (long long)atomic_load(&queries_total),
-                      (long long)atomic_load(&train_updates));
+        &buf, &len, &cap, "worldstate_build_info{version=\"%s\",git=\"%s\",backend=\"%s\"} 1\n",
+        ws_version(), ws_version_git(), srv->engine ? ws_engine_backend_name(srv->engine) : "none");
+    request_metrics(&buf, &len, &cap);
+    engine_counters(&buf, &len, &cap);
     if (srv->engine) engine_metrics(srv->engine, &buf, &len, &cap);
+    ws_metrics_process(&buf, &len, &cap);
     if (!buf) return NULL;
     struct MHD_Response *r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
     if (!r) {

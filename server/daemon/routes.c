@@ -51,7 +51,7 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
 {
     memset(m, 0, sizeof *m);
     m->auth = WS_AUTH_KEY;
-    m->label = WS_ROUTE_LABELS - 1;
+    m->label = m->pattern = WS_ROUTE_LABELS - 1;
     const char *want = strcmp(method, "HEAD") != 0 ? method : "GET";
     int known = 0;
     for (int i = 0; i < N_ROUTES; i++) {
@@ -59,7 +59,8 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
         const char *params[WS_HTTP_PARAMS] = {0};
         if (!match(r->pattern, segs, n_segs, params)) continue;
         if (!known || r->auth < m->auth) m->auth = r->auth;
-        if (!known) m->label = label_of(i);
+        /* the first row that matches is the first of its pattern: the pattern's slot */
+        if (!known) m->label = label_of(i), m->pattern = i;
         known = 1;
         allow_add(m->allow, sizeof m->allow, r->method);
         if (!strcmp(r->method, "GET")) allow_add(m->allow, sizeof m->allow, "HEAD");
@@ -69,12 +70,18 @@ void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_m
             memcpy(m->params, params, sizeof params);
         }
     }
+    if (known) allow_add(m->allow, sizeof m->allow, "OPTIONS"); /* http.c answers it */
     if (m->route) m->auth = m->route->auth;
 }
 
 const char *ws_route_label_name(int label)
 {
     return label >= 0 && label < N_ROUTES ? table[label].name : "other";
+}
+
+const char *ws_route_pattern_name(int slot)
+{
+    return slot >= 0 && slot < N_ROUTES ? table[slot].pattern : "other";
 }
 
 /* The process is up and serving HTTP: answered from memory, never from

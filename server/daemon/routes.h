@@ -11,7 +11,13 @@
  * A row names its handler and auth level by suffix: handler `step` is the
  * function ws_route_step, auth KEY is WS_AUTH_KEY. A pattern's {…} segment
  * matches any one path segment and becomes the handler's c->params[i], in the
- * order of the pattern. */
+ * order of the pattern.
+ *
+ * Every row is an operation of server/daemon/openapi.json (same method and
+ * pattern, the handler's name as its operationId) and every operation there a
+ * row: tests/test_server_openapi.c checks both ways, and checks live answers of
+ * every row against the document. OPTIONS is answered for every known path
+ * (http.c, cors.c), so the table has no OPTIONS rows. */
 #ifndef WS_SRV_ROUTES_H
 #define WS_SRV_ROUTES_H
 
@@ -30,6 +36,7 @@ typedef enum {
     ROW(GET,    "/readyz",                               readyz,         NONE,  "readyz",     MEM) \
     ROW(GET,    "/metrics",                              metrics,        NONE,  "metrics",    MEM) \
     ROW(GET,    "/version",                              version,        NONE,  "version",    MEM) \
+    ROW(GET,    "/openapi.json",                         openapi,        NONE,  "openapi",    MEM) \
     ROW(GET,    "/v1/sessions",                          sessions_list,  KEY,   "sessions",   MEM) \
     ROW(POST,   "/v1/sessions",                          session_create, KEY,   "sessions",   MEM) \
     ROW(GET,    "/v1/sessions/{id}",                     session_get,    KEY,   "session",    MEM) \
@@ -42,6 +49,7 @@ typedef enum {
     ROW(GET,    "/v1/models",                            models_list,    KEY,   "models",     MEM) \
     ROW(POST,   "/v1/models",                            model_create,   ADMIN, "models",     MEM) \
     ROW(GET,    "/v1/models/{name}",                     model_get,      KEY,   "model",      MEM) \
+    ROW(DELETE, "/v1/models/{name}",                     model_delete,   ADMIN, "model",      MEM) \
     ROW(PATCH,  "/v1/models/{name}/training",            training_patch, ADMIN, "training",   MEM) \
     ROW(GET,    "/v1/models/{name}/checkpoint",          checkpoint_get, ADMIN, "checkpoint", MEM) \
     ROW(POST,   "/v1/models/{name}/import",              model_import,   ADMIN, "import",     FILE) \
@@ -83,7 +91,9 @@ typedef struct {
     ws_route_auth auth;    /* the key to check first: the row's; for a 405 the least of
                               the path's rows; for an unknown path WS_AUTH_KEY */
     int label;             /* metrics label slot */
-    char allow[64];        /* the path's methods, "GET, HEAD, POST"; "" for a 404 */
+    int pattern;           /* metrics slot of the path's pattern: its first row (any method);
+                              WS_ROUTE_LABELS - 1 for an unknown path */
+    char allow[64];        /* the path's methods, "GET, HEAD, POST, OPTIONS"; "" for a 404 */
     const char *params[WS_HTTP_PARAMS];
 } ws_route_match;
 
@@ -92,6 +102,8 @@ typedef struct {
 void ws_route_find(const char *method, char *const *segs, int n_segs, ws_route_match *m);
 /* The /metrics route label of a slot. */
 const char *ws_route_label_name(int label);
+/* The route pattern of a pattern slot ("other" for none). */
+const char *ws_route_pattern_name(int slot);
 
 /* ---- a request's path (path.c) ------------------------------------------ */
 /* MHD's unescape callback: decodes %HH in place, except %2F and %00 (a '/' or

@@ -77,6 +77,19 @@ void ws_route_training_patch(ws_http_ctx *c, ws_http_answer *a)
     ws_http_submit(c, j, a);
 }
 
+/* DELETE /v1/models/{name}: the engine refuses "default" and a model in use. */
+void ws_route_model_delete(ws_http_ctx *c, ws_http_answer *a)
+{
+    ws_error err = {0};
+    if (!ws_http_model_name_ok(c->params[0]))
+        return fail(a, ws_error_set(&err, WS_ERR_NOTFOUND, "no such model"), &err);
+    ws_job *j = calloc(1, sizeof *j);
+    if (!j) return fail(a, ws_error_set(&err, WS_ERR_NOMEM, "out of memory"), &err);
+    j->kind = WS_JOB_MODEL_DELETE;
+    strcpy(j->model_name, c->params[0]);
+    ws_http_submit(c, j, a);
+}
+
 /* POST /v1/models/{name}/import: the body is already in the file c->upload;
  * the engine loads it, checks it and makes it a model or a version. */
 void ws_route_model_import(ws_http_ctx *c, ws_http_answer *a)

@@ -130,6 +130,7 @@ static void admin_job(ws_engine *e, ws_job *j)
 {
     if (j->kind == WS_JOB_TRAINING_SET) return training_job(e, j);
     if (j->kind == WS_JOB_MODEL_ROLLBACK) return ws_eng_rollback_job(e, j);
+    if (j->kind == WS_JOB_MODEL_DELETE) return ws_eng_model_delete_job(e, j);
     if (j->kind == WS_JOB_SESSION_CREATE || j->kind == WS_JOB_SESSION_DELETE)
         return ws_eng_session_job(e, j);
     ws_eng_build_start(e, j); /* MODEL_CREATE, MODEL_IMPORT: complete when installed */

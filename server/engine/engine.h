@@ -74,7 +74,8 @@ typedef enum {
                               (loaded off the engine thread: serving goes on meanwhile) */
     WS_JOB_SESSION_CREATE, /* a session on a model (model_name); its id into session */
     WS_JOB_SESSION_DELETE, /* a session and its step log */
-    WS_JOB_MODEL_ROLLBACK  /* make a recorded version (version) of a model current again */
+    WS_JOB_MODEL_ROLLBACK, /* make a recorded version (version) of a model current again */
+    WS_JOB_MODEL_DELETE    /* a model with its versions, vocabulary and checkpoint files */
 } ws_job_kind;
 
 /* A fact: 1..max_fact_len symbols, or a vector of the model's d_raw numbers. */
@@ -102,6 +103,8 @@ typedef enum {
                                 does not fit its model, a session's model not loaded) */
     WS_JOB_MODEL_NOT_FOUND,    /* session create: no model of that name */
     WS_JOB_SESSION_LIMIT,      /* session create: the tenant has max_sessions sessions */
+    WS_JOB_MODEL_IS_DEFAULT,   /* delete: "default", the model of sessions that name none */
+    WS_JOB_MODEL_IN_USE,       /* delete: sessions still use the model */
     WS_JOB_VERSION_UNAVAILABLE /* rollback: the version's checkpoint is gone or damaged */
 } ws_job_why;
 

@@ -143,6 +143,10 @@ void ws_eng_gate_reset(ws_engine_gate_info *g);
 void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
 /* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
+/* WS_JOB_MODEL_DELETE (engine_models.c): refused for "default", for a model
+ * that sessions use or that is being built; else the rows go in one
+ * transaction, then the model leaves the table and its files are removed. */
+void ws_eng_model_delete_job(ws_engine *e, ws_job *j);
 
 /* engine_import.c: models from checkpoint files. */
 /* WS_JOB_MODEL_IMPORT, in three parts. On the engine thread, what refuses it

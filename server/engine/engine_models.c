@@ -523,6 +523,79 @@ void ws_eng_rollback_job(ws_engine *e, ws_job *j)
     ws_eng_finish(j);
 }
 
+/* The recorded checkpoint files of a model's versions (owned strings). */
+typedef struct {
+    const char *data_dir;
+    char **paths;
+    int n, cap;
+} ckpt_files;
+
+static ws_status ckpt_file_add(void *ctx, const ws_store_version *v)
+{
+    ckpt_files *f = ctx;
+    char path[WS_ENG_CKPT_PATH];
+    ws_srv_ckpt_resolve(f->data_dir, v->path, path, sizeof path);
+    if (f->n == f->cap) {
+        int cap = f->cap ? 2 * f->cap : 8;
+        char **p = realloc(f->paths, sizeof *p * (size_t)cap);
+        if (!p) return WS_ERR_NOMEM;
+        f->paths = p, f->cap = cap;
+    }
+    if (!(f->paths[f->n] = strdup(path))) return WS_ERR_NOMEM;
+    f->n++;
+    return WS_OK;
+}
+
+/* Removes em from the table (under mu: status and metrics read it), then frees
+ * what it held and gives its bytes back to --max-model-memory. */
+static void table_remove(ws_engine *e, ws_eng_model *em)
+{
+    ws_eng_model gone = *em;
+    pthread_mutex_lock(&e->mu);
+    int i = (int)(em - e->models);
+    memmove(em, em + 1, sizeof *em * (size_t)(e->n_models - i - 1));
+    e->n_models--;
+    pthread_mutex_unlock(&e->mu);
+    size_t bytes = gone.bytes;
+    model_release(&gone);
+    ws_eng_memory_release(e, bytes);
+}
+
+void ws_eng_model_delete_job(ws_engine *e, ws_job *j)
+{
+    ws_error err = {0};
+    if (ws_eng_building(e, j->model_name))
+        return ws_eng_refuse(j, WS_JOB_FAILED, WS_ERR_CONFLICT,
+                             "model \"%s\" is being created or imported", j->model_name);
+    ws_eng_model *em = ws_eng_model_by_name(e, j->model_name);
+    if (!em) return ws_eng_refuse(j, WS_JOB_FAILED, WS_ERR_NOTFOUND, "no such model");
+    if (!strcmp(em->name, "default"))
+        return ws_eng_refuse(j, WS_JOB_MODEL_IS_DEFAULT, WS_ERR_CONFLICT,
+                             "the model \"default\" cannot be deleted: sessions created without "
+                             "a model use it");
+    ckpt_files files = {.data_dir = e->cfg.data_dir};
+    ws_status s = ws_store_version_list(e->st, em->id, ckpt_file_add, &files, &err);
+    if (s == WS_ERR_NOMEM) ws_error_set(&err, s, "out of memory");
+    if (s == WS_OK) s = ws_store_model_delete(e->st, em->id, &err);
+    if (s == WS_OK) {
+        table_remove(e, em);
+        /* The rows are gone: a file left behind only takes space (said below). */
+        for (int i = 0; i < files.n; i++)
+            if (unlink(files.paths[i]) != 0 && errno != ENOENT)
+                fprintf(stderr, "worldstated: model %s deleted, but %s stays: %s\n", j->model_name,
+                        files.paths[i], strerror(errno));
+        fprintf(stderr, "worldstated: model %s deleted\n", j->model_name);
+    }
+    for (int i = 0; i < files.n; i++) free(files.paths[i]);
+    free(files.paths);
+    if (s == WS_ERR_CONFLICT)
+        return ws_eng_refuse(j, WS_JOB_MODEL_IN_USE, s,
+                             "model \"%s\" is in use: %s; delete its sessions first", j->model_name,
+                             err.msg);
+    if (s != WS_OK) return ws_eng_fail(j, s, &err);
+    ws_eng_finish(j);
+}
+
 void ws_eng_models_free(ws_engine *e)
 {
     for (int i = 0; i < e->n_models; i++) model_release(&e->models[i]);

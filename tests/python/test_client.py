@@ -183,6 +183,13 @@ class OpenMode(unittest.TestCase):
         self.assertEqual(c.rollback_model("small-copy", 2)["version"], 2)
         t = c.set_training("small-copy", gate=False, holdout=0.25)
         self.assertEqual((t["gate"], t["holdout"], t["self_supervised"]), (False, 0.25, True))
+        # Delete: a model no session uses goes; "default" stays.
+        c.delete_model("small-own2")
+        with self.assertRaises(ws.NotFound):
+            c.get_model("small-own2")
+        with self.assertRaises(ws.Conflict) as e:
+            c.delete_model("default")
+        self.assertEqual(e.exception.code, "model_is_default")
 
     def test_steps_queries_labels_state(self):
         c = self.c

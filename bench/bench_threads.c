@@ -77,14 +77,16 @@ static void rig_open(rig *r)
 }
 
 /* Runs batch n at mode (0: 1 thread, 1: 2 threads, 2: auto) for about
- * `seconds` after two warm-up passes; adds the steps and the time to *steps, *secs. */
-static void run_cell(rig *r, int n, int mode, double seconds, double *steps, double *secs)
+ * `seconds` after two warm-up passes; adds the steps, the time and the
+ * process's CPU time to *steps, *secs, *cpu. */
+static void run_cell(rig *r, int n, int mode, double seconds, double *steps, double *secs,
+                     double *cpu)
 {
     build_batch(r->b, ws_model_config_of(r->m), n);
     ws_error err = {0};
     ws_step_result res;
     int iters = 0;
-    double t0 = ws_clock_mono_s(), t = t0;
+    double t0 = ws_clock_mono_s(), t = t0, c0 = 0;
     for (int warm = 2; warm > 0 || t - t0 < seconds || iters < 2;) {
         int th = mode == 2 ? ws_threads_choose(&r->pick, n) : mode + 1;
         ws_backend_threads(r->be, th);
@@ -96,25 +98,30 @@ static void run_cell(rig *r, int n, int mode, double seconds, double *steps, dou
         }
         t = ws_clock_mono_s();
         if (mode == 2) ws_threads_record(&r->pick, n, th, t - s0);
-        if (warm > 0 && --warm == 0) t0 = t; /* warm-up passes are not counted */
+        if (warm > 0 && --warm == 0) t0 = t, c0 = ws_clock_cpu_s(); /* warm-up not counted */
         else if (!warm) iters++;
     }
     *steps += (double)n * iters;
     *secs += t - t0;
+    *cpu += ws_clock_cpu_s() - c0;
 }
 
 /* Steps/s of every cell; the cells take turns in short slices (ROUNDS of
  * them), so that a shared machine's changing load falls on all alike. */
 #define ROUNDS 5
-static void run_all(rig *r, double seconds, double out[N_B][MODES])
+/* cpu1: steps per CPU second at 1 thread (the work alone, whatever the load). */
+static void run_all(rig *r, double seconds, double out[N_B][MODES], double cpu1[N_B])
 {
-    double steps[N_B][MODES] = {{0}}, secs[N_B][MODES] = {{0}};
+    double steps[N_B][MODES] = {{0}}, secs[N_B][MODES] = {{0}}, cpu[N_B][MODES] = {{0}};
     for (int round = 0; round < ROUNDS; round++)
         for (int i = 0; i < N_B; i++)
             for (int k = 0; k < MODES; k++)
-                run_cell(r, BATCHES[i], k, seconds / ROUNDS, &steps[i][k], &secs[i][k]);
-    for (int i = 0; i < N_B; i++)
+                run_cell(r, BATCHES[i], k, seconds / ROUNDS, &steps[i][k], &secs[i][k],
+                         &cpu[i][k]);
+    for (int i = 0; i < N_B; i++) {
         for (int k = 0; k < MODES; k++) out[i][k] = steps[i][k] / secs[i][k];
+        cpu1[i] = steps[i][0] / cpu[i][0];
+    }
 }
 
 static pid_t busy_start(void)
@@ -143,23 +150,24 @@ int main(int argc, char **argv)
     }
     rig r;
     rig_open(&r);
-    double quiet[N_B][MODES], busy[N_B][MODES] = {{0}};
-    run_all(&r, seconds, quiet);
+    double quiet[N_B][MODES], busy[N_B][MODES] = {{0}}, cpu1[N_B], busy_cpu1[N_B];
+    run_all(&r, seconds, quiet, cpu1);
     if (!quiet_only) {
         pid_t p = busy_start();
         if (p < 0) return 1;
-        run_all(&r, seconds, busy);
+        run_all(&r, seconds, busy, busy_cpu1);
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
     }
     printf("engine forward step (d=128, T=32, 2+2 layers; %d instructions + %d queries per "
            "trajectory), steps/s, %ld cores, OMP_WAIT_POLICY=%s\n",
            N_INSTR, N_QUERY, sysconf(_SC_NPROCESSORS_ONLN), getenv("OMP_WAIT_POLICY"));
-    printf("%6s | %9s %9s %9s | %9s %9s %9s   (busy: a process spinning on a core)\n", "batch",
-           "quiet 1t", "2t", "auto", "busy 1t", "2t", "auto");
+    printf("%6s | %9s %9s %9s | %9s %9s %9s | %s\n", "batch", "quiet 1t", "2t", "auto",
+           "busy 1t", "2t", "auto", "1t per CPU s");
     for (int i = 0; i < N_B; i++)
-        printf("%6d | %9.0f %9.0f %9.0f | %9.0f %9.0f %9.0f\n", BATCHES[i], quiet[i][0],
-               quiet[i][1], quiet[i][2], busy[i][0], busy[i][1], busy[i][2]);
+        printf("%6d | %9.0f %9.0f %9.0f | %9.0f %9.0f %9.0f | %9.0f\n", BATCHES[i], quiet[i][0],
+               quiet[i][1], quiet[i][2], busy[i][0], busy[i][1], busy[i][2], cpu1[i]);
+    printf("(busy: a process spinning on a core; per CPU s: the work alone, whatever the load)\n");
     printf("{\"bench\":\"threads\",\"instr\":%d,\"queries\":%d,\"omp_wait_policy\":\"%s\"", N_INSTR,
            N_QUERY, getenv("OMP_WAIT_POLICY"));
     const char *modes[MODES] = {"1t", "2t", "auto"};
@@ -168,6 +176,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < MODES; k++)
                 printf(",\"%s_b%d_%s\":%.1f", load ? "busy" : "quiet", BATCHES[i], modes[k],
                        load ? busy[i][k] : quiet[i][k]);
+    for (int i = 0; i < N_B; i++) printf(",\"cpu_b%d_1t\":%.1f", BATCHES[i], cpu1[i]);
     printf("}\n");
     return 0;
 }

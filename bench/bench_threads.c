@@ -1,7 +1,8 @@
 /* bench_threads.c — the engine's forward step at 1 and 2 threads, on a quiet
  * machine and beside a competing busy process (issue 15).
  *
- * The default model (d=128, 4 heads, T=32, 2+2 layers) with random parameters;
+ * The model worldstated serves out of the box (models/default.safetensors; the
+ * default config with random parameters in a tree without it);
  * a step = 4 instructions + 8 queries of 2-3 symbols per trajectory, updater
  * and extractor in one ws_exec_step, states fed back. For batches of 1, 8, 64
  * and 256 trajectories: steps/s at 1 thread, 2 threads, and "auto" (the
@@ -23,6 +24,7 @@
 #include "base/ws_clock.h"
 #include "base/ws_rng.h"
 #include "kernels/threads_pick.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
 
 #define N_INSTR 4
@@ -64,9 +66,17 @@ static void rig_open(rig *r)
 {
     ws_error err = {0};
     ws_model_config c = ws_model_config_default();
-    c.vocab_cap = 1000;
-    if (ws_backend_cpu_new(&r->be, 2, &err) != WS_OK || ws_model_new(&r->m, &c, r->be, 1, &err) ||
-        ws_exec_new(&r->x, r->m, &err) != WS_OK || ws_batch_new(&r->b, &c) != WS_OK ||
+    if (ws_backend_cpu_new(&r->be, 2, &err) != WS_OK) {
+        fprintf(stderr, "bench_threads: %s\n", err.msg);
+        exit(1);
+    }
+    /* the model worldstated serves out of the box, else the default config */
+    if (ws_checkpoint_load(&r->m, WS_SOURCE_DIR "/models/default.safetensors", r->be, &err) ==
+        WS_OK)
+        c = *ws_model_config_of(r->m);
+    else if (ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK)
+        r->m = NULL;
+    if (!r->m || ws_exec_new(&r->x, r->m, &err) != WS_OK || ws_batch_new(&r->b, &c) != WS_OK ||
         ws_model_state_alloc(r->m, MAX_B, &r->w, &err) != WS_OK ||
         ws_model_state_init(r->m, r->w, 0, MAX_B, &err) != WS_OK ||
         !(r->probs = malloc(sizeof(float) * MAX_B * N_QUERY))) {
@@ -159,17 +169,19 @@ int main(int argc, char **argv)
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
     }
-    printf("engine forward step (d=128, T=32, 2+2 layers; %d instructions + %d queries per "
+    const ws_model_config *mc = ws_model_config_of(r.m);
+    printf("engine forward step (d=%d, T=%d, %d+%d layers; %d instructions + %d queries per "
            "trajectory), steps/s, %ld cores, OMP_WAIT_POLICY=%s\n",
-           N_INSTR, N_QUERY, sysconf(_SC_NPROCESSORS_ONLN), getenv("OMP_WAIT_POLICY"));
+           mc->d, mc->n_state, mc->n_upd_layers, mc->n_ext_layers, N_INSTR, N_QUERY,
+           sysconf(_SC_NPROCESSORS_ONLN), getenv("OMP_WAIT_POLICY"));
     printf("%6s | %9s %9s %9s | %9s %9s %9s | %s\n", "batch", "quiet 1t", "2t", "auto",
            "busy 1t", "2t", "auto", "1t per CPU s");
     for (int i = 0; i < N_B; i++)
         printf("%6d | %9.0f %9.0f %9.0f | %9.0f %9.0f %9.0f | %9.0f\n", BATCHES[i], quiet[i][0],
                quiet[i][1], quiet[i][2], busy[i][0], busy[i][1], busy[i][2], cpu1[i]);
     printf("(busy: a process spinning on a core; per CPU s: the work alone, whatever the load)\n");
-    printf("{\"bench\":\"threads\",\"instr\":%d,\"queries\":%d,\"omp_wait_policy\":\"%s\"", N_INSTR,
-           N_QUERY, getenv("OMP_WAIT_POLICY"));
+    printf("{\"bench\":\"threads\",\"d\":%d,\"instr\":%d,\"queries\":%d,\"omp_wait_policy\":\"%s\"",
+           mc->d, N_INSTR, N_QUERY, getenv("OMP_WAIT_POLICY"));
     const char *modes[MODES] = {"1t", "2t", "auto"};
     for (int load = 0; load < 2; load++)
         for (int i = 0; i < N_B; i++)

@@ -22,8 +22,9 @@ Prints a table and one JSON line (the best thread count by train steps/s):
 Usage: /usr/bin/python3 bench/model_torch.py [--seconds S] [--json-only]
 
 With --step-batches 1,8,64,256 it measures instead the serving step of issue 15
-(bench_threads.c's): per trajectory 4 instructions + 8 queries of 2-3 symbols,
-updater then extractor, no grad, at 1 and 2 threads; one JSON line
+(bench_threads.c's) on the shipped default model's config: per trajectory 4
+instructions + 8 queries of 2-3 symbols, updater then extractor, no grad, at 1
+and 2 threads; one JSON line
 {"bench":"model_torch_step","steps_per_s":{"1":..,..},"threads":{"1":..,..}}
 with each batch's best thread count.
 """
@@ -195,13 +196,26 @@ def measure_step(batch, threads, seconds):
     return time_loop(step, seconds) * batch
 
 
+def shipped_config():
+    """CFG's fields as the shipped default model has them (models/default.safetensors)."""
+    path = os.path.join(HERE, "..", "models", "default.safetensors")
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        cfg = json.loads(json.loads(f.read(n))["__metadata__"]["config"])
+    return {k: cfg[k] for k in CFG if k in cfg}
+
+
 def main_steps(batches, seconds):
+    try:  # the model the C side measures (bench_threads loads the shipped one)
+        CFG.update(shipped_config())
+    except (OSError, KeyError, ValueError):
+        pass
     rates, threads = {}, {}
     for n in batches:
         by_threads = {t: measure_step(n, t, seconds) for t in (1, 2)}
         threads[str(n)] = max(by_threads, key=by_threads.get)
         rates[str(n)] = round(by_threads[threads[str(n)]], 1)
-    print(json.dumps({"bench": "model_torch_step", "torch_version": torch.__version__,
+    print(json.dumps({"bench": "model_torch_step", "torch_version": torch.__version__, "d": CFG["d"],
                       "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                       "steps_per_s": rates, "threads": threads}))
     sys.stdout.flush()

@@ -13,6 +13,12 @@
  *                            [--store LOCATION] (the daemon's --store, e.g. postgresql://...;
  *                                                the ceiling rows then measure it too)
  * On a --store that outlives the run, each run's model has a name of its own.
+ *                            [--default-model]  (issue 15's shape: the shipped default
+ *                              model, steps of 4 instructions + 8 queries of 2-3 symbols)
+ *                            [--on-only]        (skip the batching-off mode)
+ *                            [--training on|off] (with --default-model: its online
+ *                              training, PATCH /v1/models/default/training; default off)
+ * Also prints the HTTP floor: the p50 of GET /healthz on one connection.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -68,6 +74,32 @@ static long post(CURL *c, int port, const char *path, const char *body, char *ou
 
 static char model_name[48] = "bench"; /* the running load's model */
 static const char *store;              /* --store, or NULL: the data directory's SQLite file */
+/* --default-model: sessions on the shipped model, steps of issue 15's shape;
+ * --training on: with its online training */
+static int default_model, training;
+
+/* Step t's body: 2 instructions + 2 queries of 2 symbols, or (default_model) 4
+ * instructions + 8 queries of 2-3 symbols. */
+static void step_body(char *body, size_t cap, int t)
+{
+    if (!default_model) {
+        snprintf(body, cap,
+                 "{\"instructions\":[{\"fact\":[\"e%d\",\"p%d\"],\"value\":true},{\"fact\":[\"e%d\",\"p%d\"],\"value\":false}],"
+                 "\"queries\":[{\"fact\":[\"e%d\",\"p%d\"]},{\"fact\":[\"e%d\",\"p%d\"]}]}",
+                 t % 8, t % 5, t % 8, (t + 1) % 5, t % 8, t % 5, (t + 3) % 8, t % 5);
+        return;
+    }
+    size_t n = (size_t)snprintf(body, cap, "{\"instructions\":[");
+    for (int i = 0; i < 12 && n < cap; i++) {
+        int a = (t + i) % 16, b = (t * 3 + i) % 7;
+        const char *third = i % 2 ? ",\"kitchen\"" : "";
+        if (i == 4) n += (size_t)snprintf(body + n, cap - n, "],\"queries\":[");
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"fact\":[\"e%d\",\"p%d\"%s]%s}",
+                              i == 0 || i == 4 ? "" : ",", a, b, third,
+                              i < 4 ? (i % 3 ? ",\"value\":true" : ",\"value\":false") : "");
+    }
+    if (n < cap) snprintf(body + n, cap - n, "]}");
+}
 
 typedef struct {
     int port;
@@ -81,8 +113,8 @@ static void *client_main(void *arg)
 {
     client *cl = arg;
     CURL *c = curl_easy_init();
-    char id[4096], resp[4096], path[128], body[512];
-    snprintf(body, sizeof body, "{\"model\":\"%s\"}", model_name);
+    char id[4096], resp[4096], path[128], body[1024];
+    snprintf(body, sizeof body, "{\"model\":\"%s\"}", default_model ? "default" : model_name);
     long created = c ? post(c, cl->port, "/v1/sessions", body, id) : 0;
     if (created != 201) {
         if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
@@ -92,10 +124,7 @@ static void *client_main(void *arg)
     char *q = strstr(id, "\"id\":\"");
     snprintf(path, sizeof path, "/v1/sessions/%.32s/steps", q ? q + 6 : "");
     for (int t = 0; ws_clock_mono_s() < cl->until; t++) {
-        snprintf(body, sizeof body,
-                 "{\"instructions\":[{\"fact\":[\"e%d\",\"p%d\"],\"value\":true},{\"fact\":[\"e%d\",\"p%d\"],\"value\":false}],"
-                 "\"queries\":[{\"fact\":[\"e%d\",\"p%d\"]},{\"fact\":[\"e%d\",\"p%d\"]}]}",
-                 t % 8, t % 5, t % 8, (t + 1) % 5, t % 8, t % 5, (t + 3) % 8, t % 5);
+        step_body(body, sizeof body, t);
         double t0 = ws_clock_mono_s();
         long st = post(c, cl->port, path, body, resp);
         double dt = ws_clock_mono_s() - t0;
@@ -123,9 +152,50 @@ static int cmp_double(const void *a, const void *b)
 }
 
 typedef struct {
-    double steps_per_s, p50_ms, p99_ms;
+    double steps_per_s, p50_ms, p99_ms, floor_ms;
+    double steps_per_cpu_s; /* per CPU second of the daemon: on a shared machine
+                               wall time counts the waits for a core, this the work */
     long steps, errors;
 } load_result;
+
+/* CPU seconds (user + system) the process has used, from /proc; -1 unknown. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces: fields follow it */
+    unsigned long ut = 0, st = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The p50 of GET /healthz on one keep-alive connection: what HTTP alone costs. */
+static double http_floor_ms(int port)
+{
+    enum { N = 200 };
+    double lat[N];
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", port);
+    CURL *c = curl_easy_init();
+    if (!c) return 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    for (int i = 0; i < N; i++) {
+        double t0 = ws_clock_mono_s();
+        curl_easy_perform(c);
+        lat[i] = ws_clock_mono_s() - t0;
+    }
+    curl_easy_cleanup(c);
+    qsort(lat, N, sizeof *lat, cmp_double);
+    return 1e3 * lat[N / 2];
+}
 
 static int run_load(const char *base, const char *max_batch, const char *wait_us, const char *durability, int clients,
                     double seconds, load_result *out)
@@ -141,11 +211,19 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     CURL *c = curl_easy_init();
     char resp[4096], model[512];
     snprintf(model, sizeof model, MODEL_JSON, model_name);
-    int ok = c && post(c, d.port, "/v1/models", model, resp) == 201;
+    int ok = c && (default_model || post(c, d.port, "/v1/models", model, resp) == 201);
+    if (ok && default_model) {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PATCH");
+        ok = post(c, d.port, "/v1/models/default/training",
+                  training ? "{\"enabled\":true}" : "{\"enabled\":false}", resp) == 200;
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
+    }
     if (c) curl_easy_cleanup(c);
+    out->floor_ms = ok ? http_floor_ms(d.port) : 0;
     client *cl = calloc((size_t)clients, sizeof *cl);
     pthread_t *th = calloc((size_t)clients, sizeof *th);
     atomic_int errors = 0;
+    double cpu0 = proc_cpu_s(d.pid);
     double t0 = ws_clock_mono_s(), until = t0 + seconds;
     for (int i = 0; ok && cl && th && i < clients; i++) {
         cl[i] = (client){.port = d.port, .until = until, .errors = &errors};
@@ -156,7 +234,8 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
         pthread_join(th[i], NULL);
         n += cl[i].n;
     }
-    double elapsed = ws_clock_mono_s() - t0;
+    double elapsed = ws_clock_mono_s() - t0, cpu = proc_cpu_s(d.pid) - cpu0;
+    out->steps_per_cpu_s = cpu0 >= 0 && cpu > 0 ? (double)n / cpu : 0;
     double *all = ok ? malloc(sizeof *all * (size_t)(n ? n : 1)) : NULL;
     long k = 0;
     for (int i = 0; cl && i < clients; i++) {
@@ -223,15 +302,20 @@ int main(int argc, char **argv)
     int clients = 64;
     double seconds = 5;
     const char *durability = "normal", *wait_us = "2000";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
+    int on_only = 0;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--default-model")) default_model = 1, i--;
+        else if (!strcmp(argv[i], "--on-only")) on_only = 1, i--;
+        else if (i + 1 >= argc) clients = 0; /* a flag without its value: usage */
+        else if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--training")) training = !strcmp(argv[i + 1], "on");
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--durability")) durability = argv[i + 1];
         else if (!strcmp(argv[i], "--wait-us")) wait_us = argv[i + 1];
         else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full] [--wait-us N] "
-                            "[--store LOCATION]\n");
+                            "[--store LOCATION] [--default-model] [--on-only] [--training on|off]\n");
             return 2;
         }
     }
@@ -245,28 +329,38 @@ int main(int argc, char **argv)
     if (ws_store_durability_parse(durability, &dur, &err) != WS_OK) return 2;
 
     load_result off = {0}, on = {0};
-    if (run_load(base, "1", "0", durability, clients, seconds, &off) != 0 ||
+    if ((!on_only && run_load(base, "1", "0", durability, clients, seconds, &off) != 0) ||
         run_load(base, "64", wait_us, durability, clients, seconds, &on) != 0) {
         fprintf(stderr, "bench_server: the daemon did not start or failed (logs under %s)\n", base);
         return 1;
     }
     double c1 = commit_ceiling(base, dur, 1, 2), c64 = commit_ceiling(base, dur, 64, 2);
-    printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, model d=%d T=%d 1+1 layers, "
-           "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
-    printf("%-26s %12s %10s %10s %8s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors");
-    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", "batching off (max 1)", off.steps_per_s, off.p50_ms, off.p99_ms, off.errors);
+    if (default_model)
+        printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, the shipped default model, "
+               "steps of 4 instructions + 8 queries, durability %s, %ld CPU cores\n",
+               clients, seconds, durability, sysconf(_SC_NPROCESSORS_ONLN));
+    else
+        printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, model d=%d T=%d 1+1 layers, "
+               "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("%-26s %12s %10s %10s %8s %14s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors", "steps/CPU s");
+    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f\n", "batching off (max 1)", off.steps_per_s, off.p50_ms, off.p99_ms,
+           off.errors, off.steps_per_cpu_s);
     char on_mode[64];
     snprintf(on_mode, sizeof on_mode, "batching on (64, %s us)", wait_us);
-    printf("%-26s %12.0f %10.2f %10.2f %8ld\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms, on.errors);
+    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms, on.errors,
+           on.steps_per_cpu_s);
+    printf("%-26s %12s %10.2f\n", "HTTP floor (GET /healthz)", "", on.floor_ms);
     const char *backend = store && strncmp(store, "sqlite:", 7) ? "PostgreSQL" : "SQLite";
     printf("%-11s alone, 1/commit  %12.0f\n", backend, c1);
     printf("%-11s alone, 64/commit %12.0f\n", backend, c64);
     printf("{\"bench\":\"server\",\"store\":\"%s\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
            "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
-           "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
+           "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld,"
+           "\"steps_per_cpu_s\":%.1f},"
+           "\"http_floor_ms\":%.3f,\"default_model\":%d,\"training\":%d,"
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
            backend, clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
-           on.p99_ms, on.errors, c1, c64);
+           on.p99_ms, on.errors, on.steps_per_cpu_s, on.floor_ms, default_model, training, c1, c64);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "bench_server: could not remove %s\n", base);

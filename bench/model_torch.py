@@ -20,6 +20,13 @@ Prints a table and one JSON line (the best thread count by train steps/s):
 {"bench":"model_torch","torch_threads":..,"train_steps_per_s":..,
  "updater_steps_per_s":..,"extractor_queries_per_s":..,...}
 Usage: /usr/bin/python3 bench/model_torch.py [--seconds S] [--json-only]
+
+With --step-batches 1,8,64,256 it measures instead the serving step of issue 15
+(bench_threads.c's) on the shipped default model's config: per trajectory 4
+instructions + 8 queries of 2-3 symbols, updater then extractor, no grad, at 1
+and 2 threads; one JSON line
+{"bench":"model_torch_step","steps_per_s":{"1":..,..},"threads":{"1":..,..}}
+with each batch's best thread count.
 """
 
 import argparse
@@ -80,25 +87,26 @@ def set_threads(n):
     return OPENBLAS.openblas_get_num_threads()
 
 
-def random_facts(gen, n):
-    """n facts of 1..S random symbols: ids [n, S] padded with -1."""
+def random_facts(gen, n, lens=None):
+    """n facts of lens = (lo, hi) random symbols (default 1..S): ids [n, S] padded with -1."""
     S = CFG["max_fact_len"]
+    lo, hi = lens or (1, S)
     ids = torch.randint(0, CFG["vocab_cap"], (n, S), generator=gen, dtype=torch.int32)
-    length = torch.randint(1, S + 1, (n, 1), generator=gen)
+    length = torch.randint(lo, hi + 1, (n, 1), generator=gen)
     return torch.where(torch.arange(S)[None, :] < length, ids, torch.full_like(ids, -1))
 
 
-def make_batch(gen, n_instr, n_query):
-    ni, nq = BATCH * n_instr, BATCH * n_query
+def make_batch(gen, n_instr, n_query, batch=BATCH, lens=None):
+    ni, nq = batch * n_instr, batch * n_query
     return {
-        "from_w0": torch.zeros(BATCH, dtype=torch.int32),
-        "n_instr": torch.full((BATCH,), n_instr, dtype=torch.int32),
-        "n_query": torch.full((BATCH,), n_query, dtype=torch.int32),
-        "instr_ids": random_facts(gen, ni),
+        "from_w0": torch.zeros(batch, dtype=torch.int32),
+        "n_instr": torch.full((batch,), n_instr, dtype=torch.int32),
+        "n_query": torch.full((batch,), n_query, dtype=torch.int32),
+        "instr_ids": random_facts(gen, ni, lens),
         "instr_raw_row": torch.full((ni,), -1, dtype=torch.int32),
         "instr_raw": None,
         "instr_val": torch.randint(0, 2, (ni,), generator=gen, dtype=torch.int32),
-        "query_ids": random_facts(gen, nq),
+        "query_ids": random_facts(gen, nq, lens),
         "query_raw_row": torch.full((nq,), -1, dtype=torch.int32),
         "query_raw": None,
         "query_label": torch.randint(0, 2, (nq,), generator=gen, dtype=torch.int32),
@@ -169,12 +177,59 @@ def measure(threads, seconds):
     }
 
 
+def measure_step(batch, threads, seconds):
+    """Serving steps/s (updater + extractor, no grad) of `batch` trajectories."""
+    set_threads(threads)
+    gen = torch.Generator().manual_seed(1)
+    model = build_model(gen)
+    b = make_batch(gen, 4, 8, batch, (2, 3))
+    with torch.no_grad():
+        w0 = model.p("state.w0").detach().clone()
+    state = {"w": w0[None].expand(batch, -1, -1).contiguous()}
+
+    def step():
+        b["w_prev"] = state["w"]
+        with torch.inference_mode():
+            state["w"] = model.updater(b)
+            torch.sigmoid(model.extractor(b, state["w"]))
+
+    return time_loop(step, seconds) * batch
+
+
+def shipped_config():
+    """CFG's fields as the shipped default model has them (models/default.safetensors)."""
+    path = os.path.join(HERE, "..", "models", "default.safetensors")
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        cfg = json.loads(json.loads(f.read(n))["__metadata__"]["config"])
+    return {k: cfg[k] for k in CFG if k in cfg}
+
+
+def main_steps(batches, seconds):
+    try:  # the model the C side measures (bench_threads loads the shipped one)
+        CFG.update(shipped_config())
+    except (OSError, KeyError, ValueError):
+        pass
+    rates, threads = {}, {}
+    for n in batches:
+        by_threads = {t: measure_step(n, t, seconds) for t in (1, 2)}
+        threads[str(n)] = max(by_threads, key=by_threads.get)
+        rates[str(n)] = round(by_threads[threads[str(n)]], 1)
+    print(json.dumps({"bench": "model_torch_step", "torch_version": torch.__version__, "d": CFG["d"],
+                      "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+                      "steps_per_s": rates, "threads": threads}))
+    sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description="PyTorch peer of bench_model (CPU, float32)")
     ap.add_argument("--seconds", type=float, default=5.0, help="per measurement (default 5)")
     ap.add_argument("--json-only", action="store_true", help="print only the JSON line")
+    ap.add_argument("--step-batches", help="serving steps at these batch sizes (e.g. 1,8,64,256)")
     args = ap.parse_args()
     torch.manual_seed(0)
+    if args.step_batches:
+        return main_steps([int(x) for x in args.step_batches.split(",")], args.seconds)
     results = {t: measure(t, args.seconds) for t in (1, 2)}
     best = max(results, key=lambda t: results[t]["train_steps_per_s"])
     if not args.json_only:

@@ -105,6 +105,10 @@ typedef struct ws_backend_ops {
     ws_status (*copy)(ws_backend *be, void *dst, const void *src, size_t bytes);
     ws_status (*fill)(ws_backend *be, float *dst, float value, size_t n);
     ws_status (*sync)(ws_backend *be);
+    /* How many threads the calling thread's next ops may use (n <= 0: the
+     * backend's count at creation; more is clamped to it); returns that count.
+     * NULL where the backend has no such choice (CUDA). */
+    int (*threads)(ws_backend *be, int n);
 
     /* compute ops, one field per line of backend_ops.h */
 #define WS_OP(name, params) ws_status(*name) params;
@@ -148,6 +152,10 @@ void ws_backend_free(ws_backend *be);
 void ws_backend_prefer_passive_waits(char **argv);
 
 /* Convenience wrappers, so call sites read like plain function calls. */
+static inline int ws_backend_threads(ws_backend *be, int n)
+{
+    return be->ops->threads ? be->ops->threads(be, n) : 1;
+}
 static inline ws_status ws_backend_alloc(ws_backend *be, size_t bytes, void **out)
 {
     return be->ops->alloc(be, bytes, out);

@@ -97,6 +97,8 @@ const char *ws_vocab_symbol(const ws_vocab *v, int32_t id)
     return (id >= 0 && id < v->size) ? v->symbols[id] : NULL;
 }
 
+const char *ws_vocab_symbol_added(const ws_vocab *v, int32_t id) { return v->symbols[id]; }
+
 int32_t ws_vocab_id(ws_vocab *v, const char *sym, size_t len, int add)
 {
     return id_of(v, sym, len, ws_fnv1a64(sym, len), add);

@@ -40,5 +40,9 @@ int ws_vocab_capacity(const ws_vocab *v);
 int ws_vocab_n_overflow(const ws_vocab *v);
 /* Symbol of a named id, or NULL for overflow/out-of-range ids. */
 const char *ws_vocab_symbol(const ws_vocab *v, int32_t id);
+/* The same without reading the size, for another thread than the one adding
+ * symbols: id must be below a size that thread handed over (a symbol's string
+ * and slot never change once added, and the table never moves). */
+const char *ws_vocab_symbol_added(const ws_vocab *v, int32_t id);
 
 #endif

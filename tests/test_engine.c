@@ -520,9 +520,9 @@ static void test_import_does_not_block_serving(void **state)
 }
 
 /* ---- continuous batching (issue 15) ------------------------------------------ */
-/* Batch sizes as the engine reports them (on_batch, on the engine thread); with
- * hold set, the engine stays inside the callback of its next batch until the
- * test clears it, so that jobs are submitted while a batch is running. */
+/* Batch sizes as the engine reports them (on_batch, on the commit thread once
+ * the batch is answered); with hold set, the commit stage stays inside the
+ * callback of its next batch until the test clears it. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -570,6 +570,37 @@ static void wait_done(waiter *w)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* An engine of cfg (its directory DIR_/name) serving a new model "tiny"
+ * without training, n sessions on it, and a connection of the test's own. */
+static void tiny_engine(const char *name, ws_engine_config *cfg, ws_engine **e, ws_store **st,
+                        char (*sess)[WS_STORE_ID_LEN + 1], int n)
+{
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/%s", DIR_, name);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(cfg->data_dir, sizeof cfg->data_dir, "%s", dir);
+    snprintf(cfg->db_path, sizeof cfg->db_path, "%s/worldstate.db", dir);
+    ws_error err = {0};
+    int64_t tenant = 0;
+    assert_int_equal(ws_store_open(cfg->db_path, cfg->durability, 1, st, &err), WS_OK);
+    assert_int_equal(ws_store_tenant_ensure(*st, "default", &tenant, &err), WS_OK);
+    assert_int_equal(tenant, TENANT); /* the jobs carry TENANT */
+    assert_int_equal(ws_engine_start(cfg, e, &err), WS_OK);
+    ws_model_config tiny = tiny_config();
+    ws_job *j = create_job("tiny", &tiny);
+    j->training.enabled = 0; /* no training pass between the batches */
+    run_on(*e, j);
+    assert_int_equal(j->result.status, WS_OK);
+    ws_job_free(j);
+    ws_store_model m = {0};
+    assert_int_equal(ws_store_model_find(*st, "tiny", &m, &err), WS_OK);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(ws_store_session_create(*st, tenant, m.id, NULL, 0, 0, m.current_version,
+                                                 0, sess[i], &err),
+                         WS_OK);
+    ws_store_model_clear(&m);
+}
+
 /* With a batch wait of 200 ms, a lone client's step runs at once (the old
  * engine waited the whole 200 ms for a batch to fill); steps submitted while a
  * batch runs form the next batch together, each session at most once in it,
@@ -578,34 +609,14 @@ static void test_continuous_batching(void **state)
 {
     (void)state;
     enum { WAIT_US = 200000, N = 7 };
-    char dir[300];
-    snprintf(dir, sizeof dir, "%s/batching", DIR_);
-    assert_int_equal(mkdir(dir, 0700), 0);
-    ws_engine_config cfg = engine_config(dir);
+    ws_engine_config cfg = engine_config("");
     cfg.batch_wait_us = WAIT_US;
     cfg.on_batch = record_batch;
     ws_engine *e = NULL;
     ws_store *st = NULL;
-    ws_error err = {0};
-    int64_t tenant = 0;
-    assert_int_equal(ws_store_open(cfg.db_path, cfg.durability, 1, &st, &err), WS_OK);
-    assert_int_equal(ws_store_tenant_ensure(st, "default", &tenant, &err), WS_OK);
-    assert_int_equal(tenant, TENANT); /* the jobs carry TENANT */
-    assert_int_equal(ws_engine_start(&cfg, &e, &err), WS_OK);
-    ws_model_config tiny = tiny_config();
-    ws_job *j = create_job("tiny", &tiny);
-    j->training.enabled = 0; /* no training pass between the batches timed here */
-    run_on(e, j);
-    assert_int_equal(j->result.status, WS_OK);
-    ws_job_free(j);
-    ws_store_model m = {0};
-    assert_int_equal(ws_store_model_find(st, "tiny", &m, &err), WS_OK);
     char sess[N + 1][WS_STORE_ID_LEN + 1];
-    for (int i = 0; i <= N; i++)
-        assert_int_equal(ws_store_session_create(st, tenant, m.id, NULL, 0, 0, m.current_version, 0,
-                                                 sess[i], &err),
-                         WS_OK);
-    ws_store_model_clear(&m);
+    tiny_engine("batching", &cfg, &e, &st, sess, N + 1);
+    ws_job *j;
 
     /* one client, step after step: no batch wait in any of them */
     int64_t worst = 0;
@@ -622,14 +633,16 @@ static void test_continuous_batching(void **state)
     printf("lone steps with --batch-wait-us %d: longest %.1f ms\n", WAIT_US, worst / 1e3);
     assert_true(worst < WAIT_US / 4);
 
-    /* a step runs; while it does, N sessions step, one of them twice */
+    /* a step is being committed (held in on_batch), and the engine thread is
+     * held by an admin job that waits for that commit; meanwhile N sessions
+     * step, one of them twice */
     const int before = 5;
     assert_int_equal(batches_reported(before), before);
     pthread_mutex_lock(&batches.mu);
     batches.hold = 1;
     pthread_mutex_unlock(&batches.mu);
-    waiter w[N + 2];
-    ws_job *jobs[N + 2];
+    waiter w[N + 3];
+    ws_job *jobs[N + 3];
     for (int i = 0; i < N + 2; i++) {
         w[i] = (waiter){PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
         jobs[i] = step_of(sess[i <= N ? i : 1]);
@@ -638,19 +651,25 @@ static void test_continuous_batching(void **state)
     pthread_mutex_lock(&batches.mu);
     while (batches.n == before) pthread_cond_wait(&batches.cv, &batches.mu);
     pthread_mutex_unlock(&batches.mu);
+    w[N + 2] = (waiter){PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    jobs[N + 2] = job_new(WS_JOB_TRAINING_SET, "");
+    snprintf(jobs[N + 2]->model_name, sizeof jobs[N + 2]->model_name, "tiny");
+    jobs[N + 2]->training_fields = WS_SRV_TRAINING_ENABLED; /* enabled = 0, as it is */
+    submit_on(e, jobs[N + 2], &w[N + 2]);
+    while (ws_engine_queue_depth(e) > 0) usleep(1000); /* the engine thread has it */
     for (int i = 1; i < N + 2; i++) submit_on(e, jobs[i], &w[i]);
     pthread_mutex_lock(&batches.mu);
     batches.hold = 0;
     pthread_cond_broadcast(&batches.cv);
     pthread_mutex_unlock(&batches.mu);
-    for (int i = 0; i < N + 2; i++) {
+    for (int i = 0; i < N + 3; i++) {
         wait_done(&w[i]);
         assert_int_equal(jobs[i]->result.status, WS_OK);
     }
     assert_int_equal(jobs[0]->result.step, 6);
     assert_int_equal(jobs[1]->result.step, 1); /* sess[1]'s two steps, in order */
     assert_int_equal(jobs[N + 1]->result.step, 2);
-    for (int i = 0; i < N + 2; i++) ws_job_free(jobs[i]);
+    for (int i = 0; i < N + 3; i++) ws_job_free(jobs[i]);
     assert_int_equal(batches_reported(before + 3), before + 3);
     pthread_mutex_lock(&batches.mu);
     assert_int_equal(batches.sizes[before], 1);
@@ -854,6 +873,106 @@ static void test_training_does_not_block_serving(void **state)
     pthread_mutex_unlock(&update_gate.mu);
 }
 
+/* ---- the pipeline (issue 15) ------------------------------------------------ */
+/* What the callbacks of test_pipeline saw: each job's callback checks, through
+ * a connection of the test's own, that what it acknowledges is committed, and
+ * that the jobs of a session complete in the order they were submitted. */
+enum { PIPE_SESSIONS = 12, PIPE_ROUNDS = 10, PIPE_THREADS = 4 };
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ws_engine *e;
+    ws_store *st;
+    char sess[PIPE_SESSIONS][WS_STORE_ID_LEN + 1];
+    int64_t acked[PIPE_SESSIONS]; /* steps acknowledged so far, per session */
+    int done, failed, uncommitted, out_of_order;
+} pipe_seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+typedef struct {
+    int sess;
+    int64_t want; /* STEP: the step it makes; QUERY: the step it sees */
+} pipe_job;
+
+static void pipe_done(ws_job *j, void *user)
+{
+    const pipe_job *pj = user;
+    pthread_mutex_lock(&pipe_seen.mu);
+    ws_error err = {0};
+    ws_store_session s = {0};
+    log_row r = {0};
+    int committed =
+        ws_store_session_get(pipe_seen.st, TENANT, j->session, 0, &s, &err) == WS_OK &&
+        s.step >= j->result.step;
+    if (committed && j->kind == WS_JOB_STEP)
+        committed = ws_store_log_page(pipe_seen.st, TENANT, j->session, j->result.step - 1, 1,
+                                      keep_row, &r, &err) == WS_OK &&
+                    r.step == j->result.step && r.answers[0] == '[';
+    ws_store_session_clear(&s);
+    pipe_seen.failed += j->result.status != WS_OK;
+    pipe_seen.uncommitted += !committed;
+    pipe_seen.out_of_order += j->result.step != pj->want;
+    if (j->kind == WS_JOB_STEP) {
+        pipe_seen.out_of_order += pipe_seen.acked[pj->sess] + 1 != j->result.step;
+        pipe_seen.acked[pj->sess] = j->result.step;
+    }
+    pipe_seen.done++;
+    pthread_cond_signal(&pipe_seen.cv);
+    pthread_mutex_unlock(&pipe_seen.mu);
+    ws_job_free(j);
+}
+
+/* Submits, without waiting, PIPE_ROUNDS steps (each expecting the step before
+ * it) of every PIPE_THREADS-th session from the thread's own, and a query after
+ * every third. */
+static void *pipe_submit(void *arg)
+{
+    static pipe_job ctx[PIPE_SESSIONS][PIPE_ROUNDS][2];
+    int t = (int)(intptr_t)arg;
+    for (int k = 0; k < PIPE_ROUNDS; k++) {
+        for (int i = t; i < PIPE_SESSIONS; i += PIPE_THREADS) {
+            ws_job *j = step_of(pipe_seen.sess[i]);
+            j->expect_step = k;
+            ctx[i][k][0] = (pipe_job){i, k + 1};
+            j->done = pipe_done, j->user = &ctx[i][k][0];
+            ws_error err = {0};
+            if (ws_engine_submit(pipe_seen.e, j, &err) != WS_OK) abort();
+            if (k % 3) continue;
+            j = job_new(WS_JOB_QUERY, pipe_seen.sess[i]);
+            j->query = facts(QUERIES, NULL, 2), j->n_query = 2;
+            ctx[i][k][1] = (pipe_job){i, k + 1};
+            j->done = pipe_done, j->user = &ctx[i][k][1];
+            if (ws_engine_submit(pipe_seen.e, j, &err) != WS_OK) abort();
+        }
+    }
+    return NULL;
+}
+
+/* Steps and queries of many sessions submitted at once from several threads,
+ * so that batches are computed while others are committed: every job succeeds,
+ * is answered only once its step is committed, and a session's jobs complete
+ * in the order they were sent (each step expects the one before it). */
+static void test_pipeline(void **state)
+{
+    (void)state;
+    ws_engine_config cfg = engine_config("");
+    cfg.max_batch = 5; /* batches of a part of the sessions, in flight beside each other */
+    tiny_engine("pipeline", &cfg, &pipe_seen.e, &pipe_seen.st, pipe_seen.sess, PIPE_SESSIONS);
+    pthread_t th[PIPE_THREADS];
+    for (int t = 0; t < PIPE_THREADS; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, pipe_submit, (void *)(intptr_t)t), 0);
+    for (int t = 0; t < PIPE_THREADS; t++) assert_int_equal(pthread_join(th[t], NULL), 0);
+    const int total = PIPE_SESSIONS * (PIPE_ROUNDS + (PIPE_ROUNDS + 2) / 3);
+    pthread_mutex_lock(&pipe_seen.mu);
+    while (pipe_seen.done < total) pthread_cond_wait(&pipe_seen.cv, &pipe_seen.mu);
+    pthread_mutex_unlock(&pipe_seen.mu);
+    assert_int_equal(pipe_seen.failed, 0);
+    assert_int_equal(pipe_seen.uncommitted, 0);
+    assert_int_equal(pipe_seen.out_of_order, 0);
+    for (int i = 0; i < PIPE_SESSIONS; i++) assert_int_equal(pipe_seen.acked[i], PIPE_ROUNDS);
+    ws_engine_free(pipe_seen.e);
+    ws_store_close(pipe_seen.st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -865,6 +984,7 @@ int main(void)
         cmocka_unit_test(test_import_does_not_block_serving),
         cmocka_unit_test(test_continuous_batching),
         cmocka_unit_test(test_training_does_not_block_serving),
+        cmocka_unit_test(test_pipeline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

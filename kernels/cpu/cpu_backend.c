@@ -66,6 +66,22 @@ static ws_status cpu_sync(ws_backend *be)
     return WS_OK;
 }
 
+/* Per calling thread: the engine thread and a training thread may want
+ * different counts on one backend. 0: the backend's own. */
+static _Thread_local int threads_now;
+
+int ws_cpu_threads(const ws_backend *be)
+{
+    int n = ((const ws_cpu *)be->impl)->n_threads;
+    return threads_now > 0 && threads_now < n ? threads_now : n;
+}
+
+static int cpu_threads(ws_backend *be, int n)
+{
+    threads_now = n;
+    return ((const ws_cpu *)be->impl)->n_threads;
+}
+
 static const ws_backend_ops cpu_ops = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -76,6 +92,7 @@ static const ws_backend_ops cpu_ops = {
     .copy = cpu_copy,
     .fill = cpu_fill,
     .sync = cpu_sync,
+    .threads = cpu_threads,
 #define WS_OP(name, params) .name = ws_cpu_##name,
 #include "kernels/backend_ops.h"
 #undef WS_OP

@@ -36,10 +36,8 @@ float *ws_cpu_scratch(ws_backend *be, size_t n);
 #define WS_CPU_CLONES
 #endif
 
-static inline int ws_cpu_threads(const ws_backend *be)
-{
-    return ((const ws_cpu *)be->impl)->n_threads;
-}
+/* The threads an op of the calling thread may use (ws_backend_threads). */
+int ws_cpu_threads(const ws_backend *be);
 
 /* The ops of backend_ops.h, ws_cpu_<name> (one file per family: cpu_gemm.c,
  * cpu_linear.c, cpu_norm.c, cpu_attention.c, cpu_pointwise.c, cpu_embedding.c,

@@ -272,7 +272,7 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     return MHD_YES;
 }
 
-/* A job's completion, on the engine thread: the job is ours again. */
+/* A job's completion, on one of the engine's threads: the job is ours again. */
 static void job_done(ws_job *j, void *user)
 {
     (void)j;

@@ -1,18 +1,23 @@
 /* engine.c — the engine thread (DESIGN §4): one thread owns the backend and
  * every loaded model. It takes up to max_batch queued jobs, with each session
- * at most once per batch (a later job of the same session stays queued for the
- * next batch, so a session's steps apply strictly in order); runs them
- * (engine_run.c); between batches it publishes the candidate versions that
- * the models' training threads made (engine_train.c: online training never
- * runs here) and, about once a second, adopts model versions that another
- * process recorded in SQLite (engine_models.c).
+ * at most once per batch and never a session of the batch still being
+ * committed (a later job of the session stays queued for a later batch, so a
+ * session's steps apply strictly in order); computes them (engine_run.c) and
+ * hands them to the commit stage (engine_commit.c), which commits and answers
+ * them while this thread computes the next batch; between batches it publishes
+ * the candidate versions that the models' training threads made
+ * (engine_train.c: online training never runs here) and, about once a second,
+ * adopts model versions that another process recorded in SQLite
+ * (engine_models.c). Whatever writes SQLite or changes a model here waits for
+ * the flight in hand to complete first (ws_eng_commit_wait).
  *
  * Continuous batching: an idle engine runs what is queued the moment it comes,
  * so a lone client never waits for a batch to fill; what arrives while a batch
- * runs is queued and forms the next batch. Right after a batch of several jobs
- * (their clients are being answered and will be back within a round trip) the
- * engine waits at most batch_wait_us for as many jobs to be queued again, so
- * that load keeps batches as large as it made them. */
+ * runs is queued and forms the next batch. When a flight of several jobs has
+ * been answered and nothing is in hand (their clients will be back within a
+ * round trip), the engine waits at most batch_wait_us for half as many jobs to
+ * be queued: load keeps batches large, and the two halves of a closed loop of
+ * clients alternate, one computed while the other is committed. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +71,12 @@ void ws_eng_refuse(ws_job *j, ws_job_why why, ws_status s, const char *fmt, ...)
     ws_eng_finish(j);
 }
 
-static int in_batch(ws_job **jobs, int n, const ws_job *j)
+static int in_batch(ws_engine *e, ws_job **jobs, int n, const ws_job *j)
 {
     if (!j->session[0]) return 0;
     for (int i = 0; i < n; i++)
         if (!strcmp(jobs[i]->session, j->session)) return 1;
-    return 0;
+    return ws_eng_commit_holds(e, j->session);
 }
 
 /* Takes up to max jobs off the queue (mu held). */
@@ -81,7 +86,7 @@ static int take(ws_engine *e, ws_job **jobs, int max)
     ws_job *prev = NULL, *j = e->head;
     while (j && n < max) {
         ws_job *next = j->next;
-        if (in_batch(jobs, n, j)) {
+        if (in_batch(e, jobs, n, j)) {
             prev = j;
         } else {
             if (prev)
@@ -152,67 +157,73 @@ static void wait_until(ws_engine *e, int64_t until)
     pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 }
 
+/* Runs fn between batches with no flight in hand (mu held on entry and exit). */
+static void drained(ws_engine *e, void (*fn)(ws_engine *))
+{
+    ws_eng_commit_wait(e);
+    pthread_mutex_unlock(&e->mu);
+    fn(e);
+    pthread_mutex_lock(&e->mu);
+}
+
 static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
     int max = e->cfg.max_batch;
-    int refill = 0; /* jobs of the batch that just ran, whose clients are coming back */
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
         /* between batches: versions other processes recorded */
         if (ws_clock_mono_us() >= next_sync) {
-            pthread_mutex_unlock(&e->mu);
-            ws_eng_models_sync(e);
-            pthread_mutex_lock(&e->mu);
+            drained(e, ws_eng_models_sync);
             next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
             continue;
         }
         /* between batches: versions the training threads made */
         if (ws_eng_models_waiting(e)) {
-            pthread_mutex_unlock(&e->mu);
-            ws_eng_models_publish(e);
-            pthread_mutex_lock(&e->mu);
+            drained(e, ws_eng_models_publish);
             continue;
         }
         /* between batches: models built off this thread */
         if (ws_eng_builds_ready(e)) {
-            pthread_mutex_unlock(&e->mu);
-            ws_eng_builds_finish(e);
-            pthread_mutex_lock(&e->mu);
+            drained(e, ws_eng_builds_finish);
             continue;
         }
-        if (refill > 1) { /* a batch of several just ran: let its clients come back */
+        if (e->refill > 1 && !e->flight) { /* a flight's clients are coming back */
             int64_t until = ws_clock_mono_us() + e->cfg.batch_wait_us;
-            while (!e->stop && e->depth < refill && ws_clock_mono_us() < until)
+            while (!e->stop && e->depth < (e->refill + 1) / 2 && ws_clock_mono_us() < until)
                 wait_until(e, until);
-            refill = 0;
-            continue;
-        }
-        if (!e->head) {
-            wait_until(e, next_sync);
+            e->refill = 0;
             continue;
         }
         int n = take(e, jobs, max); /* what is queued now, at once */
+        if (!n) { /* until a job comes, the flight in hand completes, or the next sync */
+            wait_until(e, next_sync);
+            continue;
+        }
         pthread_mutex_unlock(&e->mu);
         int m = 0;
         int64_t now = ws_clock_mono_us();
         for (int i = 0; i < n; i++) {
             ws_job *j = jobs[i];
-            if (now > j->deadline_us) /* the client's wait is over: answer without running */
+            if (now > j->deadline_us) { /* the client's wait is over: answer without running */
                 ws_eng_refuse(j, WS_JOB_DEADLINE, WS_ERR_UNSUPPORTED,
                               "the job waited too long in the queue");
-            else if (j->kind != WS_JOB_STEP && j->kind != WS_JOB_QUERY &&
-                     j->kind != WS_JOB_LABELS) /* one at a time, outside the batch */
+            } else if (j->kind != WS_JOB_STEP && j->kind != WS_JOB_QUERY &&
+                       j->kind != WS_JOB_LABELS) { /* one at a time, outside the batch */
+                pthread_mutex_lock(&e->mu);
+                ws_eng_commit_wait(e);
+                pthread_mutex_unlock(&e->mu);
                 admin_job(e, j);
-            else
+            } else {
                 jobs[m++] = j;
+            }
         }
         if (m) ws_eng_run_batch(e, jobs, m);
-        refill = m;
         pthread_mutex_lock(&e->mu);
     }
+    ws_eng_commit_wait(e); /* every job handed over is answered */
     /* Shutdown: queued jobs complete (WS_JOB_SHUTTING_DOWN), never dropped: no leaks, no
      * hung clients. */
     while (e->head) {
@@ -267,7 +278,7 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
     pthread_condattr_t ca;
     int ok = pthread_condattr_init(&ca) == 0 &&
              pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-             pthread_cond_init(&e->cv, &ca) == 0;
+             pthread_cond_init(&e->cv, &ca) == 0 && pthread_cond_init(&e->commit_cv, NULL) == 0;
     if (!ok || pthread_mutex_init(&e->mu, NULL) != 0) {
         free(e);
         return ws_error_set(err, WS_ERR_NOMEM, "cannot create engine locks");
@@ -279,6 +290,7 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
                 ? ws_backend_cpu_new(&e->be, 0, err)
                 : ws_backend_auto_why(&e->be, e->backend_why, sizeof e->backend_why, err);
     if (s == WS_OK) s = ws_eng_models_load(e, err);
+    if (s == WS_OK) s = ws_eng_commit_start(e, err);
     if (s == WS_OK && pthread_create(&e->thread, NULL, engine_main, e) != 0)
         s = ws_error_set(err, WS_ERR_NOMEM, "cannot start the engine thread");
     if (s != WS_OK) {
@@ -310,12 +322,14 @@ void ws_engine_stop(ws_engine *e)
     pthread_join(e->thread, NULL);
     e->started = 0;
     ws_eng_builds_stop(e); /* the engine thread is gone: builds are this thread's */
+    ws_eng_commit_stop(e);
 }
 
 void ws_engine_free(ws_engine *e)
 {
     if (!e) return;
     ws_engine_stop(e);
+    ws_eng_commit_stop(e); /* also when the engine thread never started */
     ws_eng_models_free(e);
     ws_backend_free(e->be);
     if (e->st) {
@@ -324,6 +338,7 @@ void ws_engine_free(ws_engine *e)
     }
     ws_eng_history_free(e->hist);
     pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->commit_cv);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }

@@ -3,7 +3,8 @@
  * (steps, queries, labels, model creation, import and training settings) from
  * a queue, batches them (each session at most once per batch, so a session's
  * steps apply in order), runs the model, commits each group in one SQLite
- * transaction, publishes the versions that each model's online-training
+ * transaction on a commit thread while the next batch runs (a session in at
+ * most one of the two), publishes the versions that each model's online-training
  * thread makes (between batches: training itself never runs on the engine
  * thread), and completes every job through its callback. It speaks no HTTP and parses no request: a front end (the
  * daemon's HTTP edge, tests/test_engine.c) builds jobs and reads results, the
@@ -12,7 +13,7 @@
  *   ws_engine_config cfg = ws_engine_config_default();   ...data_dir, db_path
  *   ws_engine_start(&cfg, &e, &err);
  *   ws_job *j = calloc(1, sizeof *j); j->kind = WS_JOB_STEP; ... j->done = cb;
- *   ws_engine_submit(e, j, &err);   cb(j, user) runs on the engine thread;
+ *   ws_engine_submit(e, j, &err);   cb(j, user) runs on an engine thread;
  *   ...                             the job is the caller's again: ws_job_free(j)
  *   ws_engine_free(e);
  */
@@ -40,8 +41,9 @@ typedef struct {
     ws_store_durability durability;
     int force_cpu;      /* else the best backend found */
     int max_batch;      /* jobs per batch */
-    int batch_wait_us;  /* after a batch of several jobs, the longest wait for as many
-                           again (never when idle: engine.c, continuous batching) */
+    int batch_wait_us;  /* after a batch of several jobs was answered, the longest wait
+                           for half as many again (never when idle: engine.c,
+                           continuous batching) */
     int max_queue;      /* queued jobs before ws_engine_submit refuses */
     int job_timeout_ms; /* a job still queued this long is failed without running */
     /* Bytes all loaded models may take together (ws_engine_model_bytes): a model
@@ -49,9 +51,9 @@ typedef struct {
      * Models loaded at start count but are never refused. */
     size_t max_model_memory;
     ws_train_priority train_priority;
-    /* Process-wide counters (may be NULL): on_batch is called on the engine
-     * thread, on_training_update on a model's training thread as an AdamW step
-     * begins. */
+    /* Process-wide counters (may be NULL): on_batch on the commit thread once
+     * the batch is answered, on_training_update on a model's training thread as
+     * an AdamW step begins. */
     void (*on_batch)(int n_jobs, int n_steps, int n_queries);
     void (*on_training_update)(void);
 } ws_engine_config;
@@ -133,8 +135,10 @@ typedef struct {
 } ws_job_result;
 
 typedef struct ws_job ws_job;
-/* Completion, on the engine thread, once job->result is written. From the call
- * on the job is the caller's again: the engine never touches it after. */
+/* Completion, on one of the engine's threads (the engine thread, or the
+ * commit thread for the steps, queries and labels of a batch), once
+ * job->result is written. From the call on the job is the caller's again: the
+ * engine never touches it after. */
 typedef void ws_job_done_fn(ws_job *job, void *user);
 
 struct ws_job {

@@ -12,6 +12,7 @@
 #include "server/common/log.h"
 #include "engine.h"
 #include "files.h"
+#include "kernels/threads_pick.h"
 #include "online_trainer.h"
 #include "engine_train.h"
 
@@ -31,13 +32,16 @@ typedef struct {
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
     ws_batch *batch;
-    float *w_dev;  /* max_batch states on the backend */
-    float *w_host; /* max_batch states on the host */
-    size_t bytes;  /* what it takes (ws_engine_model_bytes), counted in mem_used */
+    ws_threads_pick par[2]; /* the threads of its step and of its query passes */
+    float *w_dev;           /* max_batch states on the backend */
+    float *w_host[2];       /* max_batch states on the host, twice: one for the batch being
+                         committed (engine_commit.c), one for the batch being computed */
+    size_t bytes;           /* what it takes (ws_engine_model_bytes), counted in mem_used */
 } ws_eng_model;
 
 typedef struct ws_eng_build ws_eng_build;
 typedef struct ws_eng_history ws_eng_history;
+typedef struct ws_eng_flight ws_eng_flight;
 
 #define WS_ENG_CKPT_PATH (WS_SRV_PATH_MAX + 128) /* a checkpoint's path (ws_srv_ckpt_path) */
 
@@ -59,6 +63,15 @@ struct ws_engine {
                                 reserves on its build's thread) */
     ws_eng_build *builds;    /* engine thread: creations and imports in flight (engine_build.c) */
     ws_eng_history *hist;    /* what the console charts (history.c) */
+    /* The commit stage (engine_commit.c), under mu: */
+    ws_store *commit_st; /* the commit thread's own connection */
+    pthread_t commit_thread;
+    int commit_started, commit_stop;
+    pthread_cond_t commit_cv; /* wakes the commit thread: a flight handed over, or stop */
+    ws_eng_flight *flight;    /* handed over and not yet completed (at most one) */
+    int refill;               /* jobs of the last completed flight, their clients coming
+                                 back (engine.c waits for them when idle); 0 once waited */
+    unsigned flights;         /* flights computed: which w_host buffer the next one uses */
 };
 
 /* engine_models.c */
@@ -204,8 +217,67 @@ int ws_eng_builds_ready(ws_engine *e);
  * built and completes its job with WS_JOB_SHUTTING_DOWN. */
 void ws_eng_builds_stop(ws_engine *e);
 
-/* engine_run.c: steps, queries and labels of one batch (all kinds mixed). */
+/* A job of a batch as it goes through the pipeline. */
+typedef struct {
+    ws_job *j;
+    ws_store_session sess;
+    ws_eng_model *em;
+    int32_t *ids;   /* (n_instr + n_query) rows of S ids, -1 padded (vector rows all -1) */
+    uint64_t *hash; /* the same rows: each symbol's hash of its bytes (its fixed code, also
+                       for a symbol past the vocabulary's capacity), 0 padded */
+    int row;        /* trajectory in the model's batch */
+    int q_off;      /* first answer in the probs array */
+    int live;       /* still to be answered by the run */
+} ws_eng_item;
+
+/* The step or query jobs of one model in a flight, as the compute left them. */
+typedef struct {
+    ws_eng_model *em;
+    ws_job_kind kind;
+    ws_status s; /* the compute's status: not WS_OK fails every job of the group */
+    ws_error err;
+    float *probs;    /* the answers (owned) */
+    const float *w;  /* STEP: the new states, by row (em->w_host[flight parity]) */
+    int64_t version; /* the model version that computed them */
+    int vocab_now;   /* the vocabulary's size after the batch was prepared */
+} ws_eng_group;
+
+/* One batch handed from the compute (engine thread, engine_run.c) to the
+ * commit stage (commit thread, engine_commit.c). */
+struct ws_eng_flight {
+    ws_eng_item *items; /* n; LABELS jobs are items too (their live flag is set) */
+    int n, n_steps, n_queries;
+    ws_eng_group *groups;
+    int n_groups;
+    char (*sessions)[WS_STORE_ID_LEN + 1]; /* the sessions of items, copied: the jobs
+                                               are the callers' once answered */
+};
+
+/* engine_run.c: steps, queries and labels of one batch (all kinds mixed):
+ * loads the sessions and computes (engine thread), then hands the flight to
+ * the commit stage, waiting for the one before it to complete first. */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
+
+/* engine_commit.c: the commit stage, on a thread of its own, so that the
+ * SQLite commit and the replies of a batch overlap the compute of the next.
+ * The engine thread hands over at most one flight at a time; the sessions of
+ * the flight in hand are not taken into a batch until it completed (so a
+ * session's steps stay in order, each computed from the state committed by
+ * its step before), and every SQLite write, the online trainer's
+ * observations and labels, and the replies of a flight are made here. What
+ * else writes SQLite or changes a model (admin jobs, training, version
+ * adoption, builds) runs on the engine thread only after ws_eng_commit_wait. */
+ws_status ws_eng_commit_start(ws_engine *e, ws_error *err);
+/* Waits for the flight in hand to complete, then hands f over (mu not held). */
+void ws_eng_commit_hand(ws_engine *e, ws_eng_flight *f);
+/* Waits until no flight is in hand (mu held). */
+void ws_eng_commit_wait(ws_engine *e);
+/* 1 when session is in the flight in hand (mu held). */
+int ws_eng_commit_holds(const ws_engine *e, const char *session);
+/* Stops the thread once the flight in hand completed; closes its connection. */
+void ws_eng_commit_stop(ws_engine *e);
+/* Frees a flight and what its items own. */
+void ws_eng_flight_free(ws_eng_flight *f);
 /* Completes a job whose result is written: hands it back through its callback. */
 void ws_eng_finish(ws_job *j);
 /* Completes a job that failed with s (err's message). */

@@ -1,5 +1,5 @@
 /* online_trainer.h — the examples of a model's online training (see
- * online_trainer.c): made from committed steps on the engine thread, trained on
+ * online_trainer.c): made from committed steps on the commit thread, trained on
  * by the model's training thread (engine_train.c). */
 #ifndef WS_ENGINE_ONLINE_TRAINER_H
 #define WS_ENGINE_ONLINE_TRAINER_H
@@ -48,7 +48,7 @@ ws_online_stats ws_online_stats_of(ws_online_trainer *t);
  * with no lock held): it wakes the training thread. */
 void ws_online_on_ready(ws_online_trainer *t, void (*fn)(void *ctx), void *ctx);
 
-/* ---- the engine thread ----------------------------------------------------- */
+/* ---- the commit thread (engine_commit.c: one thread) ------------------------ */
 void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws_online_step *st);
 /* Labels that arrived later; 1 if the step was still remembered and is now an example. */
 int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, const int *labels,

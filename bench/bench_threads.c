@@ -1,0 +1,194 @@
+/* bench_threads.c — the engine's forward step at 1 and 2 threads, on a quiet
+ * machine and beside a competing busy process (issue 15).
+ *
+ * The model worldstated serves out of the box (models/default.safetensors; the
+ * default config with random parameters in a tree without it);
+ * a step = 4 instructions + 8 queries of 2-3 symbols per trajectory, updater
+ * and extractor in one ws_exec_step, states fed back. For batches of 1, 8, 64
+ * and 256 trajectories: steps/s at 1 thread, 2 threads, and "auto" (the
+ * engine's choice, kernels/threads_pick.h), first quiet, then with a child
+ * process spinning on a core. Prints a table and one JSON line (which
+ * bench/serving_targets.sh reads for the engine's own rates).
+ * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive, as in worldstated)
+ * unless the caller sets it.
+ *
+ *   build/bench/bench_threads [--seconds S per cell, default 1] [--quiet-only] */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/ws_clock.h"
+#include "base/ws_rng.h"
+#include "kernels/threads_pick.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+
+#define N_INSTR 4
+#define N_QUERY 8
+#define MAX_B   256
+
+static const int BATCHES[] = {1, 8, 64, 256};
+enum { N_B = 4, MODES = 3 }; /* 1 thread, 2 threads, auto */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
+static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
+
+static void build_batch(ws_batch *b, const ws_model_config *c, int n)
+{
+    ws_batch_clear(b);
+    int32_t ids[WS_MAX_FACT_LEN];
+    for (int t = 0; t < n; t++) {
+        if (ws_batch_begin_traj(b, 0) != WS_OK) abort();
+        for (int i = 0; i < N_INSTR + N_QUERY; i++) {
+            int len = 2 + (int)(rnd() % 2);
+            for (int j = 0; j < len; j++) ids[j] = (int32_t)(rnd() % (uint32_t)c->vocab_cap);
+            ws_status st = i < N_INSTR ? ws_batch_add_instr(b, ids, len, (int)(rnd() & 1))
+                                       : ws_batch_add_query(b, ids, len, -1);
+            if (st != WS_OK) abort();
+        }
+    }
+}
+
+typedef struct {
+    ws_backend *be;
+    ws_model *m;
+    ws_exec *x;
+    ws_batch *b;
+    float *w, *probs;
+    ws_threads_pick pick;
+} rig;
+
+static void rig_open(rig *r)
+{
+    ws_error err = {0};
+    ws_model_config c = ws_model_config_default();
+    if (ws_backend_cpu_new(&r->be, 2, &err) != WS_OK) {
+        fprintf(stderr, "bench_threads: %s\n", err.msg);
+        exit(1);
+    }
+    /* the model worldstated serves out of the box, else the default config */
+    if (ws_checkpoint_load(&r->m, WS_SOURCE_DIR "/models/default.safetensors", r->be, &err) ==
+        WS_OK)
+        c = *ws_model_config_of(r->m);
+    else if (ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK)
+        r->m = NULL;
+    if (!r->m || ws_exec_new(&r->x, r->m, &err) != WS_OK || ws_batch_new(&r->b, &c) != WS_OK ||
+        ws_model_state_alloc(r->m, MAX_B, &r->w, &err) != WS_OK ||
+        ws_model_state_init(r->m, r->w, 0, MAX_B, &err) != WS_OK ||
+        !(r->probs = malloc(sizeof(float) * MAX_B * N_QUERY))) {
+        fprintf(stderr, "bench_threads: setup: %s\n", err.msg);
+        exit(1);
+    }
+    ws_threads_pick_init(&r->pick, ws_backend_threads(r->be, 0), WS_THREADS_PICK_SMALL);
+}
+
+/* Runs batch n at mode (0: 1 thread, 1: 2 threads, 2: auto) for about
+ * `seconds` after two warm-up passes; adds the steps, the time and the
+ * process's CPU time to *steps, *secs, *cpu. */
+static void run_cell(rig *r, int n, int mode, double seconds, double *steps, double *secs,
+                     double *cpu)
+{
+    build_batch(r->b, ws_model_config_of(r->m), n);
+    ws_error err = {0};
+    ws_step_result res;
+    int iters = 0;
+    double t0 = ws_clock_mono_s(), t = t0, c0 = 0;
+    for (int warm = 2; warm > 0 || t - t0 < seconds || iters < 2;) {
+        int th = mode == 2 ? ws_threads_choose(&r->pick, n) : mode + 1;
+        ws_backend_threads(r->be, th);
+        double s0 = ws_clock_mono_s();
+        if (ws_exec_step(r->x, r->b, r->w, r->w, WS_STEP_INFER, 1.0f, r->probs, &res, &err) !=
+            WS_OK) {
+            fprintf(stderr, "bench_threads: %s\n", err.msg);
+            exit(1);
+        }
+        t = ws_clock_mono_s();
+        if (mode == 2) ws_threads_record(&r->pick, n, th, t - s0);
+        if (warm > 0 && --warm == 0) t0 = t, c0 = ws_clock_cpu_s(); /* warm-up not counted */
+        else if (!warm) iters++;
+    }
+    *steps += (double)n * iters;
+    *secs += t - t0;
+    *cpu += ws_clock_cpu_s() - c0;
+}
+
+/* Steps/s of every cell; the cells take turns in short slices (ROUNDS of
+ * them), so that a shared machine's changing load falls on all alike. */
+#define ROUNDS 5
+/* cpu1: steps per CPU second at 1 thread (the work alone, whatever the load). */
+static void run_all(rig *r, double seconds, double out[N_B][MODES], double cpu1[N_B])
+{
+    double steps[N_B][MODES] = {{0}}, secs[N_B][MODES] = {{0}}, cpu[N_B][MODES] = {{0}};
+    for (int round = 0; round < ROUNDS; round++)
+        for (int i = 0; i < N_B; i++)
+            for (int k = 0; k < MODES; k++)
+                run_cell(r, BATCHES[i], k, seconds / ROUNDS, &steps[i][k], &secs[i][k],
+                         &cpu[i][k]);
+    for (int i = 0; i < N_B; i++) {
+        for (int k = 0; k < MODES; k++) out[i][k] = steps[i][k] / secs[i][k];
+        cpu1[i] = steps[i][0] / cpu[i][0];
+    }
+}
+
+static pid_t busy_start(void)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives the benchmark */
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    ws_backend_prefer_passive_waits(argv);
+    double seconds = 1.0;
+    int quiet_only = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--quiet-only")) quiet_only = 1;
+        else {
+            fprintf(stderr, "usage: %s [--seconds S] [--quiet-only]\n", argv[0]);
+            return 2;
+        }
+    }
+    rig r;
+    rig_open(&r);
+    double quiet[N_B][MODES], busy[N_B][MODES] = {{0}}, cpu1[N_B], busy_cpu1[N_B];
+    run_all(&r, seconds, quiet, cpu1);
+    if (!quiet_only) {
+        pid_t p = busy_start();
+        if (p < 0) return 1;
+        run_all(&r, seconds, busy, busy_cpu1);
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+    }
+    const ws_model_config *mc = ws_model_config_of(r.m);
+    printf("engine forward step (d=%d, T=%d, %d+%d layers; %d instructions + %d queries per "
+           "trajectory), steps/s, %ld cores, OMP_WAIT_POLICY=%s\n",
+           mc->d, mc->n_state, mc->n_upd_layers, mc->n_ext_layers, N_INSTR, N_QUERY,
+           sysconf(_SC_NPROCESSORS_ONLN), getenv("OMP_WAIT_POLICY"));
+    printf("%6s | %9s %9s %9s | %9s %9s %9s | %s\n", "batch", "quiet 1t", "2t", "auto",
+           "busy 1t", "2t", "auto", "1t per CPU s");
+    for (int i = 0; i < N_B; i++)
+        printf("%6d | %9.0f %9.0f %9.0f | %9.0f %9.0f %9.0f | %9.0f\n", BATCHES[i], quiet[i][0],
+               quiet[i][1], quiet[i][2], busy[i][0], busy[i][1], busy[i][2], cpu1[i]);
+    printf("(busy: a process spinning on a core; per CPU s: the work alone, whatever the load)\n");
+    printf("{\"bench\":\"threads\",\"d\":%d,\"instr\":%d,\"queries\":%d,\"omp_wait_policy\":\"%s\"",
+           mc->d, N_INSTR, N_QUERY, getenv("OMP_WAIT_POLICY"));
+    const char *modes[MODES] = {"1t", "2t", "auto"};
+    for (int load = 0; load < 2; load++)
+        for (int i = 0; i < N_B; i++)
+            for (int k = 0; k < MODES; k++)
+                printf(",\"%s_b%d_%s\":%.1f", load ? "busy" : "quiet", BATCHES[i], modes[k],
+                       load ? busy[i][k] : quiet[i][k]);
+    for (int i = 0; i < N_B; i++) printf(",\"cpu_b%d_1t\":%.1f", BATCHES[i], cpu1[i]);
+    printf("}\n");
+    return 0;
+}

@@ -530,8 +530,6 @@ static int serve(ws_srv *srv, settings *set)
            srv->cfg.host, srv->cfg.port, srv->cfg.data_dir, ws_engine_backend_name(srv->engine),
            n_keys == 0 ? "no API keys: loopback only, no auth" : "API keys required",
            ws_store_durability_name(srv->cfg.durability));
-    if (*ws_engine_backend_why(srv->engine))
-        printf("worldstated: not on a GPU: %s\n", ws_engine_backend_why(srv->engine));
     fflush(stdout);
     char url[96];
     snprintf(url, sizeof url, "http://%s:%d", srv->cfg.host, srv->cfg.port);
@@ -543,6 +541,8 @@ static int serve(ws_srv *srv, settings *set)
         WS_LOG_NUM("keys", n_keys),
         WS_LOG_STR("durability", ws_store_durability_name(srv->cfg.durability))};
     ws_log_kv(WS_LOG_INFO, "listening", f, 6);
+    if (*ws_engine_backend_why(srv->engine)) /* --backend auto found no GPU: say why */
+        ws_log(WS_LOG_INFO, "not on a GPU: %s", ws_engine_backend_why(srv->engine));
     notify_systemd("READY=1");
     for (int tick = 1; !got_stop; tick++) {
         usleep(100000);

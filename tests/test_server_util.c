@@ -104,6 +104,15 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* The daemon's log on stderr, after why: what a failing test shows. */
+static void show_log(const ws_ts_daemon *d, const char *why)
+{
+    fprintf(stderr, "%s; its log:\n", why);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cat %s >&2", d->log);
+    if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+}
+
 int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
 {
     memset(d, 0, sizeof *d);
@@ -154,10 +163,7 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
         if (waitpid(pid, &status, WNOHANG) == pid) break;
         sleep_ms(100);
     }
-    fprintf(stderr, "daemon did not start; log:\n");
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "cat %s >&2", d->log);
-    if (system(cmd) != 0) fprintf(stderr, "(no log)\n");
+    show_log(d, "daemon did not start");
     return -1;
 }
 
@@ -168,7 +174,9 @@ int ws_ts_stop(ws_ts_daemon *d)
     int status = 0;
     waitpid(d->pid, &status, 0);
     d->pid = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (rc != 0) show_log(d, "the daemon's stop was not clean");
+    return rc;
 }
 
 ws_ts_daemon ws_ts_shared;

@@ -5,8 +5,12 @@
  * chunks accumulate under WS_SRV_BODY_MAX (an import's go to a file, under
  * WS_SRV_IMPORT_MAX); on the final call the route runs.
  * A route that needs the engine returns a job: the connection is suspended and
- * the job's completion callback (on the engine thread) resumes it; MHD then
- * calls us again and the result goes out as JSON (jobs.c). Suspended
+ * the job's completion callback (on an engine thread) resumes it; MHD then
+ * calls us again and the result goes out as JSON (jobs.c). A job can finish
+ * before the connection is suspended, and MHD must never be asked to resume a
+ * connection that is not suspended (it then neither replies nor lets the
+ * daemon stop cleanly): job_phase decides, without a lock, which of the two
+ * threads resumes or replies (job_done, await_job). Suspended
  * connections never time out in MHD, so every job carries its own deadline,
  * enforced by the engine. Every reply is one access-log line (access_log);
  * MHD's own messages go to the same log (mhd_log). */
@@ -26,6 +30,12 @@
 
 static atomic_int active_requests; /* for a graceful stop: replies still going out */
 
+/* A job's phases. The engine's thread moves any phase to DONE, and resumes
+ * the connection only if it found SUSPENDED; MHD's thread moves RUNNING to
+ * SUSPENDING before it suspends and SUSPENDING to SUSPENDED after, and if the
+ * job got DONE in between it resumes the connection itself. */
+enum { JOB_RUNNING, JOB_SUSPENDING, JOB_SUSPENDED, JOB_DONE };
+
 typedef struct ws_http_req {
     ws_srv *srv;
     struct MHD_Connection *conn;
@@ -34,7 +44,7 @@ typedef struct ws_http_req {
     int too_large;
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
-    atomic_int job_done; /* set by the job's callback, before it resumes conn */
+    atomic_int job_phase; /* JOB_*: where the job and the connection are */
     int label;           /* the route's metrics label (routes.h) */
     int pattern, method; /* its pattern slot (routes.h) and method (ws_metrics_method) */
     double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
@@ -278,8 +288,7 @@ static void job_done(ws_job *j, void *user)
     (void)j;
     ws_http_req *r = user;
     struct MHD_Connection *conn = r->conn;
-    atomic_store_explicit(&r->job_done, 1, memory_order_release);
-    MHD_resume_connection(conn);
+    if (atomic_exchange(&r->job_phase, JOB_DONE) == JOB_SUSPENDED) MHD_resume_connection(conn);
 }
 
 void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
@@ -287,6 +296,7 @@ void ws_http_submit(ws_http_ctx *c, ws_job *j, ws_http_answer *a)
     ws_error err = {0};
     j->done = job_done;
     j->user = c->req;
+    atomic_store(&c->req->job_phase, JOB_RUNNING);
     ws_status s = ws_engine_submit(c->srv->engine, j, &err);
     if (s == WS_OK) {
         a->job = j;
@@ -307,6 +317,31 @@ static void spool_chunk(ws_http_req *r, const char *data, size_t n)
         r->spool_failed = 1;
         snprintf(r->spool_msg, sizeof r->spool_msg, "%s", err.msg);
     }
+}
+
+/* r's finished job, answered; the job is freed. */
+static enum MHD_Result reply_job(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r)
+{
+    ws_http_answer a = {0};
+    ws_http_job_reply(srv, r->job, &a);
+    ws_job_free(r->job);
+    r->job = NULL;
+    if (a.raw) return send_response(conn, r, a.status, a.raw);
+    return send_json(conn, r, a.status, a.json);
+}
+
+/* r's job is submitted: suspend the connection until it is done, or answer at
+ * once if it is done already (see JOB_*). */
+static enum MHD_Result await_job(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r)
+{
+    int phase = JOB_RUNNING;
+    if (!atomic_compare_exchange_strong(&r->job_phase, &phase, JOB_SUSPENDING))
+        return reply_job(srv, conn, r); /* DONE before we could suspend */
+    MHD_suspend_connection(conn);
+    phase = JOB_SUSPENDING;
+    if (!atomic_compare_exchange_strong(&r->job_phase, &phase, JOB_SUSPENDED))
+        MHD_resume_connection(conn); /* DONE while we suspended: MHD calls us again */
+    return MHD_YES;
 }
 
 static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_http_req *r,
@@ -335,8 +370,7 @@ static enum MHD_Result run_route(ws_srv *srv, struct MHD_Connection *conn, ws_ht
     if (r->spool && !c.upload) r->spool = NULL; /* a job owns the file now */
     if (a.job) {
         r->job = a.job;
-        MHD_suspend_connection(conn);
-        return MHD_YES;
+        return await_job(srv, conn, r);
     }
     if (a.raw) return send_response(conn, r, a.status, a.raw);
     return send_json(conn, r, a.status, a.json);
@@ -363,14 +397,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&active_requests, 1);
         return begin_request(srv, conn, r, url, method);
     }
-    if (r->job) { /* resumed by the engine */
-        if (!atomic_load_explicit(&r->job_done, memory_order_acquire)) return MHD_YES;
-        ws_http_answer a = {0};
-        ws_http_job_reply(srv, r->job, &a);
-        ws_job_free(r->job);
-        r->job = NULL;
-        if (a.raw) return send_response(conn, r, a.status, a.raw);
-        return send_json(conn, r, a.status, a.json);
+    if (r->job) { /* resumed */
+        if (atomic_load(&r->job_phase) != JOB_DONE) return MHD_YES;
+        return reply_job(srv, conn, r);
     }
     if (*upload_data_size) {
         size_t n = *upload_data_size;
@@ -439,8 +468,22 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     ws_log_kv(WS_LOG_WARN, msg, (ws_log_field[]){WS_LOG_STR("from", "libmicrohttpd")}, 1);
 }
 
+/* libmicrohttpd's fatal errors (a broken invariant): said in the log, where
+ * an operator looks, before the abort that MHD requires. */
+static void mhd_panic(void *cls, const char *file, unsigned int line, const char *reason)
+{
+    (void)cls;
+    char msg[512];
+    snprintf(msg, sizeof msg, "libmicrohttpd panic at %s:%u: %s", file ? file : "?", line,
+             reason ? reason : "");
+    msg[strcspn(msg, "\n")] = '\0';
+    ws_log(WS_LOG_ERROR, "%s", msg);
+    abort();
+}
+
 ws_status ws_http_start(ws_srv *srv, ws_error *err)
 {
+    MHD_set_panic_func(mhd_panic, NULL);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv->cfg.port)};
     if (inet_pton(AF_INET, srv->cfg.host, &addr.sin_addr) != 1)
         return ws_error_set(err, WS_ERR_INVALID, "--listen: \"%s\" is not an IPv4 address",

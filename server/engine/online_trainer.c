@@ -62,6 +62,7 @@ typedef struct example {
 typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     uint64_t last_use;
+    int64_t last_step; /* the newest step observed */
     ws_recall_facts facts;
 } fact_cache;
 
@@ -271,6 +272,14 @@ static int row_syms(const example *e, int S, int r, ws_sym *out)
     return n;
 }
 
+/* The session's cache, or NULL when it has none (none is evicted). */
+static fact_cache *cache_find(ws_online_trainer *t, const char *session)
+{
+    for (int i = 0; i < CACHE_SESSIONS; i++)
+        if (!strcmp(t->cache[i].session, session)) return &t->cache[i];
+    return NULL;
+}
+
 static fact_cache *cache_of(ws_online_trainer *t, const char *session)
 {
     fact_cache *oldest = &t->cache[0];
@@ -372,6 +381,29 @@ static void add_extra(ws_online_trainer *t, const ws_recall_facts *f, example *e
     }
 }
 
+/* A client's label is the truth of its world at that step, which a rule of
+ * its domain may make differ from the value told last (told mary,kitchen then
+ * mary,garden: "kitchen" was told true, the label says false). So the labels
+ * of e's queries override the session's recall facts — its labelled facts are
+ * recalled at their labelled value from then on — and any recall query of e
+ * itself about a labelled fact (drawn before the labels came) takes the
+ * label. c: the session's cache, or NULL to fix e alone. */
+static void labels_override(const ws_online_trainer *t, fact_cache *c, example *e)
+{
+    int S = t->S, q0 = e->n_instr, x0 = q0 + e->n_query;
+    size_t row = (size_t)S;
+    for (int q = q0; q < x0; q++) {
+        if (e->vals[q] < 0) continue;
+        const int32_t *ids = e->ids + row * (size_t)q;
+        const uint64_t *hash = e->hash + row * (size_t)q;
+        if (c) ws_recall_tell(&c->facts, S, ids, hash, e->vals[q]);
+        for (int x = x0; x < x0 + e->n_extra; x++)
+            if (!memcmp(e->ids + row * (size_t)x, ids, sizeof(int32_t) * row) &&
+                !memcmp(e->hash + row * (size_t)x, hash, sizeof(uint64_t) * row))
+                e->vals[x] = e->vals[q];
+    }
+}
+
 /* Hands a finished example over: kept out of training for the gate (every
  * 1/holdout-th, the newest HOLDOUT kept) or made ready (the oldest dropped and
  * counted when RING wait); *count (a counter of stats) is counted with it. */
@@ -393,6 +425,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
 {
     fact_cache *c = cache_of(t, st->session);
     c->last_use = ++t->tick;
+    c->last_step = st->step;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)
         ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_hash + (size_t)i * S,
@@ -404,6 +437,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
         example *e = example_new(t, st, 1, n_extra);
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
+        labels_override(t, c, e);
         return hand_over(t, tr, e, &t->stats.examples_labelled);
     }
     if (tr->self_supervised && n_extra > 0) {
@@ -431,6 +465,9 @@ int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, con
         if (!e || e->step != step || strcmp(e->session, session) != 0) continue;
         if (n != e->n_query) return 0;
         for (int q = 0; q < n; q++) e->vals[e->n_instr + q] = (int8_t)labels[q];
+        /* The cache takes them only while no later step told it newer values. */
+        fact_cache *c = cache_find(t, session);
+        labels_override(t, c && c->last_step == step ? c : NULL, e);
         *slot = NULL; /* its slot stays in the ring as an empty record */
         pthread_mutex_lock(&t->mu);
         t->stats.examples_labelled++;

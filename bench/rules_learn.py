@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "clients", "python"))
 import worldstate as ws  # noqa: E402
 
 KINDS = ("current", "former", "never", "has")
+MODEL = "default"
 _CONS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 
 
@@ -107,7 +108,7 @@ def play(client, world, moves, label, balanced=False):
     """A session of world: its setup, then `moves` steps; every step labelled
     (label) or only the last one asked. Returns (labelled steps, the last
     questions and their answers)."""
-    sid = client.create_session("default")["id"]
+    sid = client.create_session(MODEL)["id"]
     steps = [world.setup()] + [world.happen() for _ in range(moves)]
     n = 0
     for i, instr in enumerate(steps):
@@ -126,7 +127,7 @@ def play(client, world, moves, label, balanced=False):
 
 
 def status(client):
-    return client.get_model("default")["status"]
+    return client.get_model(MODEL)["status"]
 
 
 def drain(client, timeout=600):
@@ -213,17 +214,24 @@ def main():
     ap.add_argument("--gate", choices=("on", "off"), default="on")
     ap.add_argument("--gate-tolerance", type=float, default=0.02)
     ap.add_argument("--target", type=float, default=0.95, help="stop once held-out rule accuracy reaches it")
+    ap.add_argument("--config", default=None,
+                    help="a model config (JSON) to create through the API and teach, instead of the "
+                         "shipped default (e.g. a small one: the ctest's)")
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     a = ap.parse_args()
 
     data = tempfile.mkdtemp(prefix="rules-learn-")
     d = Daemon(a.build, os.path.join(data, "d"))
     c = ws.Client(d.url, timeout=120)
+    global MODEL
     try:
+        if a.config:
+            MODEL = "rules"
+            c.create_model(MODEL, config=json.loads(a.config), seed=7)
         before_ckpt = os.path.join(data, "before.safetensors")
         with open(before_ckpt, "wb") as f:
-            f.write(c.get_checkpoint("default")[1])
-        training = c.set_training("default", enabled=True, lr=a.lr, update_every=a.update_every,
+            f.write(c.get_checkpoint(MODEL)[1])
+        training = c.set_training(MODEL, enabled=True, lr=a.lr, update_every=a.update_every,
                                   self_supervised=a.self_supervised == "on", gate=a.gate == "on",
                                   gate_tolerance=a.gate_tolerance, recall_queries=a.recall_queries,
                                   negative_queries=a.negative_queries)
@@ -234,7 +242,7 @@ def main():
 
         def point():
             drain(c)
-            m = c.get_model("default")
+            m = c.get_model(MODEL)
             acc = evaluate(c, 1000003 * a.seed + len(curve), a.eval_sessions, used, a.moves, a.people, a.places)
             g = m.get("status", {}).get("gate", m.get("gate", {})) or {}
             row = {"labelled_steps": steps, "seconds": round(time.time() - t0, 1), "version": m["version"],
@@ -264,7 +272,11 @@ def main():
                 break
         after_ckpt = os.path.join(data, "after.safetensors")
         with open(after_ckpt, "wb") as f:
-            f.write(c.get_checkpoint("default")[1])
+            f.write(c.get_checkpoint(MODEL)[1])
+        if a.config:  # the memory benchmark is for the shipped default's kind of model
+            print(json.dumps({"bench": "rules_learn", "config": json.loads(a.config), "settings": training,
+                              "curve": curve}))
+            return
         mem_before, _ = memory(a.build, before_ckpt)
         mem_after, _ = memory(a.build, after_ckpt)
         print("memory benchmark (bench_memory K 4,16,64 x delay 1,10,100,1000, mean): before %.4f after %.4f"

@@ -2,7 +2,8 @@
 """A house assistant on worldstated, scored on households nobody has seen.
 
     python3 clients/python/example_assistant.py [--url URL] [--key KEY] [--model NAME]
-        [--runs N] [--steps N] [--delay N] [--seed N] [--label] [--verbose] [--json]
+        [--runs N] [--steps N] [--delay N] [--seed N] [--label] [--rule] [--block N]
+        [--verbose] [--json]
 
 Each run draws a random household with made-up names (people such as
 "kelomir", places such as "vunaso-attic", objects such as "ritepa-lamp",
@@ -37,6 +38,13 @@ a time): that is why a move tells both facts. With --label the true answers
 are sent as labels after the answers came (PUT .../labels), and a model with
 online training learns from them.
 
+With --rule a move tells only the new place: that the old one no longer holds
+is the household's rule (a person is in one place at a time), which the shipped
+default does not know (it keeps a fact at the value told last). The places
+people left are then asked as a kind of their own, "left (rule)"; with --label
+the labels teach the rule, and --block N prints the accuracy of every N runs
+(households never seen before), so whether it is learned shows run after run.
+
 Exit status: 0 done, 1 the service answered an error or could not be reached,
 2 bad command line.
 """
@@ -52,7 +60,7 @@ ROOMS = ["kitchen", "garden", "attic", "hall", "study", "cellar", "porch", "bedr
 THINGS = ["keys", "book", "umbrella", "mug", "scarf", "wallet"]
 SWITCHABLE = ["lamp", "radio", "kettle", "heater"]
 HAPPENINGS = ["party", "storm", "delivery", "concert", "visit", "leak"]
-KINDS = ("holds now", "told false", "never told")
+KINDS = ("holds now", "told false", "never told", "left (rule)")
 MAX_INSTR = 4      # instructions per step, as the default model was trained
 MAX_QUERIES = 256  # per request (api.md, Limits)
 
@@ -88,8 +96,9 @@ class Household:
     """A random household and its day. ``told`` maps every fact told (a tuple)
     to the value told last: the household's true state (closed world)."""
 
-    def __init__(self, rng, namer, max_fact_len=4):
+    def __init__(self, rng, namer, max_fact_len=4, rule=False):
         self.rng = rng
+        self.rule = rule     # a move tells only the new place
         self.namer = namer
         self.gifts = max_fact_len >= 4
         self.people = [namer.person() for _ in range(rng.randint(2, 3))]
@@ -156,8 +165,10 @@ class Household:
 
     def _move(self, p, new):
         old, self.where[p] = self.where[p], new
-        return [((p, "location", old), False), ((p, "location", new), True)], \
-            "%s goes from the %s to the %s" % (p, old, new)
+        told = [((p, "location", new), True)]
+        if not self.rule:
+            told.insert(0, ((p, "location", old), False))
+        return told, "%s goes from the %s to the %s" % (p, old, new)
 
     def _pick_up(self, p, o):
         place, self.lies[o], self.holder[o] = self.lies[o], None, p
@@ -247,7 +258,9 @@ class Household:
             if f in seen:
                 continue
             seen.add(f)
-            if f in self.told:
+            if f[0] in self.where and f[1] == "location" and self.told.get(f) and self.where[f[0]] != f[2]:
+                out.append((f, "left (rule)", False))  # told true, then a move elsewhere (--rule)
+            elif f in self.told:
                 out.append((f, "holds now" if self.told[f] else "told false", self.told[f]))
             else:
                 out.append((f, "never told", False))
@@ -322,14 +335,16 @@ def play(client, model, household, steps, delay=0, label=False, out=None, verbos
 
 
 def run(client, model="default", out=None, seed=None, runs=1, steps=8, delay=0, label=False,
-        verbose=False, warn=None):
+        verbose=False, warn=None, rule=False, block=0):
     """Plays `runs` households (a fresh session each) drawn from `seed` (None:
     a random seed) and writes each one's accuracy and a summary to `out` (a
     text stream; None: nothing). `warn` (a function of a string; default: out)
     gets the warning about an untrained model. Returns {"seed", "model",
     "model_version", "model_origin", "untrained", "households": [one dict
     each: session, names, steps, facts_told, questions, right, accuracy,
-    always_no, by_kind, wrong, training_example with --label], "summary"}."""
+    always_no, by_kind, wrong, training_example with --label], "summary",
+    "blocks": [the summary of every `block` runs, when block > 0]}. `rule`:
+    moves tell only the new place (see the module's doc)."""
     def say(text):
         if out is not None:
             out.write(text + "\n")
@@ -344,9 +359,9 @@ def run(client, model="default", out=None, seed=None, runs=1, steps=8, delay=0, 
     if untrained:
         (warn or say)("warning: " + untrained)
     say("seed %d, model %s (version %d, origin %s)" % (seed, model, m["version"], m.get("origin", "?")))
-    results = []
+    results, blocks = [], []
     for i in range(runs):
-        h = Household(rng, namer, max_len)
+        h = Household(rng, namer, max_len, rule)
         say("household %d/%d: %s; %s; %s; %s"
             % (i + 1, runs, ", ".join(h.people), ", ".join(h.places), ", ".join(h.objects), ", ".join(h.events)))
         res = play(client, model, h, steps, delay, label, out, verbose)
@@ -354,17 +369,25 @@ def run(client, model="default", out=None, seed=None, runs=1, steps=8, delay=0, 
         bk = res["by_kind"]
         say("  %d steps, %d facts told; %d/%d answers right (%.1f%%): %s%s" % (
             res["steps"], res["facts_told"], res["right"], res["questions"], 100 * res["accuracy"],
-            ", ".join("%s %d/%d" % (k, bk[k]["right"], bk[k]["asked"]) for k in KINDS),
+            ", ".join("%s %d/%d" % (k, bk[k]["right"], bk[k]["asked"]) for k in KINDS if bk[k]["asked"]),
             "; labelled (training example: %s)" % str(res["training_example"]).lower() if label else ""))
+        if block and (i + 1) % block == 0:
+            b = summarize(results[-block:])
+            blocks.append(dict(b, runs=[i + 2 - block, i + 1]))
+            say("block of runs %d-%d: %.1f%% right (%s)" % (i + 2 - block, i + 1, 100 * b["accuracy"], _kinds(b)))
     summary = summarize(results)
     say("summary: %d household%s, %d questions, %.1f%% right (%s); per household min %.1f%%, mean %.1f%%;"
         " answering \"no\" to everything would score %.1f%%" % (
-            runs, "" if runs == 1 else "s", summary["questions"], 100 * summary["accuracy"],
-            ", ".join("%s %s" % (k, "-" if summary["by_kind"][k] is None else "%.1f%%" % (100 * summary["by_kind"][k]))
-                      for k in KINDS),
+            runs, "" if runs == 1 else "s", summary["questions"], 100 * summary["accuracy"], _kinds(summary),
             100 * summary["min_accuracy"], 100 * summary["mean_accuracy"], 100 * summary["always_no"]))
     return {"seed": seed, "model": model, "model_version": m["version"], "model_origin": m.get("origin"),
-            "untrained": untrained is not None, "households": results, "summary": summary}
+            "untrained": untrained is not None, "households": results, "summary": summary, "blocks": blocks}
+
+
+def _kinds(summary):
+    """The accuracy of each kind asked, as text."""
+    return ", ".join("%s %.1f%%" % (k, 100 * summary["by_kind"][k]) for k in KINDS
+                     if summary["by_kind"][k] is not None)
 
 
 def summarize(results):
@@ -392,16 +415,20 @@ def main(argv=None):
     ap.add_argument("--delay", type=int, default=0, help="silent steps before the questions (default 0)")
     ap.add_argument("--seed", type=int, default=None, help="draws the households (default: random, printed)")
     ap.add_argument("--label", action="store_true", help="send the true answers as labels (online learning)")
+    ap.add_argument("--rule", action="store_true",
+                    help="a move tells only the new place: the one-place rule is for the model to learn")
+    ap.add_argument("--block", type=int, default=0, help="print the accuracy of every N runs (default: none)")
     ap.add_argument("--verbose", "-v", action="store_true", help="tell the story and list wrong answers")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     args = ap.parse_args(argv)
-    for name, lo in (("runs", 1), ("steps", 0), ("delay", 0)):
+    for name, lo in (("runs", 1), ("steps", 0), ("delay", 0), ("block", 0)):
         if getattr(args, name) < lo:
             ap.error("--%s must be at least %d" % (name, lo))
     client = Client(args.url, api_key=args.key)
     try:
         res = run(client, args.model, None if args.json else sys.stdout, args.seed, args.runs, args.steps,
-                  args.delay, args.label, args.verbose, warn=lambda w: sys.stderr.write("assistant: %s\n" % w))
+                  args.delay, args.label, args.verbose, warn=lambda w: sys.stderr.write("assistant: %s\n" % w),
+                  rule=args.rule, block=args.block)
     except (WorldstateError, ValueError) as e:
         sys.stderr.write("assistant: %s\n" % e)
         return 1

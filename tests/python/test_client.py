@@ -321,6 +321,16 @@ class OpenMode(unittest.TestCase):
         # The same seed draws the same households.
         again = example_assistant.run(self.c, "default", None, seed=7, runs=2, steps=5, delay=2)
         self.assertEqual([h["people"] for h in again["households"]], [h["people"] for h in res["households"]])
+        # --rule: a move tells only the new place, and the places left are
+        # asked as a kind of their own; --block: a summary every N runs.
+        ruled = example_assistant.run(self.c, "default", None, seed=7, runs=2, steps=5, rule=True, block=1)
+        self.assertEqual([b["runs"] for b in ruled["blocks"]], [[1, 1], [2, 2]])
+        self.assertGreater(sum(h["by_kind"]["left (rule)"]["asked"] for h in ruled["households"]), 0)
+        for h in ruled["households"]:
+            for s in self.c.iter_steps(h["session"]):
+                for i in s["instructions"]:
+                    self.assertFalse(i["fact"][0] in h["people"] and i["fact"][1] == "location"
+                                     and not i["value"])
         # The command line: JSON out, errors as exit codes.
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):

@@ -10,20 +10,24 @@ Starts worldstated (the build's, on a fresh data directory, loopback) whose
 `default` is the shipped model, sets its online training (PATCH
 /v1/models/default/training), then posts households one session each: people
 placed, then moving (only the new place is told), objects had and given up
-(`has` facts, several at a time: no rule, so the rule must stay about places),
-every step asking where each person is (each place of the household) and who
-has what, with the true answers as labels. Every --eval-every labelled steps it
-waits for the training thread to catch up, then plays --eval-sessions held-out
-households (names never seen, no labels) and scores their last answers:
-"current" (the place told last), "former" (a place told before: false by the
-rule), "never" (a place never told), "has" (told facts without a rule), and
-"rule": all location answers. It prints the learning curve (held-out accuracy vs
-labelled steps, wall time, versions published and rejected) and the memory
-benchmark (bench_memory) of the model before and after, then one JSON line.
+(`has` facts, several at a time: no rule, so the rule must stay about places).
+Every step asks (--ask balanced, the default) each person's current place and
+one other (a place left when there is one), and the `has` facts told, with the
+true answers as labels (--ask all: every place of every person and every `has`
+fact). Every --eval-every labelled steps it waits for the training thread to
+catch up, then plays --eval-sessions held-out households (names never seen, no
+labels) and scores their last answers: "current" (the place told last),
+"former" (a place left: false by the rule), "never" (a place never told),
+"has" (told facts without a rule), and "rule": all location answers. It prints
+the learning curve (held-out accuracy vs labelled steps, wall time, versions)
+and the memory benchmark (bench_memory, K 4, 16, 64 x delay 1, 10, 100, 1000)
+of the model before and after, then one JSON line.
 
 Usage: /usr/bin/python3 bench/rules_learn.py [--build build] [--budget 4000]
-           [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 3e-4]
-           [--update-every 16] [--self-supervised on|off] [--target 0.95]
+           [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 1e-4]
+           [--update-every 8] [--self-supervised on|off] [--gate on|off]
+           [--ask balanced|all] [--people 3] [--places 4] [--config JSON]
+           [--target 0.95]
 """
 
 import argparse
@@ -206,12 +210,14 @@ def main():
                     help="labelled questions a step: every place of every person, or each one's "
                          "current place and one other (default)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--update-every", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--update-every", type=int, default=8)
     ap.add_argument("--self-supervised", choices=("on", "off"), default="on")
     ap.add_argument("--recall-queries", type=int, default=4)
     ap.add_argument("--negative-queries", type=int, default=4)
-    ap.add_argument("--gate", choices=("on", "off"), default="on")
+    ap.add_argument("--gate", choices=("on", "off"), default="off",
+                    help="the publication gate (default off: its memory probe refuses what the rule's "
+                         "labels change)")
     ap.add_argument("--gate-tolerance", type=float, default=0.02)
     ap.add_argument("--target", type=float, default=0.95, help="stop once held-out rule accuracy reaches it")
     ap.add_argument("--config", default=None,

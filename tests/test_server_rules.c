@@ -8,8 +8,11 @@
  * one other with the true answers as labels; the daemon trains online. Held-out
  * households (names never seen, no labels) are scored before and after on the
  * places people left: the share answered "no" must rise by a wide margin.
- * Deterministic streams (fixed seeds); the margin is far below what the bench
- * measures at this budget, so a loaded machine's timing cannot fail it. */
+ * Without the override of recall targets by labels (online_trainer.c) the
+ * same stream moved that share from 0.19 to 0.09-0.11; with it, to 0.68-0.70.
+ * Deterministic streams (fixed seeds; the stream waits for the training thread
+ * rather than let examples be dropped), and the margin half the rise measured,
+ * so a loaded machine's timing cannot fail it. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +23,10 @@
 #include "test_server_util.h"
 #include "test_util.h"
 
-enum { PEOPLE = 3, PLACES = 4, MOVES = 6, BUDGET = 2100, EVAL_HOUSEHOLDS = 12 };
+enum { PEOPLE = 3, PLACES = 4, MOVES = 6, EVAL_HOUSEHOLDS = 12 };
+/* Labelled steps; under sanitizers (tests/test_util.h) a short stream of the
+ * same code, its accuracy not asserted (the normal build asserts it). */
+#define BUDGET (WS_TEST_SANITIZED ? 300 : 2100)
 enum { LEFT, CURRENT }; /* the places asked of held-out households */
 
 static ws_ts_daemon D;
@@ -195,7 +201,7 @@ static void test_rule_from_labels(void **state)
             steps, (long)(time(NULL) - t0), (int)model_status("updates"), before[LEFT], after[LEFT],
             before[CURRENT], after[CURRENT]);
     /* At this budget the bench measures a rise of about 0.5 (0.19 -> 0.7). */
-    assert_true(after[LEFT] > before[LEFT] + 0.25);
+    if (!WS_TEST_SANITIZED) assert_true(after[LEFT] > before[LEFT] + 0.25);
     assert_int_equal(ws_ts_stop(&D), 0);
     ws_ts_cleanup(dir);
 }

@@ -34,9 +34,7 @@ import argparse
 import json
 import os
 import random
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,8 +42,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "clients", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 
 import worldstate as ws  # noqa: E402
+from test_client import Daemon  # noqa: E402  (worldstated on loopback, a port of its choosing)
 
 KINDS = ("current", "former", "never", "has")
 MODEL = "default"
@@ -169,34 +169,6 @@ def memory(build, ckpt):
     return sum(r["all"] for r in rows) / len(rows), rows
 
 
-class Daemon:
-    """worldstated on a fresh data directory, loopback, a port of its choosing."""
-
-    def __init__(self, build, data_dir):
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        self.proc = subprocess.Popen([os.path.join(build, "server", "worldstated"), "--data-dir", data_dir,
-                                      "--listen", "127.0.0.1:0", "--backend", "cpu", "--batch-wait-us", "0",
-                                      "--log-level", "warn"], stdout=subprocess.PIPE, env=env)
-        line, end = b"", time.time() + 60
-        while time.time() < end and b"listening on" not in line:
-            if select.select([self.proc.stdout], [], [], 1.0)[0]:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                line += chunk
-        marker = b"listening on http://127.0.0.1:"
-        if marker not in line:
-            self.proc.kill()
-            raise RuntimeError("worldstated did not start: %r" % line)
-        self.url = "http://127.0.0.1:%d" % int(line.split(marker)[1].split(b" ")[0])
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=120)
-        self.proc.stdout.close()
-        return rc
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
@@ -227,7 +199,8 @@ def main():
     a = ap.parse_args()
 
     data = tempfile.mkdtemp(prefix="rules-learn-")
-    d = Daemon(a.build, os.path.join(data, "d"))
+    d = Daemon(os.path.join(data, "d"), os.path.join(a.build, "server", "worldstated"),
+               ("--batch-wait-us", "0", "--log-level", "warn"))
     c = ws.Client(d.url, timeout=120)
     global MODEL
     try:

@@ -30,12 +30,13 @@ SMALL = {"d": 32, "n_heads": 2, "n_state": 8, "n_upd_layers": 1, "n_ext_layers":
 
 
 class Daemon:
-    """worldstated on dir, listening on 127.0.0.1:0 (the port comes from its startup line)."""
+    """worldstated on dir, listening on 127.0.0.1:0 (the port comes from its
+    startup line); ``daemon``: the program, ``extra``: more flags."""
 
-    def __init__(self, data_dir):
+    def __init__(self, data_dir, daemon=DAEMON, extra=()):
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        self.proc = subprocess.Popen([DAEMON, "--data-dir", data_dir, "--listen", "127.0.0.1:0", "--backend", "cpu",
-                                      "--threads", "2"], stdout=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen([daemon, "--data-dir", data_dir, "--listen", "127.0.0.1:0", "--backend", "cpu",
+                                      "--threads", "2", *extra], stdout=subprocess.PIPE, env=env)
         deadline = time.time() + 60  # the first start creates the default model
         line = b""
         while time.time() < deadline and b"\n" not in line:

@@ -82,7 +82,7 @@ class World:
     def happen(self):
         """One step's instructions: a move, or a `has` fact told true or false."""
         p = self.rng.choice(self.people)
-        if self.rng.random() < 0.7:
+        if not self.objects or self.rng.random() < 0.7:
             return self._place(p, self.rng.choice([x for x in self.places if x != self.where[p]]))
         o = self.rng.choice(self.objects)
         v = not self.has.get((p, o), False)
@@ -142,12 +142,12 @@ def drain(client, timeout=600):
         time.sleep(0.05)
 
 
-def evaluate(client, seed, n, used, moves, people, places):
+def evaluate(client, seed, n, used, moves, people, places, objects):
     """Held-out accuracy over n unlabelled households of seed: {kind: acc, rule:, all:}."""
     rng = random.Random(seed)
     right = {k: [0, 0] for k in KINDS}
     for _ in range(n):
-        _, qa = play(client, World(rng, used, people, places), moves, label=False)
+        _, qa = play(client, World(rng, used, people, places, objects), moves, label=False)
         for (_, kind, truth), a in qa:
             right[kind][0] += (a["p"] >= 0.5) == truth
             right[kind][1] += 1
@@ -178,6 +178,7 @@ def main():
     ap.add_argument("--moves", type=int, default=6, help="steps after a household's setup (default 6)")
     ap.add_argument("--people", type=int, default=3, help="per household (default 3)")
     ap.add_argument("--places", type=int, default=4, help="per household (default 4)")
+    ap.add_argument("--objects", type=int, default=2, help="per household, for has facts (default 2)")
     ap.add_argument("--ask", choices=("all", "balanced"), default="balanced",
                     help="labelled questions a step: every place of every person, or each one's "
                          "current place and one other (default)")
@@ -222,7 +223,8 @@ def main():
         def point():
             drain(c)
             m = c.get_model(MODEL)
-            acc = evaluate(c, 1000003 * a.seed + len(curve), a.eval_sessions, used, a.moves, a.people, a.places)
+            acc = evaluate(c, 1000003 * a.seed + len(curve), a.eval_sessions, used, a.moves, a.people, a.places,
+                           a.objects)
             g = m.get("status", {}).get("gate", m.get("gate", {})) or {}
             row = {"labelled_steps": steps, "seconds": round(time.time() - t0, 1), "version": m["version"],
                    "published": g.get("published"), "rejected": g.get("rejected"),
@@ -241,7 +243,7 @@ def main():
         while steps < a.budget:
             goal = min(a.budget, steps + a.eval_every)
             while steps < goal:
-                n, _ = play(c, World(train_rng, used, a.people, a.places), a.moves, label=True, balanced=a.ask == "balanced")
+                n, _ = play(c, World(train_rng, used, a.people, a.places, a.objects), a.moves, label=True, balanced=a.ask == "balanced")
                 steps += n
                 # Training runs at what CPU serving leaves; the stream waits for
                 # it (else the oldest examples are dropped) so every step teaches.

@@ -5,11 +5,12 @@
  * Each epoch replays every session from W_0 in a fresh random order, batch
  * sessions at a time (offline_replay.c): W_t = U(stopgrad(W_{t-1}), I_t) as in
  * the daemon, the loss on the step's labelled queries plus recall queries drawn
- * from the facts told earlier in the session, as online training draws them
- * (recall.h). Gradients accumulate over update_every steps per AdamW step with
- * the trainer's warmup + cosine schedule over all epochs (model/trainer.h). The
- * result is published as the model's next version (versions.h): the daemon
- * serves it within about a second. */
+ * from the facts told earlier in the session (labelled ones at their labels),
+ * as online training draws them (recall.h). Gradients accumulate over
+ * update_every steps per AdamW step with the trainer's warmup + cosine
+ * schedule over all epochs (model/trainer.h). The result is published as the
+ * model's next version (versions.h): the daemon serves it within about a
+ * second. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,10 @@ typedef struct {
     uint64_t rng;
 } targets_ctx;
 
-/* The step's labelled queries, then recall queries about facts told so far. */
+/* The step's labelled queries, then recall queries about facts told so far. A
+ * label is the truth of the session's world at its step and overrides the
+ * value told (a domain's rule may have changed it), as online training does
+ * (api.md, Rules from labels): the labelled fact is recalled at its label. */
 static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *err)
 {
     (void)err;
@@ -36,6 +40,7 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
         const ws_off_fact *f = &st->facts[k];
         ws_sym syms[WS_MAX_FACT_LEN];
         if (f->val < 0) continue; /* unlabelled: nothing to learn from */
+        if (f->n_ids) ws_recall_tell(&r->recall, c->S, f->ids, f->hash, f->val);
         WS_TRY(f->n_ids ? ws_batch_add_query_syms(b, ws_off_fact_syms(f, syms), f->n_ids, f->val)
                         : ws_batch_add_query_raw(b, f->vec, f->val));
     }

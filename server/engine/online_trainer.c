@@ -13,7 +13,10 @@
  *   told fact with one symbol swapped (for another symbol of the session, or a
  *   fresh one), half facts of fresh symbols (a random hash, no vocabulary id:
  *   the code alone, as a new user's symbol first is);
- * - the client's labels when the step has them.
+ * - the client's labels when the step has them; a label, the truth of the
+ *   session's world at its step, also overrides the recall target of its fact
+ *   from then on (labels_override: a domain's rule may have changed a fact
+ *   told, which only labels say).
  * With self_supervised on, an unlabelled step is an example at once (its recall
  * and negative queries); its client queries also wait, with its instructions, in
  * a ring of the newest 256 for labels to arrive by PUT (older ones only get their

@@ -8,6 +8,9 @@
  * one other with the true answers as labels; the daemon trains online. Held-out
  * households (names never seen, no labels) are scored before and after on the
  * places people left: the share answered "no" must rise by a wide margin.
+ * (The current places answered "yes" fall meanwhile, 0.92 to 0.67: what these
+ * labels teach the default is mostly "no"; api.md, Rules from labels, says
+ * why, and the bench how far it gets.)
  * Without the override of recall targets by labels (online_trainer.c) the
  * same stream moved that share from 0.19 to 0.09-0.11; with it, to 0.68-0.70.
  * Deterministic streams (fixed seeds; the stream waits for the training thread
@@ -200,7 +203,7 @@ static void test_rule_from_labels(void **state)
             "%.3f -> %.3f, current places answered yes %.3f -> %.3f\n",
             steps, (long)(time(NULL) - t0), (int)model_status("updates"), before[LEFT], after[LEFT],
             before[CURRENT], after[CURRENT]);
-    /* At this budget the bench measures a rise of about 0.5 (0.19 -> 0.7). */
+    /* Measured here: 0.18-0.19 -> 0.68-0.70 (current places 0.92 -> 0.67). */
     if (!WS_TEST_SANITIZED) assert_true(after[LEFT] > before[LEFT] + 0.25);
     assert_int_equal(ws_ts_stop(&D), 0);
     ws_ts_cleanup(dir);

@@ -14,7 +14,7 @@ placed, then moving (only the new place is told), objects had and given up
 Every step asks (--ask balanced, the default) each person's current place and
 one other (a place left when there is one), and the `has` facts told, with the
 true answers as labels (--ask all: every place of every person and every `has`
-fact). Every --eval-every labelled steps it waits for the training thread to
+fact; --ask moved: every place and `has` fact of the person who moved, only). Every --eval-every labelled steps it waits for the training thread to
 catch up, then plays --eval-sessions held-out households (names never seen, no
 labels) and scores their last answers: "current" (the place told last),
 "former" (a place left: false by the rule), "never" (a place never told),
@@ -26,7 +26,7 @@ of the model before and after, then one JSON line.
 Usage: /usr/bin/python3 bench/rules_learn.py [--build build] [--budget 4000]
            [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 1e-4]
            [--update-every 8] [--self-supervised on|off] [--gate on|off]
-           [--ask balanced|all] [--people 3] [--places 4] [--config JSON]
+           [--ask balanced|all|moved] [--people 3] [--places 4] [--config JSON]
            [--target 0.95]
 """
 
@@ -77,11 +77,13 @@ class World:
         return [([p, "location", pl], True)]
 
     def setup(self):
+        self.moved = list(self.people)
         return [x for p in self.people for x in self._place(p, self.rng.choice(self.places))]
 
     def happen(self):
         """One step's instructions: a move, or a `has` fact told true or false."""
         p = self.rng.choice(self.people)
+        self.moved = [p]
         if not self.objects or self.rng.random() < 0.7:
             return self._place(p, self.rng.choice([x for x in self.places if x != self.where[p]]))
         o = self.rng.choice(self.objects)
@@ -89,12 +91,12 @@ class World:
         self.has[(p, o)] = v
         return [([p, "has", o], v)]
 
-    def questions(self, balanced=False):
+    def questions(self, balanced=False, only=None):
         """[(fact, kind, truth)] of every person's every place and every has
-        fact; balanced: each person's current place and one other, and the has
-        facts told."""
+        fact (only: of those people alone); balanced: each person's current
+        place and one other, and the has facts told."""
         out = []
-        for p in self.people:
+        for p in self.people if only is None else only:
             places = self.places
             if balanced:
                 former = sorted(self.visited[p] - {self.where[p]})
@@ -108,7 +110,7 @@ class World:
         return out
 
 
-def play(client, world, moves, label, balanced=False):
+def play(client, world, moves, label, ask="balanced"):
     """A session of world: its setup, then `moves` steps; every step labelled
     (label) or only the last one asked. Returns (labelled steps, the last
     questions and their answers)."""
@@ -118,7 +120,7 @@ def play(client, world, moves, label, balanced=False):
     for i, instr in enumerate(steps):
         last = i == len(steps) - 1
         if label:
-            qs = world.questions(balanced)
+            qs = world.questions(ask == "balanced", world.moved if ask == "moved" else None)
             client.step(sid, instr, [q for q, _, _ in qs], [t for _, _, t in qs])
             n += 1
         else:
@@ -179,9 +181,9 @@ def main():
     ap.add_argument("--people", type=int, default=3, help="per household (default 3)")
     ap.add_argument("--places", type=int, default=4, help="per household (default 4)")
     ap.add_argument("--objects", type=int, default=2, help="per household, for has facts (default 2)")
-    ap.add_argument("--ask", choices=("all", "balanced"), default="balanced",
-                    help="labelled questions a step: every place of every person, or each one's "
-                         "current place and one other (default)")
+    ap.add_argument("--ask", choices=("all", "balanced", "moved"), default="balanced",
+                    help="labelled questions a step: each person's current place and one other "
+                         "(default), every place of every person, or those of the person who moved")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--update-every", type=int, default=8)
@@ -243,7 +245,7 @@ def main():
         while steps < a.budget:
             goal = min(a.budget, steps + a.eval_every)
             while steps < goal:
-                n, _ = play(c, World(train_rng, used, a.people, a.places, a.objects), a.moves, label=True, balanced=a.ask == "balanced")
+                n, _ = play(c, World(train_rng, used, a.people, a.places, a.objects), a.moves, label=True, ask=a.ask)
                 steps += n
                 # Training runs at what CPU serving leaves; the stream waits for
                 # it (else the oldest examples are dropped) so every step teaches.

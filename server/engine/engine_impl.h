@@ -27,7 +27,10 @@ typedef struct {
                            current one in SQLite while an older one is served; 0 none */
     int64_t latest;     /* the greatest version recorded, as last seen: a rollback makes
                            an older one current, and the next publish goes on top */
-    int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
+    int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit (on a
+                           shared store: before the batch that named them is computed) */
+    atomic_int leader;  /* this daemon holds the model's cluster lock (ws_store_leader_try):
+                           it alone trains and publishes; always 1 on SQLite */
     ws_srv_training tr;
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
@@ -48,6 +51,7 @@ typedef struct ws_eng_flight ws_eng_flight;
 struct ws_engine {
     ws_engine_config cfg;
     ws_store *st; /* the engine thread's own connection */
+    int shared;   /* other daemons serve the same database (ws_store_shared) */
     ws_backend *be;
     char backend_why[256]; /* why not CUDA, when the automatic backend is the CPU */
     pthread_t thread;
@@ -126,6 +130,14 @@ void ws_eng_models_publish(ws_engine *e);
  * another process recorded (api.md, Online training: an external version wins). */
 void ws_eng_models_sync(ws_engine *e);
 void ws_eng_models_free(ws_engine *e);
+/* Takes each model's cluster lock where another daemon does not hold it, and
+ * says when that changes (engine thread, between batches). */
+void ws_eng_models_lead(ws_engine *e);
+/* Puts a step job that lost its session to another daemon's step back at the
+ * head of the queue, to run again on the state now stored (any thread, mu not
+ * held); 0 when it has run WS_ENG_STEP_TRIES times (the caller answers it). */
+int ws_eng_requeue(ws_engine *e, ws_job *j);
+#define WS_ENG_STEP_TRIES 16
 /* Wakes the engine thread (ctx: the engine), from any thread holding no lock. */
 void ws_eng_wake(void *ctx);
 

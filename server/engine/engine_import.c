@@ -270,7 +270,13 @@ void ws_eng_tmp_clean(ws_engine *e)
     snprintf(dir, sizeof dir, "%s/models", e->cfg.data_dir);
     DIR *d = opendir(dir);
     if (!d) return; /* just created by the caller: nothing to clean */
-    /* The data-directory lock makes this the only daemon: any upload is stale. */
+    /* The data-directory lock makes this the only daemon: any upload is stale.
+     * Not so on a shared store, whose daemons share models/ (api.md, Running a
+     * cluster): there the files may be another node's, being written now. */
+    if (e->shared) {
+        closedir(d);
+        return;
+    }
     size_t np = strlen(WS_SRV_UPLOAD_PREFIX);
     for (struct dirent *de; (de = readdir(d));) {
         if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0 && !stale_checkpoint_tmp(de->d_name))

@@ -44,6 +44,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
+    em->leader = !e->shared; /* on a shared store: once ws_eng_models_lead takes the lock */
     return ws_online_new(&em->trainer, &em->cfg, err);
 }
 
@@ -242,6 +243,7 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     ws_srv_model_rows_free(&rows);
     if (s == WS_OK) ws_eng_tmp_clean(e); /* temporary files a crash left behind */
     if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
+    if (s == WS_OK) ws_eng_models_lead(e);
     return s;
 }
 
@@ -421,7 +423,10 @@ void ws_eng_models_publish(ws_engine *e)
         if (!c) continue;
         ws_error err = {0};
         int64_t v = 0;
-        ws_status s = publish(e, em, c, &v, &err);
+        /* made before another daemon took the lock: that one's versions win */
+        ws_status s = em->leader ? publish(e, em, c, &v, &err)
+                                 : ws_error_set(&err, WS_ERR_CONFLICT,
+                                                "model %s: another daemon trains it now", em->name);
         if (s == WS_OK) serve_published(e, em, c, v);
         conflict |= s == WS_ERR_CONFLICT && em->tr.enabled;
         ws_eng_trainer_verdict(em->train, s, v, &err); /* c is the trainer's again */
@@ -469,8 +474,30 @@ static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, 
     return ws_eng_model_adopt(e, em, m, version, err);
 }
 
+void ws_eng_models_lead(ws_engine *e)
+{
+    if (!e->shared) return; /* SQLite: one daemon, which leads (model_attach) */
+    for (int i = 0; i < e->n_models; i++) {
+        ws_eng_model *em = &e->models[i];
+        ws_error err = {0};
+        int held = 0;
+        if (ws_store_leader_try(e->st, em->id, &held, &err) != WS_OK) {
+            /* PostgreSQL unreachable: the lock went with the connection */
+            held = 0;
+            ws_log(WS_LOG_DEBUG, "model %s: cluster lock: %s", em->name, err.msg);
+        }
+        if (held == em->leader) continue;
+        em->leader = held;
+        ws_log(WS_LOG_INFO,
+               held ? "model %s: this daemon trains and publishes it (it holds the cluster lock)"
+                    : "model %s: another daemon trains and publishes it now",
+               em->name);
+    }
+}
+
 void ws_eng_models_sync(ws_engine *e)
 {
+    ws_eng_models_lead(e);
     ws_srv_model_rows rows = {0};
     ws_error err = {0};
     if (ws_srv_model_rows_read(e->st, &rows, &err) != WS_OK)

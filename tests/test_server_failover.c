@@ -18,21 +18,18 @@
  * (acknowledged, lost, duplicates, recognised retries, times to recover) are
  * printed. Skipped (77) without HAProxy or PostgreSQL's server programs.
  * No timing is asserted: every wait has a generous deadline. */
-#include <arpa/inet.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/daemon_proc.h"
 #include "test_server_util.h"
 #include "test_util.h"
 
@@ -69,19 +66,6 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0) close(fd);
-    return port;
 }
 
 /* The tag of a client's n-th step of session s: its instruction's two symbols. */
@@ -231,26 +215,14 @@ static int pg_script(const char *cmd)
 
 static int start_haproxy(void)
 {
-    char log[320], env[NODES + 1][64];
-    proxy.port = free_port();
+    char log[320];
+    int ports[NODES];
+    proxy.port = daemon_free_port();
     snprintf(log, sizeof log, "%s/haproxy.log", pg_dir);
-    snprintf(env[0], sizeof env[0], "127.0.0.1:%d", proxy.port);
-    for (int i = 0; i < NODES; i++) snprintf(env[i + 1], sizeof env[i + 1], "127.0.0.1:%d", node[i].port);
-    fflush(stdout);
-    pid_t pid = fork();
+    for (int i = 0; i < NODES; i++) ports[i] = node[i].port;
+    pid_t pid =
+        daemon_haproxy_start(WS_SOURCE_DIR "/deploy/haproxy/worldstate.cfg", proxy.port, ports, NODES, log);
     if (pid < 0) return -1;
-    if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || !freopen(log, "w", stdout) ||
-            !freopen(log, "a", stderr))
-            _exit(127);
-        setenv("WS_LISTEN", env[0], 1);
-        setenv("WS_NODE1", env[1], 1);
-        setenv("WS_NODE2", env[2], 1);
-        setenv("WS_NODE3", env[3], 1);
-        execlp("haproxy", "haproxy", "-db", "-f", WS_SOURCE_DIR "/deploy/haproxy/worldstate.cfg",
-               (char *)NULL);
-        _exit(127);
-    }
     haproxy_pid = pid;
     for (int i = 0; i < 600; i++) { /* up to 60 s: it answers through a node */
         ws_ts_resp r;

@@ -12,7 +12,8 @@
  * again. The vocabulary keeps one dense id per symbol. On PostgreSQL also: one
  * daemon at a time holds a model's cluster lock (it alone trains and
  * publishes), the other takes it over when the first stops, and a version
- * recorded through one daemon is served by the other within its sync. */
+ * recorded, or a model created, through one daemon is served by the other
+ * within its sync. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -284,6 +285,7 @@ static void test_versions_and_training_lock(void **state)
     assert_false(log_has(&node[1], leads, 0));
 
     ws_ts_resp ck, r;
+    char path[128];
     assert_int_equal(ws_ts_http(&node[0], "GET", "/v1/models/default/checkpoint", NULL, NULL, 0, &ck),
                      200);
     assert_int_equal(ws_ts_http(&node[0], "POST", "/v1/models/default/import", NULL, ck.body, ck.len, &r),
@@ -295,6 +297,25 @@ static void test_versions_and_training_lock(void **state)
     for (int i = 0; i < 600 && (seen = served_version(&node[1], ids[1])) != v; i++)
         usleep(100 * 1000);
     assert_int_equal(seen, v);
+
+    /* a model created through one daemon is served by the other */
+    assert_int_equal(ws_ts_req(&node[0], "POST", "/v1/models", NULL,
+                               "{\"name\":\"small\",\"config\":{\"d\":32,\"n_heads\":2,"
+                               "\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1,\"vocab_cap\":64}}",
+                               &r),
+                     201);
+    ws_ts_resp_free(&r);
+    char small[33] = "";
+    assert_int_equal(ws_ts_session(&node[1], NULL, "small", small), 201);
+    long st = 0; /* 503 until the other has loaded it (it looks at once, and every second) */
+    for (int i = 0; i < 600 && st != 200; i++) {
+        st = ws_ts_req(&node[1], "POST", ws_ts_spath(path, sizeof path, small, "/steps"), NULL,
+                       "{\"instructions\":[{\"fact\":[\"a\",\"b\"],\"value\":true}]}", &r);
+        assert_true(st == 200 || st == 503);
+        ws_ts_resp_free(&r);
+        if (st != 200) usleep(100 * 1000);
+    }
+    assert_int_equal(st, 200);
 
     assert_int_equal(ws_ts_stop(&node[0]), 0);
     assert_true(log_has(&node[1], leads, 1));

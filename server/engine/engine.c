@@ -175,7 +175,8 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
         /* between batches: versions other processes recorded */
-        if (ws_clock_mono_us() >= next_sync) {
+        if (e->sync_due || ws_clock_mono_us() >= next_sync) {
+            e->sync_due = 0;
             drained(e, ws_eng_models_sync);
             next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
             continue;

@@ -50,8 +50,10 @@ typedef struct ws_eng_flight ws_eng_flight;
 
 struct ws_engine {
     ws_engine_config cfg;
-    ws_store *st; /* the engine thread's own connection */
-    int shared;   /* other daemons serve the same database (ws_store_shared) */
+    ws_store *st;               /* the engine thread's own connection */
+    int shared;                 /* other daemons serve the same database (ws_store_shared) */
+    int64_t created_unloadable; /* another daemon's new model that did not load (said once) */
+    int sync_due; /* engine thread: a session named a model not loaded; sync before the next batch */
     ws_backend *be;
     char backend_why[256]; /* why not CUDA, when the automatic backend is the CPU */
     pthread_t thread;

@@ -66,6 +66,13 @@ static void prepare(ws_engine *e, ws_eng_item *it)
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 1, &it->sess, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     it->em = ws_eng_model_by_id(e, it->sess.model);
+    if (!it->em && e->shared) { /* created by another daemon: loaded between batches */
+        e->sync_due = 1;
+        ws_error_set(&err, WS_ERR_STORAGE,
+                     "the session's model was created by another daemon and is being loaded "
+                     "here: retry");
+        return ws_eng_fail(j, WS_ERR_STORAGE, &err);
+    }
     if (!it->em)
         return ws_eng_refuse(j, WS_JOB_INCONSISTENT, WS_ERR_NOTFOUND,
                              "the session's model is not loaded");

@@ -267,6 +267,11 @@ struct ws_eng_flight {
                                                are the callers' once answered */
 };
 
+/* engine_run.c: em's vocabulary as the store has it now (a shared store, where
+ * other daemons add symbols): its symbols not yet stored are dropped (a later
+ * batch adds them again), those other daemons stored are added. Engine thread,
+ * no flight in hand referring to em's ids. */
+ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err);
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed):
  * loads the sessions and computes (engine thread), then hands the flight to
  * the commit stage, waiting for the one before it to complete first. */

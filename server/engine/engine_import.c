@@ -186,7 +186,9 @@ ws_status ws_eng_import_version(ws_engine *e, ws_eng_model *em, ws_model *m, ws_
                                 ws_error *err)
 {
     int store_from = -1;
-    ws_status s = vocab_merge(em, m, &store_from, why, err);
+    /* other daemons' symbols first: the checkpoint's are compared with them */
+    ws_status s = e->shared ? ws_eng_vocab_refresh(e, em, err) : WS_OK;
+    if (s == WS_OK) s = vocab_merge(em, m, &store_from, why, err);
     /* The way every version is published (retrain's too): the next number,
      * written and recorded under SQLite's write lock. */
     int64_t v = 0;

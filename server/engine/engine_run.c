@@ -118,6 +118,19 @@ static char **symbols_from(ws_vocab *v, int from, int n)
     return out;
 }
 
+ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    ws_vocab *v = ws_model_vocab(em->m);
+    int stored = em->vocab_stored;
+    ws_vocab_truncate(v, stored);
+    ws_status s = ws_srv_vocab_extend(e->st, em->id, em->m, err);
+    if (s == WS_OK)
+        em->vocab_stored = ws_vocab_size(v);
+    else
+        ws_vocab_truncate(v, stored); /* a partial load is not kept */
+    return s;
+}
+
 /* On a shared store (several daemons, one database): the symbols this batch
  * added to em's vocabulary are stored now, in a transaction of their own, so
  * that their ids are the cluster's before anything is computed with them. When
@@ -138,13 +151,7 @@ static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_er
                                             (const char *const *)mine, err);
         if (s == WS_OK) em->vocab_stored += n;
         if (s == WS_ERR_CONFLICT && attempt < WS_ENG_STEP_TRIES) {
-            int stored = em->vocab_stored;
-            ws_vocab_truncate(v, stored);
-            s = ws_srv_vocab_extend(e->st, em->id, em->m, err);
-            if (s == WS_OK)
-                em->vocab_stored = ws_vocab_size(v);
-            else
-                ws_vocab_truncate(v, stored); /* a partial load is not kept */
+            s = ws_eng_vocab_refresh(e, em, err);
             for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
             *rebuilt = 1;
             if (s == WS_OK) s = WS_ERR_CONFLICT; /* again, with what is left */

@@ -9,8 +9,9 @@
  * PostgreSQL and the clients share its cores. So it also prints what scales:
  * CPU seconds per 1,000 steps of the nodes (together), of HAProxy and of
  * PostgreSQL (/proc/PID/stat), and PostgreSQL statements (round trips) per
- * engine batch (pg_stat_statements over the load, over the nodes'
- * worldstate_batch_jobs_count), from which api.md projects 10 and 100 nodes.
+ * engine batch and per step (pg_stat_statements over the load, over the
+ * nodes' worldstate_batch_jobs_count) and write-ahead log bytes per step
+ * (pg_current_wal_lsn): what one PostgreSQL must carry for all the nodes.
  *
  * Its PostgreSQL is a throwaway one (scripts/pg-test-server.sh, fsync off as
  * there: a commit costs no disk flush) with pg_stat_statements loaded; each
@@ -199,8 +200,17 @@ typedef struct {
     double steps_per_s, p50_ms, p99_ms;
     double node_cpu, haproxy_cpu, pg_cpu; /* CPU s per 1,000 steps */
     double stmts_per_batch, stmts_per_step, steps_per_batch;
+    double wal_per_step; /* bytes of PostgreSQL's write-ahead log per step */
     long steps, errors;
 } row;
+
+/* The write-ahead log's position in bytes: what PostgreSQL wrote so far (the
+ * throwaway server runs with full_page_writes off: a production one writes more). */
+static double wal_bytes(void)
+{
+    char v[64];
+    return psql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')", v, sizeof v) == 0 ? atof(v) : 0;
+}
 
 /* worldstate_batch_jobs_count of a node: the engine batches it ran. */
 static double batches_of(int port)
@@ -235,6 +245,7 @@ static void run_load(int port, const daemon_proc *nodes, int n, pid_t haproxy, c
     for (int i = 0; i < n; i++) node0 += cpu_s(nodes[i].pid, NULL, 0), batches0 += batches_of(nodes[i].port);
     double hap0 = haproxy > 0 ? cpu_s(haproxy, NULL, 0) : 0, pg0 = schema ? postgres_cpu_s() : 0;
     if (schema && psql("SELECT sum(calls) FROM pg_stat_statements", v, sizeof v) == 0) stmts0 = atof(v);
+    double wal0 = schema ? wal_bytes() : 0;
     double until = ws_clock_mono_s() + seconds;
     for (int i = 0; i < clients; i++) {
         cl[i] = (client){.url = url, .until = until};
@@ -250,6 +261,7 @@ static void run_load(int port, const daemon_proc *nodes, int n, pid_t haproxy, c
     for (int i = 0; i < n; i++) node1 += cpu_s(nodes[i].pid, NULL, 0), batches1 += batches_of(nodes[i].port);
     double hap1 = haproxy > 0 ? cpu_s(haproxy, NULL, 0) : 0, pg1 = schema ? postgres_cpu_s() : 0;
     if (schema && psql("SELECT sum(calls) FROM pg_stat_statements", v, sizeof v) == 0) stmts1 = atof(v);
+    double wal1 = schema ? wal_bytes() : 0;
     double *all = malloc(sizeof *all * (size_t)(total ? total : 1));
     long k = 0;
     for (int i = 0; i < clients; i++) {
@@ -268,10 +280,11 @@ static void run_load(int port, const daemon_proc *nodes, int n, pid_t haproxy, c
     r->haproxy_cpu = (hap1 - hap0) * per_k;
     r->pg_cpu = (pg1 - pg0) * per_k;
     double batches = batches1 - batches0;
-    /* the statements counted include the two sums read around the load */
-    r->stmts_per_batch = schema && batches > 0 ? (stmts1 - stmts0 - 1) / batches : 0;
+    /* the statements counted include the sum and the WAL position read before the load */
+    r->stmts_per_batch = schema && batches > 0 ? (stmts1 - stmts0 - 2) / batches : 0;
     r->steps_per_batch = batches > 0 ? (double)total / batches : 0;
-    r->stmts_per_step = schema && total ? (stmts1 - stmts0 - 1) / (double)total : 0;
+    r->stmts_per_step = schema && total ? (stmts1 - stmts0 - 2) / (double)total : 0;
+    r->wal_per_step = total ? (wal1 - wal0) / (double)total : 0;
 }
 
 /* ---- configurations -------------------------------------------------------------- */
@@ -385,25 +398,25 @@ int main(int argc, char **argv)
     printf("\nbench_cluster: %d clients, %.0f s each, steps with expect_step (2 instructions, 2 queries), "
            "the shipped model, --threads 1 per node; %ld cores shared by everything\n",
            clients, seconds, sysconf(_SC_NPROCESSORS_ONLN));
-    printf("%-22s %9s %8s %8s %10s %10s %10s %10s %9s %9s %7s\n", "config", "steps/s", "p50 ms", "p99 ms", "node CPU",
-           "haproxy", "postgres", "PG stmts", "PG stmts", "steps", "errors");
-    printf("%-22s %9s %8s %8s %10s %10s %10s %10s %9s %9s %7s\n", "", "", "", "", "s/1k steps", "s/1k steps",
-           "s/1k steps", "per batch", "per step", "per batch", "");
+    printf("%-22s %9s %8s %8s %10s %10s %10s %10s %9s %9s %9s %7s\n", "config", "steps/s", "p50 ms", "p99 ms",
+           "node CPU", "haproxy", "postgres", "PG stmts", "PG stmts", "WAL KB", "steps", "errors");
+    printf("%-22s %9s %8s %8s %10s %10s %10s %10s %9s %9s %9s %7s\n", "", "", "", "", "s/1k steps", "s/1k steps",
+           "s/1k steps", "per batch", "per step", "per step", "per batch", "");
     for (int i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
-        printf("%-22s %9.0f %8.2f %8.2f %10.3f %10.3f %10.3f %10.2f %9.2f %9.2f %7ld\n", r->name, r->steps_per_s,
-               r->p50_ms, r->p99_ms, r->node_cpu, r->haproxy_cpu, r->pg_cpu, r->stmts_per_batch, r->stmts_per_step,
-               r->steps_per_batch, r->errors);
+        printf("%-22s %9.0f %8.2f %8.2f %10.3f %10.3f %10.3f %10.2f %9.2f %9.1f %9.2f %7ld\n", r->name,
+               r->steps_per_s, r->p50_ms, r->p99_ms, r->node_cpu, r->haproxy_cpu, r->pg_cpu, r->stmts_per_batch,
+               r->stmts_per_step, r->wal_per_step / 1024, r->steps_per_batch, r->errors);
     }
     printf("{\"bench\":\"cluster\",\"clients\":%d,\"seconds\":%.1f,\"rows\":[", clients, seconds);
     for (int i = 0; i < n_rows; i++) {
         const row *r = &rows[i];
         printf("%s{\"config\":\"%s\",\"nodes\":%d,\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
                "\"node_cpu_s_per_1k\":%.4f,\"haproxy_cpu_s_per_1k\":%.4f,\"postgres_cpu_s_per_1k\":%.4f,"
-               "\"pg_statements_per_batch\":%.2f,\"pg_statements_per_step\":%.2f,\"steps_per_batch\":%.2f,"
-               "\"errors\":%ld}",
+               "\"pg_statements_per_batch\":%.2f,\"pg_statements_per_step\":%.2f,\"wal_bytes_per_step\":%.0f,"
+               "\"steps_per_batch\":%.2f,\"errors\":%ld}",
                i ? "," : "", r->name, r->nodes, r->steps_per_s, r->p50_ms, r->p99_ms, r->node_cpu, r->haproxy_cpu,
-               r->pg_cpu, r->stmts_per_batch, r->stmts_per_step, r->steps_per_batch, r->errors);
+               r->pg_cpu, r->stmts_per_batch, r->stmts_per_step, r->wal_per_step, r->steps_per_batch, r->errors);
     }
     printf("]}\n");
     if (!keep) {

@@ -45,9 +45,9 @@ typedef struct ws_http_req {
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
     atomic_int job_phase; /* JOB_*: where the job and the connection are */
-    int label;           /* the route's metrics label (routes.h) */
-    int pattern, method; /* its pattern slot (routes.h) and method (ws_metrics_method) */
-    double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
+    int label;            /* the route's metrics label (routes.h) */
+    int pattern, method;  /* its pattern slot (routes.h) and method (ws_metrics_method) */
+    double t0;            /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* for the access log: what the request was and whose */
     char method_name[16];
     int probe; /* a route that needs no key: logged at debug */

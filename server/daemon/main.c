@@ -26,6 +26,7 @@
 #include "backup.h"
 #include "base/ws_version.h"
 #include "config.h"
+#include "crash.h"
 #include "daemon.h"
 #include "server/common/log.h"
 
@@ -592,6 +593,9 @@ int main(int argc, char **argv)
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
         sigaction(SIGHUP, &sa, NULL) != 0)
         return 1;
+    ws_error crash_err = {0};
+    if (ws_crash_report_install(&crash_err) != WS_OK)
+        ws_log(WS_LOG_WARN, "no crash reports: %s", crash_err.msg);
     unsigned cmd = command_of(argc, argv);
     int sub = cmd != SERVE;
     static settings set;

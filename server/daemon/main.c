@@ -557,11 +557,10 @@ static int serve(ws_srv *srv, settings *set)
     }
     notify_systemd("STOPPING=1");
     ws_log(WS_LOG_INFO, "signal %d, shutting down", (int)got_stop);
-    atomic_store(&srv->stopping, 1);
-    ws_http_quiesce(srv);        /* 1. no new connections */
-    ws_engine_stop(srv->engine); /* 2. finish the batch in hand (committed), fail the queue */
-    ws_http_stop(srv);           /* 3. let replies go out, close connections */
-    ws_srv_backup_stop();        /* 4. a backup in progress stops, its copy removed */
+    atomic_store(&srv->stopping, 1); /* 1. new requests are answered 503 */
+    ws_engine_stop(srv->engine);     /* 2. finish the batch in hand (committed), fail the queue */
+    ws_http_stop(srv);               /* 3. let replies go out, close connections */
+    ws_srv_backup_stop();            /* 4. a backup in progress stops, its copy removed */
     ws_store_close(st);
     ws_engine_free(srv->engine); /* 5. fold the WAL, close the database */
     srv->engine = NULL;

@@ -149,6 +149,7 @@ int ws_ts_start_node(ws_ts_daemon *d, const char *dir, const char *store_dir,
             !freopen(d->log, "a", stderr))
             _exit(127);
         setenv("OMP_NUM_THREADS", "1", 1);
+        setenv("LIBC_FATAL_STDERR_", "1", 1); /* glibc's fatal messages into the log, not a tty */
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }

@@ -2,7 +2,10 @@
  * current checkpoint and vocabulary at start, creating models (the default one
  * on first start: engine_import.c), recording new versions made by online
  * training, and adopting versions that another process (worldstate-train
- * retrain) recorded.
+ * retrain, another daemon of a cluster) recorded. On a shared store (a cluster
+ * over PostgreSQL) it also loads the models other daemons created, and a model
+ * is trained and published only by the daemon holding its cluster lock
+ * (ws_eng_models_lead).
  *
  * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
  * version is a new file, on disk (fsync, rename, fsync of the folder) under

@@ -2,7 +2,9 @@
  * thread of its own that takes each flight the engine thread computed and, per
  * model, commits its steps in ONE SQLite transaction (group commit: new
  * vocabulary, each session's W_t and log entry), answers its queries and
- * labels, feeds the online trainer, then completes the jobs. Step jobs
+ * labels, feeds the online trainer, then completes the jobs. A step that
+ * another daemon of a cluster got to first (its session moved since it was
+ * read) runs again, unless it named expect_step (409). Step jobs
  * complete only after the commit, so an acknowledged step is durable per the
  * store's durability; meanwhile the engine thread computes the next batch. */
 #include <stdio.h>

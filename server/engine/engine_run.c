@@ -3,9 +3,9 @@
  * symbols to ids (on a shared store, new symbols are stored first, so that
  * every daemon of a cluster gives them the same ids), then per model one
  * ws_exec_step (updater + extractor for every step job) and one ws_exec_query
- * (query-only jobs). The batch then goes
- * to the commit stage as a flight (engine_commit.c: one SQLite transaction per
- * model, the replies), which runs while this thread computes the next batch. */
+ * (query-only jobs). The batch then goes to the commit stage as a flight
+ * (engine_commit.c: one SQLite transaction per model, the replies), which runs
+ * while this thread computes the next batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

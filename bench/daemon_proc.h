@@ -21,4 +21,13 @@ int daemon_start(daemon_proc *d, const char *path, const char *dir, const char *
 int daemon_signal(daemon_proc *d, int sig);
 void daemon_stop(daemon_proc *d);
 
+/* A loopback port free now (bound, read, closed), for a process that must be
+ * told its port: HAProxy. -1 when none could be had. */
+int daemon_free_port(void);
+/* HAProxy (from PATH) on the shipped cluster config cfg (deploy/haproxy/
+ * worldstate.cfg), listening on 127.0.0.1:port, in front of n <= 3 nodes on
+ * loopback node_ports (the config's other nodes name a port nothing listens
+ * on), its output appended to log; it dies with the caller. Its pid, or -1. */
+pid_t daemon_haproxy_start(const char *cfg, int port, const int *node_ports, int n, const char *log);
+
 #endif

@@ -88,6 +88,24 @@ static int32_t id_of(ws_vocab *v, const char *sym, size_t len, uint64_t h, int a
     return v->capacity + (int32_t)(h % (uint64_t)v->n_overflow);
 }
 
+void ws_vocab_truncate(ws_vocab *v, int n)
+{
+    if (n < 0 || n >= v->size) return;
+    for (int i = n; i < v->size; i++) {
+        free(v->symbols[i]);
+        v->symbols[i] = NULL;
+    }
+    v->size = n;
+    /* Open addressing cannot delete in place: the table is rebuilt from the rest. */
+    memset(v->slots, 0xff, v->n_slots * sizeof *v->slots);
+    size_t mask = v->n_slots - 1;
+    for (int32_t id = 0; id < n; id++) {
+        size_t i = (size_t)ws_fnv1a64(v->symbols[id], strlen(v->symbols[id])) & mask;
+        while (v->slots[i] >= 0) i = (i + 1) & mask;
+        v->slots[i] = id;
+    }
+}
+
 int ws_vocab_size(const ws_vocab *v) { return v->size; }
 int ws_vocab_capacity(const ws_vocab *v) { return v->capacity; }
 int ws_vocab_n_overflow(const ws_vocab *v) { return v->n_overflow; }

@@ -34,6 +34,10 @@ ws_sym ws_vocab_sym(ws_vocab *v, const char *sym, size_t len, int add);
 /* The hash of a named id's symbol; for an overflow or out-of-range id, a hash of
  * the id itself (a batch built from bare ids still gives each id one code). */
 uint64_t ws_vocab_hash(const ws_vocab *v, int32_t id);
+/* Forgets the symbols of ids n..size-1 (n <= size): what a vocabulary that
+ * another process grew first must do before it takes that one's ids (the
+ * engine on a shared store). Not while another thread reads those symbols. */
+void ws_vocab_truncate(ws_vocab *v, int n);
 /* Named symbols so far (<= capacity). */
 int ws_vocab_size(const ws_vocab *v);
 int ws_vocab_capacity(const ws_vocab *v);

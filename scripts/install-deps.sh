@@ -13,7 +13,8 @@ packages=(build-essential cmake pkg-config libopenblas-dev libcjson-dev libcmock
           dataset-fashion-mnist python3
           libsystemd-dev file # file: CPack finds the ELF files for dpkg-shlibdeps with it
           man-db # man and groff: the man pages' test and the package check
-          libpq-dev postgresql) # the PostgreSQL backend, and a server for its tests
+          libpq-dev postgresql # the PostgreSQL backend, and a server for its tests
+          haproxy) # the cluster failover test and benchmark (deploy/haproxy/)
 for arg in "$@"; do
   case "$arg" in
     --with-torch) packages+=(python3-torch python3-numpy) ;;

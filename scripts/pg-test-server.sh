@@ -6,6 +6,9 @@
 #   pg-test-server.sh start DIR   starts it; writes DIR/uri (unix socket) and
 #                                 DIR/uri-tcp, prints `export WS_TEST_POSTGRES=...`
 #   pg-test-server.sh stop DIR    stops it and removes its folder
+#   pg-test-server.sh halt DIR    stops the server, keeping its data (the
+#                                 failover test: PostgreSQL restarted under load)
+#   pg-test-server.sh resume DIR  starts a halted server again, same socket and port
 # PostgreSQL refuses to run as root: as root the cluster runs as the `postgres`
 # user (Debian's package makes it), else as `nobody`. Without PostgreSQL's
 # programs, start writes no DIR/uri and exits 0: the PostgreSQL tests then say
@@ -13,7 +16,7 @@
 set -euo pipefail
 
 cmd=${1:-} dir=${2:-}
-[[ ( $cmd == start || $cmd == stop ) && -n $dir ]] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[[ $cmd =~ ^(start|stop|halt|resume)$ && -n $dir ]] || { echo "usage: $0 start|stop|halt|resume DIR" >&2; exit 2; }
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
@@ -40,6 +43,15 @@ stop() {
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 if [[ $cmd == stop ]]; then
   [[ -n $bindir ]] && stop
+  exit 0
+fi
+if [[ $cmd == halt || $cmd == resume ]]; then
+  cluster=$(cat "$dir/cluster")
+  if [[ $cmd == halt ]]; then
+    as_user "$bindir/pg_ctl" -D "$cluster/data" -m fast -w stop >/dev/null
+  else
+    as_user "$bindir/pg_ctl" -D "$cluster/data" -l "$cluster/server.log" -w -t 60 start >/dev/null
+  fi
   exit 0
 fi
 if [[ -z $bindir || ! -x $bindir/initdb ]]; then

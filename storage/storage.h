@@ -156,6 +156,22 @@ ws_status ws_store_rollback(ws_store *s, ws_error *err);
 /* 1 between ws_store_begin and ws_store_commit/rollback. */
 int ws_store_in_transaction(const ws_store *s);
 
+/* ---- several daemons over one database (PostgreSQL) -------------------------- */
+
+/* 1 when the backend lets several daemons serve one database at once
+ * (PostgreSQL): a daemon then cannot keep what another may change (vocabulary
+ * ids, the served version) as its own, and takes ids from the store before it
+ * computes. 0 for SQLite: one daemon per file (the data directory's lock). */
+int ws_store_shared(const ws_store *s);
+/* A lock of the whole cluster, for work one daemon does for all (a model's
+ * online training and publication: key = the model id, >= 0). *held = 1 when
+ * this connection holds it, taken now when free; 0 when another connection
+ * has it. Non-blocking, and idempotent: ask again at will. It stays held until
+ * the connection closes or is lost (a daemon killed frees it at once; after a
+ * reconnect it must be taken again, which the next call does). PostgreSQL: a
+ * session-level advisory lock. SQLite: always held (one daemon per file). */
+ws_status ws_store_leader_try(ws_store *s, int64_t key, int *held, ws_error *err);
+
 /* ---- tenants and API keys --------------------------------------------------- */
 
 /* The id of tenant `name`, creating it if new. */

@@ -117,6 +117,16 @@ ws_status ws_store_rollback(ws_store *s, ws_error *err)
 
 int ws_store_in_transaction(const ws_store *s) { return s && s->ops->in_transaction(s); }
 
+int ws_store_shared(const ws_store *s) { return s && s->ops->shared; }
+
+ws_status ws_store_leader_try(ws_store *s, int64_t key, int *held, ws_error *err)
+{
+    *held = 0;
+    WS_STORE_ENTER(s, err);
+    if (key < 0) return ws_error_set(err, WS_ERR_INVALID, "storage: lock key must be >= 0");
+    return s->ops->leader_try(s, key, held, err);
+}
+
 /* ---- tenants and API keys (creation and verification: keys.c) --------------- */
 
 ws_status ws_store_tenant_ensure(ws_store *s, const char *name, int64_t *id, ws_error *err)

@@ -31,6 +31,10 @@ WS_STORE_OP(ws_status, begin, (ws_store *s, ws_error *err))
 WS_STORE_OP(ws_status, commit, (ws_store *s, ws_error *err))
 WS_STORE_OP(ws_status, rollback, (ws_store *s, ws_error *err))
 WS_STORE_OP(int, in_transaction, (const ws_store *s))
+/* *held = 1 when this connection holds the cluster-wide lock `key` (>= 0), taking
+ * it now if no other connection has it; 0 when another one does. Held until the
+ * connection closes or is lost (storage.h, ws_store_leader_try). */
+WS_STORE_OP(ws_status, leader_try, (ws_store *s, int64_t key, int *held, ws_error *err))
 
 /* ---- tenants and API keys ---- */
 WS_STORE_OP(ws_status, tenant_ensure, (ws_store *s, const char *name, int64_t *id, ws_error *err))

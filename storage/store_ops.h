@@ -41,6 +41,8 @@ struct ws_store_ops {
     const char *scheme;
     /* Another prefix that picks it ("postgres" beside "postgresql"), or NULL. */
     const char *alias;
+    /* Several daemons may serve one database at once (storage.h, ws_store_shared). */
+    int shared;
 
     /* one field per operation of store_op_list.h */
 #define WS_STORE_OP(ret, name, params) ret(*name) params;

@@ -2,14 +2,16 @@
  * steps with expect_step (after a restart every acknowledged step is there,
  * the in-flight one may or may not be, the log is complete, a retry of the
  * in-flight step is answered 409 or applies, PRAGMA integrity_check is ok);
- * SIGTERM under the same load (clean exit, nothing acknowledged lost); and
- * queue deadlines (expired jobs answered 503 without running). */
+ * SIGTERM under the same load (clean exit, nothing acknowledged lost); a
+ * crash report on a fatal signal; and queue deadlines (expired jobs answered 503 without running). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 #include "storage/storage.h"
 #include "test_server_util.h"
@@ -155,6 +157,39 @@ static void test_sigterm(void **state)
     ws_ts_cleanup(dir);
 }
 
+/* A fatal signal leaves a crash report in the daemon's log (the signal, the
+ * crashing thread's stack) and still ends the daemon by that signal. The
+ * sanitizer build keeps the sanitizer's own handlers instead. */
+static void test_crash_report(void **state)
+{
+    (void)state;
+    if (WS_TEST_SANITIZED) skip();
+    char dir[256];
+    ws_ts_tmpdir(dir, sizeof dir);
+    ws_ts_daemon d;
+    assert_int_equal(ws_ts_start(&d, dir, NULL), 0);
+    kill(d.pid, SIGSEGV);
+    int status = 0;
+    assert_int_equal(waitpid(d.pid, &status, 0), d.pid);
+    d.pid = 0;
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGSEGV);
+    FILE *f = fopen(d.log, "r");
+    assert_non_null(f);
+    char line[1024];
+    int said = 0, frames = 0, ended = 0;
+    while (fgets(line, sizeof line, f)) {
+        said += strstr(line, "worldstated crashed: signal 11 (SEGV)") != NULL;
+        frames += strstr(line, "worldstated(") != NULL || strstr(line, "libc.so") != NULL;
+        ended += strstr(line, "worldstated crashed: end of report") != NULL;
+    }
+    fclose(f);
+    assert_int_equal(said, 1);
+    assert_true(frames >= 1);
+    assert_int_equal(ended, 1);
+    ws_ts_cleanup(dir);
+}
+
 /* Queue deadlines: with a slow model, batching off and a 100 ms deadline,
  * concurrent steps on separate sessions either apply (200) or are answered
  * 503 deadline_exceeded without running; nothing is half-applied. */
@@ -218,6 +253,7 @@ static void test_deadline(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_kill9), cmocka_unit_test(test_sigterm),
+                                       cmocka_unit_test(test_crash_report),
                                        cmocka_unit_test(test_deadline)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,6 +115,14 @@ static void show_log(const ws_ts_daemon *d, const char *why)
 
 int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
 {
+    return ws_ts_start_node(d, dir, NULL, extra);
+}
+
+int ws_ts_on_postgresql(void) { return on_postgresql(); }
+
+int ws_ts_start_node(ws_ts_daemon *d, const char *dir, const char *store_dir,
+                     const char *const *extra)
+{
     memset(d, 0, sizeof *d);
     snprintf(d->dir, sizeof d->dir, "%s", dir);
     snprintf(d->log, sizeof d->log, "%s.log", dir);
@@ -124,7 +132,7 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
                             "--threads", "2", "--config", "/dev/null"};
     int n = 11;
     char store[1024];
-    store_of(dir, store, sizeof store);
+    store_of(store_dir ? store_dir : dir, store, sizeof store);
     if (store[0]) argv[n++] = "--store", argv[n++] = store;
     for (int i = 0; extra && extra[i] && n < 31; i++) argv[n++] = extra[i];
     argv[n] = NULL;
@@ -141,6 +149,7 @@ int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra)
             !freopen(d->log, "a", stderr))
             _exit(127);
         setenv("OMP_NUM_THREADS", "1", 1);
+        setenv("LIBC_FATAL_STDERR_", "1", 1); /* glibc's fatal messages into the log, not a tty */
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }

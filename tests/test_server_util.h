@@ -32,6 +32,14 @@ void ws_ts_cleanup(const char *dir);
 /* Starts the daemon on dir with extra flags (NULL-terminated list, may be NULL);
  * returns 0 once /healthz answers, -1 on failure (the log is printed). */
 int ws_ts_start(ws_ts_daemon *d, const char *dir, const char *const *extra);
+/* ws_ts_start with the store of data directory store_dir (NULL: dir's own):
+ * on PostgreSQL the nodes of a cluster, each with a data directory of its own,
+ * over the one schema of store_dir (on SQLite each keeps its own file). */
+int ws_ts_start_node(ws_ts_daemon *d, const char *dir, const char *store_dir,
+                     const char *const *extra);
+/* 1 when the daemons keep their data on the test PostgreSQL server
+ * (WS_TEST_STORE=postgresql). */
+int ws_ts_on_postgresql(void);
 /* One daemon shared by the tests of a file: cmocka group fixtures that start it
  * on a fresh directory / stop it and remove the directory. */
 extern ws_ts_daemon ws_ts_shared;

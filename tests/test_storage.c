@@ -718,6 +718,34 @@ static void test_model_of_tenant(void **state)
     assert_raw_count("tenant_model.db", "SELECT count(*) FROM models WHERE tenant IS NULL", 1);
 }
 
+/* ---- the cluster lock ---------------------------------------------------------- */
+
+/* One connection at a time holds a key on a shared store (PostgreSQL), and asking
+ * again while holding it keeps it; closing the holder frees it for another.
+ * SQLite has one daemon per file: every connection leads. */
+static void test_leader_lock(void **state)
+{
+    (void)state;
+    fixture f = make_fixture("leader.db");
+    ws_store *other = open_db("leader.db", WS_STORE_DURABILITY_NORMAL);
+    int shared = ws_store_shared(f.s), held = -1;
+    assert_int_equal(shared, on_postgresql());
+    OK(ws_store_leader_try(f.s, 7, &held, &e_));
+    assert_int_equal(held, 1);
+    OK(ws_store_leader_try(f.s, 7, &held, &e_)); /* again: still held, not stacked */
+    assert_int_equal(held, 1);
+    OK(ws_store_leader_try(other, 7, &held, &e_));
+    assert_int_equal(held, !shared);
+    OK(ws_store_leader_try(other, 8, &held, &e_)); /* another key is free */
+    assert_int_equal(held, 1);
+    ws_error err;
+    expect_status(ws_store_leader_try(other, -1, &held, &err), WS_ERR_INVALID, &err, "bad key");
+    ws_store_close(f.s); /* the holder goes: the lock with it */
+    OK(ws_store_leader_try(other, 7, &held, &e_));
+    assert_int_equal(held, 1);
+    ws_store_close(other);
+}
+
 int main(void)
 {
     const struct CMUnitTest per_backend[] = {
@@ -731,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_models_and_versions),
         cmocka_unit_test(test_model_of_tenant),
+        cmocka_unit_test(test_leader_lock),
     };
     return storage_run(NULL, 0, per_backend, sizeof per_backend / sizeof *per_backend);
 }

@@ -21,7 +21,7 @@ static atomic_int log_level = WS_LOG_INFO;
 static atomic_int log_format = WS_LOG_TEXT;
 /* The destination; the lock is held only to write a line or to swap it. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static int log_fd = STDERR_FILENO;
+static atomic_int log_fd = STDERR_FILENO; /* atomic: read by ws_log_fd */
 
 static ws_status parse_name(const char *s, const char *const *names, int n, const char *what,
                             int *out, ws_error *err)
@@ -58,6 +58,11 @@ const char *ws_log_level_name(ws_log_level l)
 const char *ws_log_format_name(ws_log_format f)
 {
     return f == WS_LOG_JSON ? "json" : "text";
+}
+
+int ws_log_fd(void)
+{
+    return atomic_load(&log_fd);
 }
 
 ws_status ws_log_configure(ws_log_level level, ws_log_format format, const char *path,

@@ -32,6 +32,9 @@ const char *ws_log_format_name(ws_log_format f);
  * On failure the log stays as it was. */
 ws_status ws_log_configure(ws_log_level level, ws_log_format format, const char *path,
                            ws_error *err);
+/* The destination's descriptor, for a writer that cannot take the lock (a
+ * crash report from a signal handler). */
+int ws_log_fd(void);
 /* 1 when a line of this level is written: skip building an expensive one. */
 int ws_log_enabled(ws_log_level level);
 

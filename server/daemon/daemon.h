@@ -81,8 +81,6 @@ ws_store *ws_srv_store(ws_srv *srv, ws_error *err);
 
 /* ---- HTTP ------------------------------------------------------------------- */
 ws_status ws_http_start(ws_srv *srv, ws_error *err);
-/* Stops accepting new connections (shutdown, step 1). */
-void ws_http_quiesce(ws_srv *srv);
 void ws_http_stop(ws_srv *srv);
 /* {"error":{"code":code,"message":msg}} */
 cJSON *ws_http_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

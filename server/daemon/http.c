@@ -45,9 +45,9 @@ typedef struct ws_http_req {
     int replied; /* a reply was queued before the body was read (413, 401, 403, 400) */
     ws_job *job;
     atomic_int job_phase; /* JOB_*: where the job and the connection are */
-    int label;           /* the route's metrics label (routes.h) */
-    int pattern, method; /* its pattern slot (routes.h) and method (ws_metrics_method) */
-    double t0;           /* ws_clock_mono_s at arrival: the request's duration for metrics */
+    int label;            /* the route's metrics label (routes.h) */
+    int pattern, method;  /* its pattern slot (routes.h) and method (ws_metrics_method) */
+    double t0;            /* ws_clock_mono_s at arrival: the request's duration for metrics */
     /* for the access log: what the request was and whose */
     char method_name[16];
     int probe; /* a route that needs no key: logged at debug */
@@ -248,6 +248,11 @@ static enum MHD_Result begin_request(ws_srv *srv, struct MHD_Connection *conn, w
     ws_route_match m;
     int known = route_of(url, path, sizeof path, &c, &m) == 0;
     if (known) note_route(r, &m);
+    if (atomic_load(&srv->stopping)) { /* a graceful stop takes no new work */
+        r->replied = 1;
+        return send_json(conn, r, 503,
+                         ws_http_error("shutting_down", "the server is shutting down"));
+    }
     r->import = known && m.route && m.route->before_body;
     uint64_t cap = r->import ? WS_SRV_IMPORT_MAX : WS_SRV_BODY_MAX;
     length_seen lengths = {0};
@@ -513,18 +518,14 @@ ws_status ws_http_start(ws_srv *srv, ws_error *err)
     return WS_OK;
 }
 
-void ws_http_quiesce(ws_srv *srv)
-{
-    if (!srv->mhd) return;
-    MHD_socket fd = MHD_quiesce_daemon(srv->mhd);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
-}
-
 void ws_http_stop(ws_srv *srv)
 {
     if (!srv->mhd) return;
     /* The engine has resumed every job; give their replies up to 3 s to go out
-     * before MHD closes the connections. */
+     * before MHD closes the connections. (Not MHD_quiesce_daemon: with a thread
+     * pool on epoll, libmicrohttpd 0.9.75 to 1.0 panics, aborting the daemon,
+     * when a worker takes the listening socket out of its epoll set just
+     * before quiesce does. Meanwhile new requests are answered 503.) */
     for (int i = 0; i < 300 && atomic_load(&active_requests) > 0; i++) usleep(10000);
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;

@@ -26,6 +26,7 @@
 #include "backup.h"
 #include "base/ws_version.h"
 #include "config.h"
+#include "crash.h"
 #include "daemon.h"
 #include "server/common/log.h"
 
@@ -556,11 +557,10 @@ static int serve(ws_srv *srv, settings *set)
     }
     notify_systemd("STOPPING=1");
     ws_log(WS_LOG_INFO, "signal %d, shutting down", (int)got_stop);
-    atomic_store(&srv->stopping, 1);
-    ws_http_quiesce(srv);        /* 1. no new connections */
-    ws_engine_stop(srv->engine); /* 2. finish the batch in hand (committed), fail the queue */
-    ws_http_stop(srv);           /* 3. let replies go out, close connections */
-    ws_srv_backup_stop();        /* 4. a backup in progress stops, its copy removed */
+    atomic_store(&srv->stopping, 1); /* 1. new requests are answered 503 */
+    ws_engine_stop(srv->engine);     /* 2. finish the batch in hand (committed), fail the queue */
+    ws_http_stop(srv);               /* 3. let replies go out, close connections */
+    ws_srv_backup_stop();            /* 4. a backup in progress stops, its copy removed */
     ws_store_close(st);
     ws_engine_free(srv->engine); /* 5. fold the WAL, close the database */
     srv->engine = NULL;
@@ -592,6 +592,9 @@ int main(int argc, char **argv)
     if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
         sigaction(SIGHUP, &sa, NULL) != 0)
         return 1;
+    ws_error crash_err = {0};
+    if (ws_crash_report_install(&crash_err) != WS_OK)
+        ws_log(WS_LOG_WARN, "no crash reports: %s", crash_err.msg);
     unsigned cmd = command_of(argc, argv);
     int sub = cmd != SERVE;
     static settings set;

@@ -175,7 +175,8 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&e->mu);
     while (jobs && !e->stop) {
         /* between batches: versions other processes recorded */
-        if (ws_clock_mono_us() >= next_sync) {
+        if (e->sync_due || ws_clock_mono_us() >= next_sync) {
+            e->sync_due = 0;
             drained(e, ws_eng_models_sync);
             next_sync = ws_clock_mono_us() + SYNC_EVERY_US;
             continue;
@@ -238,6 +239,21 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
+int ws_eng_requeue(ws_engine *e, ws_job *j)
+{
+    if (++j->tries >= WS_ENG_STEP_TRIES) return 0;
+    free(j->result.p); /* the answers of the state it lost to */
+    j->result = (ws_job_result){0};
+    pthread_mutex_lock(&e->mu);
+    j->next = e->head; /* first: it came before what is queued */
+    e->head = j;
+    if (!e->tail) e->tail = j;
+    e->depth++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return 1;
+}
+
 ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err)
 {
     pthread_mutex_lock(&e->mu);
@@ -285,6 +301,7 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
     }
     ws_status s = ws_eng_history_new(&e->hist, err);
     if (s == WS_OK) s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
+    if (s == WS_OK) e->shared = ws_store_shared(e->st);
     if (s == WS_OK)
         s = cfg->force_cpu
                 ? ws_backend_cpu_new(&e->be, 0, err)

@@ -179,6 +179,7 @@ struct ws_job {
     ws_job_result result;
     /* the engine's own */
     int64_t deadline_us;
+    int tries; /* STEP without expect_step: runs again after another daemon's step */
     ws_job *next;
 };
 

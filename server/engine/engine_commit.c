@@ -2,7 +2,9 @@
  * thread of its own that takes each flight the engine thread computed and, per
  * model, commits its steps in ONE SQLite transaction (group commit: new
  * vocabulary, each session's W_t and log entry), answers its queries and
- * labels, feeds the online trainer, then completes the jobs. Step jobs
+ * labels, feeds the online trainer, then completes the jobs. A step that
+ * another daemon of a cluster got to first (its session moved since it was
+ * read) runs again, unless it named expect_step (409). Step jobs
  * complete only after the commit, so an acknowledged step is durable per the
  * store's durability; meanwhile the engine thread computes the next batch. */
 #include <stdio.h>
@@ -27,6 +29,7 @@ static ws_status set_answers(ws_job *j, const float *p, int64_t version, ws_erro
  * vocab_now meanwhile: a symbol's string never moves once added. */
 static ws_status flush_vocab(ws_engine *e, ws_eng_model *em, int vocab_now, ws_error *err)
 {
+    if (e->shared) return WS_OK; /* stored before the compute (engine_run.c) */
     ws_vocab *v = ws_model_vocab(em->m);
     int n = vocab_now - em->vocab_stored;
     if (n <= 0) return WS_OK;
@@ -48,7 +51,7 @@ static ws_status end_commit(ws_engine *e, ws_eng_model *em, int vocab_now, ws_st
         s = ws_store_commit(e->commit_st, err);
     else
         ws_store_rollback(e->commit_st, NULL);
-    if (s == WS_OK) em->vocab_stored = vocab_now;
+    if (s == WS_OK && !e->shared) em->vocab_stored = vocab_now;
     return s;
 }
 
@@ -113,6 +116,10 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
             continue;
         }
         it->live = 0;
+        /* Another daemon stepped the session since it was read (a cluster:
+         * api.md): a step that named no expect_step runs again on the state now
+         * stored; one that did is answered 409, as expect_step says. */
+        if (s1 == WS_ERR_CONFLICT && it->j->expect_step < 0 && ws_eng_requeue(e, it->j)) continue;
         if (s1 == WS_ERR_CONFLICT) { /* another step got there first (only this job is undone) */
             it->j->result.step = cur;
             ws_eng_refuse(it->j, WS_JOB_STEP_CONFLICT, WS_ERR_CONFLICT, "session is at step %lld",
@@ -131,8 +138,9 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
             continue;
         }
         /* Before any reply: a client that has its step acknowledged sees its
-         * example counted (GET /v1/models, /metrics). */
-        observe(em, it, it->sess.step + 1);
+         * example counted (GET /v1/models, /metrics). In a cluster the daemon
+         * that holds the model's lock trains it, on the steps it serves. */
+        if (em->leader) observe(em, it, it->sess.step + 1);
         if (it->sess.rows) /* the console's change chart (a step from W_0 has none) */
             ws_eng_history_change(e->hist, it->j->session, it->sess.step + 1, g->version,
                                   (int)em->cfg.n_state, (int)em->cfg.d, it->sess.state,
@@ -150,7 +158,7 @@ static void answer_queries(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g
 {
     ws_error err = {0};
     ws_status s = WS_OK;
-    if (g->vocab_now > g->em->vocab_stored) { /* queries may name new symbols */
+    if (!e->shared && g->vocab_now > g->em->vocab_stored) { /* queries may name new symbols */
         s = ws_store_begin(e->commit_st, &err);
         if (s == WS_OK) s = flush_vocab(e, g->em, g->vocab_now, &err);
         s = end_commit(e, g->em, g->vocab_now, s, &err);

@@ -27,7 +27,10 @@ typedef struct {
                            current one in SQLite while an older one is served; 0 none */
     int64_t latest;     /* the greatest version recorded, as last seen: a rollback makes
                            an older one current, and the next publish goes on top */
-    int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit */
+    int vocab_stored;   /* symbols already in SQLite; the rest go with the next commit (on a
+                           shared store: before the batch that named them is computed) */
+    atomic_int leader;  /* this daemon holds the model's cluster lock (ws_store_leader_try):
+                           it alone trains and publishes; always 1 on SQLite */
     ws_srv_training tr;
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
@@ -47,7 +50,10 @@ typedef struct ws_eng_flight ws_eng_flight;
 
 struct ws_engine {
     ws_engine_config cfg;
-    ws_store *st; /* the engine thread's own connection */
+    ws_store *st;               /* the engine thread's own connection */
+    int shared;                 /* other daemons serve the same database (ws_store_shared) */
+    int64_t created_unloadable; /* another daemon's new model that did not load (said once) */
+    int sync_due; /* engine thread: a session named a model not loaded; sync before the next batch */
     ws_backend *be;
     char backend_why[256]; /* why not CUDA, when the automatic backend is the CPU */
     pthread_t thread;
@@ -126,6 +132,14 @@ void ws_eng_models_publish(ws_engine *e);
  * another process recorded (api.md, Online training: an external version wins). */
 void ws_eng_models_sync(ws_engine *e);
 void ws_eng_models_free(ws_engine *e);
+/* Takes each model's cluster lock where another daemon does not hold it, and
+ * says when that changes (engine thread, between batches). */
+void ws_eng_models_lead(ws_engine *e);
+/* Puts a step job that lost its session to another daemon's step back at the
+ * head of the queue, to run again on the state now stored (any thread, mu not
+ * held); 0 when it has run WS_ENG_STEP_TRIES times (the caller answers it). */
+int ws_eng_requeue(ws_engine *e, ws_job *j);
+#define WS_ENG_STEP_TRIES 16
 /* Wakes the engine thread (ctx: the engine), from any thread holding no lock. */
 void ws_eng_wake(void *ctx);
 
@@ -253,6 +267,11 @@ struct ws_eng_flight {
                                                are the callers' once answered */
 };
 
+/* engine_run.c: em's vocabulary as the store has it now (a shared store, where
+ * other daemons add symbols): its symbols not yet stored are dropped (a later
+ * batch adds them again), those other daemons stored are added. Engine thread,
+ * no flight in hand referring to em's ids. */
+ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err);
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed):
  * loads the sessions and computes (engine thread), then hands the flight to
  * the commit stage, waiting for the one before it to complete first. */

@@ -186,7 +186,9 @@ ws_status ws_eng_import_version(ws_engine *e, ws_eng_model *em, ws_model *m, ws_
                                 ws_error *err)
 {
     int store_from = -1;
-    ws_status s = vocab_merge(em, m, &store_from, why, err);
+    /* other daemons' symbols first: the checkpoint's are compared with them */
+    ws_status s = e->shared ? ws_eng_vocab_refresh(e, em, err) : WS_OK;
+    if (s == WS_OK) s = vocab_merge(em, m, &store_from, why, err);
     /* The way every version is published (retrain's too): the next number,
      * written and recorded under SQLite's write lock. */
     int64_t v = 0;
@@ -270,7 +272,13 @@ void ws_eng_tmp_clean(ws_engine *e)
     snprintf(dir, sizeof dir, "%s/models", e->cfg.data_dir);
     DIR *d = opendir(dir);
     if (!d) return; /* just created by the caller: nothing to clean */
-    /* The data-directory lock makes this the only daemon: any upload is stale. */
+    /* The data-directory lock makes this the only daemon: any upload is stale.
+     * Not so on a shared store, whose daemons share models/ (api.md, Running a
+     * cluster): there the files may be another node's, being written now. */
+    if (e->shared) {
+        closedir(d);
+        return;
+    }
     size_t np = strlen(WS_SRV_UPLOAD_PREFIX);
     for (struct dirent *de; (de = readdir(d));) {
         if (strncmp(de->d_name, WS_SRV_UPLOAD_PREFIX, np) != 0 && !stale_checkpoint_tmp(de->d_name))

@@ -2,7 +2,10 @@
  * current checkpoint and vocabulary at start, creating models (the default one
  * on first start: engine_import.c), recording new versions made by online
  * training, and adopting versions that another process (worldstate-train
- * retrain) recorded.
+ * retrain, another daemon of a cluster) recorded. On a shared store (a cluster
+ * over PostgreSQL) it also loads the models other daemons created, and a model
+ * is trained and published only by the daemon holding its cluster lock
+ * (ws_eng_models_lead).
  *
  * Checkpoints live in <data-dir>/models/<name>-v<version>.safetensors; each
  * version is a new file, on disk (fsync, rename, fsync of the folder) under
@@ -44,6 +47,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
+    em->leader = !e->shared; /* on a shared store: once ws_eng_models_lead takes the lock */
     return ws_online_new(&em->trainer, &em->cfg, err);
 }
 
@@ -95,14 +99,6 @@ static ws_status table_reserve(ws_engine *e, ws_error *err)
     }
     pthread_mutex_unlock(&e->mu);
     return s;
-}
-
-static ws_eng_model *table_add(ws_engine *e, ws_error *err)
-{
-    if (table_reserve(e, err) != WS_OK) return NULL;
-    ws_eng_model *em = &e->models[e->n_models];
-    memset(em, 0, sizeof *em);
-    return em;
 }
 
 ws_eng_model *ws_eng_model_by_id(ws_engine *e, int64_t id)
@@ -210,24 +206,37 @@ static void latest_read(ws_engine *e, ws_eng_model *em)
         ws_log(WS_LOG_ERROR, "model %s: reading its versions: %s", em->name, err.msg);
 }
 
+/* Loads a recorded model (its current version, vocabulary and settings) and
+ * adds it to the table; on failure nothing of it stays. */
 static ws_status load_one(ws_engine *e, const ws_srv_model_row *row, ws_error *err)
 {
-    ws_eng_model *em = table_add(e, err);
-    if (!em) return WS_ERR_NOMEM;
-    WS_TRY(load_intact(e, row, em, err));
-    e->n_models++;
-    WS_TRY(ws_eng_memory_count(e, row->name, ws_model_config_of(em->m), &em->bytes, err));
-    em->id = row->id;
-    strcpy(em->name, row->name);
-    em->tr = ws_srv_training_default();
-    cJSON *tj = cJSON_Parse(row->training);
-    ws_status s = tj ? ws_srv_training_parse(tj, &em->tr, err) : WS_OK;
+    ws_eng_model tmp = {0};
+    ws_status s = table_reserve(e, err);
+    if (s == WS_OK) s = load_intact(e, row, &tmp, err);
+    if (s == WS_OK)
+        s = ws_eng_memory_count(e, row->name, ws_model_config_of(tmp.m), &tmp.bytes, err);
+    tmp.id = row->id;
+    snprintf(tmp.name, sizeof tmp.name, "%s", row->name);
+    tmp.tr = ws_srv_training_default();
+    cJSON *tj = s == WS_OK ? cJSON_Parse(row->training) : NULL;
+    if (tj) s = ws_srv_training_parse(tj, &tmp.tr, err);
     cJSON_Delete(tj);
-    if (s == WS_OK) s = model_attach(e, em, err);
-    em->vocab_stored = ws_vocab_size(ws_model_vocab(em->m));
-    latest_read(e, em);
-    if (s == WS_OK) s = train_start(e, em, err);
-    return s;
+    if (s == WS_OK) s = model_attach(e, &tmp, err);
+    if (s == WS_OK) {
+        tmp.vocab_stored = ws_vocab_size(ws_model_vocab(tmp.m));
+        latest_read(e, &tmp);
+        s = train_start(e, &tmp, err);
+    }
+    if (s != WS_OK) {
+        size_t bytes = tmp.bytes;
+        model_release(&tmp);
+        ws_eng_memory_release(e, bytes);
+        return s;
+    }
+    pthread_mutex_lock(&e->mu); /* readers of the table (status, metrics) hold mu */
+    e->models[e->n_models++] = tmp;
+    pthread_mutex_unlock(&e->mu);
+    return WS_OK;
 }
 
 ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
@@ -242,6 +251,7 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     ws_srv_model_rows_free(&rows);
     if (s == WS_OK) ws_eng_tmp_clean(e); /* temporary files a crash left behind */
     if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
+    if (s == WS_OK) ws_eng_models_lead(e);
     return s;
 }
 
@@ -421,7 +431,10 @@ void ws_eng_models_publish(ws_engine *e)
         if (!c) continue;
         ws_error err = {0};
         int64_t v = 0;
-        ws_status s = publish(e, em, c, &v, &err);
+        /* made before another daemon took the lock: that one's versions win */
+        ws_status s = em->leader ? publish(e, em, c, &v, &err)
+                                 : ws_error_set(&err, WS_ERR_CONFLICT,
+                                                "model %s: another daemon trains it now", em->name);
         if (s == WS_OK) serve_published(e, em, c, v);
         conflict |= s == WS_ERR_CONFLICT && em->tr.enabled;
         ws_eng_trainer_verdict(em->train, s, v, &err); /* c is the trainer's again */
@@ -469,8 +482,46 @@ static ws_status adopt_version(ws_engine *e, ws_eng_model *em, int64_t version, 
     return ws_eng_model_adopt(e, em, m, version, err);
 }
 
+void ws_eng_models_lead(ws_engine *e)
+{
+    if (!e->shared) return; /* SQLite: one daemon, which leads (model_attach) */
+    for (int i = 0; i < e->n_models; i++) {
+        ws_eng_model *em = &e->models[i];
+        ws_error err = {0};
+        int held = 0;
+        if (ws_store_leader_try(e->st, em->id, &held, &err) != WS_OK) {
+            /* PostgreSQL unreachable: the lock went with the connection */
+            held = 0;
+            ws_log(WS_LOG_DEBUG, "model %s: cluster lock: %s", em->name, err.msg);
+        }
+        if (held == em->leader) continue;
+        em->leader = held;
+        ws_log(WS_LOG_INFO,
+               held ? "model %s: this daemon trains and publishes it (it holds the cluster lock)"
+                    : "model %s: another daemon trains and publishes it now",
+               em->name);
+    }
+}
+
+/* A model that another daemon of the cluster created (or imported) since this
+ * one started: served from now on, as if loaded at start. One whose files are
+ * not readable yet is tried again at the next sync (said once). */
+static void load_created(ws_engine *e, const ws_srv_model_row *row)
+{
+    if (ws_eng_model_by_name(e, row->name)) return; /* deleted and made again elsewhere */
+    ws_error err = {0};
+    if (load_one(e, row, &err) == WS_OK) {
+        ws_log(WS_LOG_INFO, "model %s: created by another daemon, served here too", row->name);
+    } else if (e->created_unloadable != row->id) {
+        e->created_unloadable = row->id;
+        ws_log(WS_LOG_WARN, "model %s, created by another daemon, cannot be loaded yet: %s",
+               row->name, err.msg);
+    }
+}
+
 void ws_eng_models_sync(ws_engine *e)
 {
+    ws_eng_models_lead(e);
     ws_srv_model_rows rows = {0};
     ws_error err = {0};
     if (ws_srv_model_rows_read(e->st, &rows, &err) != WS_OK)
@@ -478,6 +529,7 @@ void ws_eng_models_sync(ws_engine *e)
     for (int i = 0; i < rows.n; i++) {
         ws_eng_model *em = ws_eng_model_by_id(e, rows.rows[i].id);
         int64_t v = rows.rows[i].version;
+        if (!em && e->shared) load_created(e, &rows.rows[i]);
         if (em && em->version != v && em->unloadable != v) {
             if (adopt_version(e, em, v, &err) == WS_OK) {
                 ws_log(WS_LOG_INFO, "model %s: serving version %lld, recorded by another process",

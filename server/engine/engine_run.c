@@ -1,15 +1,18 @@
 /* engine_run.c — the compute of one batch of session jobs, on the engine
  * thread: load each session's W_{t-1}, check the job against its model, map
- * symbols to ids, then per model one ws_exec_step (updater + extractor for
- * every step job) and one ws_exec_query (query-only jobs). The batch then goes
- * to the commit stage as a flight (engine_commit.c: one SQLite transaction per
- * model, the replies), which runs while this thread computes the next batch. */
+ * symbols to ids (on a shared store, new symbols are stored first, so that
+ * every daemon of a cluster gives them the same ids), then per model one
+ * ws_exec_step (updater + extractor for every step job) and one ws_exec_query
+ * (query-only jobs). The batch then goes to the commit stage as a flight
+ * (engine_commit.c: one SQLite transaction per model, the replies), which runs
+ * while this thread computes the next batch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/ws_clock.h"
 #include "engine_impl.h"
+#include "server/common/versions.h"
 
 static void fail_item(ws_eng_item *it, ws_job_why why, ws_status s, const char *msg)
 {
@@ -40,6 +43,23 @@ static int check_facts(ws_eng_item *it, const ws_job_fact *f, int n, const char 
     return 1;
 }
 
+/* The item's facts' symbols as ids and hashes (new symbols join the vocabulary). */
+static void map_ids(ws_eng_item *it)
+{
+    const ws_job *j = it->j;
+    int S = it->em->cfg.max_fact_len, rows = j->n_instr + j->n_query;
+    ws_vocab *v = ws_model_vocab(it->em->m);
+    for (int r = 0; r < rows; r++) {
+        const ws_job_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
+        for (int k = 0; k < S; k++) {
+            ws_sym s =
+                k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1) : (ws_sym){-1, 0};
+            it->ids[(size_t)r * S + k] = s.id;
+            it->hash[(size_t)r * S + k] = s.hash;
+        }
+    }
+}
+
 /* Loads the session and checks the job against it (phase 1). */
 static void prepare(ws_engine *e, ws_eng_item *it)
 {
@@ -48,6 +68,13 @@ static void prepare(ws_engine *e, ws_eng_item *it)
     ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 1, &it->sess, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     it->em = ws_eng_model_by_id(e, it->sess.model);
+    if (!it->em && e->shared) { /* created by another daemon: loaded between batches */
+        e->sync_due = 1;
+        ws_error_set(&err, WS_ERR_STORAGE,
+                     "the session's model was created by another daemon and is being loaded "
+                     "here: retry");
+        return ws_eng_fail(j, WS_ERR_STORAGE, &err);
+    }
     if (!it->em)
         return ws_eng_refuse(j, WS_JOB_INCONSISTENT, WS_ERR_NOTFOUND,
                              "the session's model is not loaded");
@@ -70,14 +97,91 @@ static void prepare(ws_engine *e, ws_eng_item *it)
     it->ids = malloc(sizeof(int32_t) * (size_t)S * (size_t)(rows ? rows : 1));
     it->hash = malloc(sizeof(uint64_t) * (size_t)S * (size_t)(rows ? rows : 1));
     if (!it->ids || !it->hash) return fail_item(it, WS_JOB_FAILED, WS_ERR_NOMEM, "out of memory");
-    ws_vocab *v = ws_model_vocab(it->em->m);
-    for (int r = 0; r < rows; r++) {
-        const ws_job_fact *f = r < j->n_instr ? &j->instr[r] : &j->query[r - j->n_instr];
-        for (int k = 0; k < S; k++) {
-            ws_sym s =
-                k < f->n_sym ? ws_vocab_sym(v, f->sym[k], strlen(f->sym[k]), 1) : (ws_sym){-1, 0};
-            it->ids[(size_t)r * S + k] = s.id;
-            it->hash[(size_t)r * S + k] = s.hash;
+    map_ids(it);
+}
+
+/* The ids of the live items of em again, after its vocabulary was rebuilt. */
+static void remap(ws_eng_item *items, int n, const ws_eng_model *em)
+{
+    for (int i = 0; i < n; i++)
+        if (items[i].live && items[i].em == em && items[i].j->kind != WS_JOB_LABELS)
+            map_ids(&items[i]);
+}
+
+/* The symbols of em's vocabulary from ids `from` on (copies; NULL when out of memory). */
+static char **symbols_from(ws_vocab *v, int from, int n)
+{
+    char **out = calloc((size_t)(n ? n : 1), sizeof *out);
+    for (int i = 0; out && i < n; i++)
+        if (!(out[i] = strdup(ws_vocab_symbol(v, from + i)))) {
+            while (i--) free(out[i]);
+            free(out), out = NULL;
+        }
+    return out;
+}
+
+ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err)
+{
+    ws_vocab *v = ws_model_vocab(em->m);
+    int stored = em->vocab_stored;
+    ws_vocab_truncate(v, stored);
+    ws_status s = ws_srv_vocab_extend(e->st, em->id, em->m, err);
+    if (s == WS_OK)
+        em->vocab_stored = ws_vocab_size(v);
+    else
+        ws_vocab_truncate(v, stored); /* a partial load is not kept */
+    return s;
+}
+
+/* On a shared store (several daemons, one database): the symbols this batch
+ * added to em's vocabulary are stored now, in a transaction of their own, so
+ * that their ids are the cluster's before anything is computed with them. When
+ * another daemon appended first (WS_ERR_CONFLICT: the ids differ), the
+ * vocabulary goes back to what was stored, takes that daemon's symbols from
+ * the store, adds ours after them, and tries again; *rebuilt says the items'
+ * ids must be mapped again. Symbols not stored on failure stay for the next
+ * batch to store. */
+static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_error *err)
+{
+    ws_vocab *v = ws_model_vocab(em->m);
+    for (int attempt = 0;; attempt++) {
+        int n = ws_vocab_size(v) - em->vocab_stored;
+        if (n <= 0) return WS_OK;
+        char **mine = symbols_from(v, em->vocab_stored, n);
+        if (!mine) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+        ws_status s = ws_store_vocab_append(e->st, em->id, em->vocab_stored, (size_t)n,
+                                            (const char *const *)mine, err);
+        if (s == WS_OK) em->vocab_stored += n;
+        if (s == WS_ERR_CONFLICT && attempt < WS_ENG_STEP_TRIES) {
+            s = ws_eng_vocab_refresh(e, em, err);
+            for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
+            *rebuilt = 1;
+            if (s == WS_OK) s = WS_ERR_CONFLICT; /* again, with what is left */
+        }
+        for (int i = 0; i < n; i++) free(mine[i]);
+        free(mine);
+        if (s == WS_ERR_CONFLICT && attempt >= WS_ENG_STEP_TRIES)
+            return ws_error_set(err, WS_ERR_STORAGE,
+                                "vocabulary: other daemons kept appending first, retry");
+        if (s != WS_ERR_CONFLICT) return s;
+    }
+}
+
+/* share_vocab for every model of the batch; a model whose symbols could not be
+ * stored fails its items (503 storage_busy when PostgreSQL is away). */
+static void share_vocabs(ws_engine *e, ws_eng_flight *f)
+{
+    for (int mi = 0; mi < e->n_models; mi++) {
+        ws_eng_model *em = &e->models[mi];
+        ws_error err = {0};
+        int rebuilt = 0;
+        ws_status s = share_vocab(e, em, &rebuilt, &err);
+        if (rebuilt) remap(f->items, f->n, em);
+        for (int i = 0; s != WS_OK && i < f->n; i++) {
+            ws_eng_item *it = &f->items[i];
+            if (!it->live || it->em != em || it->j->kind == WS_JOB_LABELS) continue;
+            it->live = 0;
+            ws_eng_fail(it->j, s, &err);
         }
     }
 }
@@ -186,6 +290,10 @@ static ws_eng_flight *compute(ws_engine *e, ws_job **jobs, int n)
             it->live = 1; /* labelled on the commit thread, which writes SQLite */
         else
             prepare(e, it);
+    }
+    if (e->shared) share_vocabs(e, f);
+    for (int i = 0; i < n; i++) {
+        const ws_eng_item *it = &f->items[i];
         if (it->live) {
             f->n_steps += jobs[i]->kind == WS_JOB_STEP;
             f->n_queries += jobs[i]->kind == WS_JOB_LABELS ? 0 : jobs[i]->n_query;

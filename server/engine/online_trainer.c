@@ -65,7 +65,7 @@ typedef struct example {
 typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     uint64_t last_use;
-    int64_t last_step; /* the newest step observed */
+    int64_t step; /* the session's step the facts are as of */
     ws_recall_facts facts;
 } fact_cache;
 
@@ -428,7 +428,10 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
 {
     fact_cache *c = cache_of(t, st->session);
     c->last_use = ++t->tick;
-    c->last_step = st->step;
+    /* Steps this daemon did not see (another daemon of a cluster served them)
+     * may have told other values: what is known of the session starts again. */
+    if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts);
+    c->step = st->step;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)
         ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_hash + (size_t)i * S,
@@ -470,7 +473,7 @@ int ws_online_label(ws_online_trainer *t, const char *session, int64_t step, con
         for (int q = 0; q < n; q++) e->vals[e->n_instr + q] = (int8_t)labels[q];
         /* The cache takes them only while no later step told it newer values. */
         fact_cache *c = cache_find(t, session);
-        labels_override(t, c && c->last_step == step ? c : NULL, e);
+        labels_override(t, c && c->step == step ? c : NULL, e);
         *slot = NULL; /* its slot stays in the ring as an empty record */
         pthread_mutex_lock(&t->mu);
         t->stats.examples_labelled++;

@@ -83,6 +83,19 @@ ws_status ws_pg_rollback(ws_store *store, ws_error *err)
 
 int ws_pg_in_transaction(const ws_store *store) { return ((const ws_pg *)store)->in_txn; }
 
+/* A session-level advisory lock (LEADER_TRY): the server drops it with the
+ * connection, so a daemon that dies or loses its connection frees it for
+ * another at once. Asking again while held must not stack it (advisory locks
+ * count), hence the look in pg_locks first. */
+ws_status ws_pg_leader_try(ws_store *store, int64_t key, int *held, ws_error *err)
+{
+    int64_t got = 0;
+    WS_TRY(ws_pg__int_by(ws_pg_of(store), WS_PG_LEADER_TRY, key, &got, err,
+                         "storage: taking the cluster lock"));
+    *held = got == 1;
+    return WS_OK;
+}
+
 /* Begins a unit, with a savepoint inside a group when savepoint. */
 static ws_status op_begin(ws_pg *s, ws_pg_op *op, int savepoint, ws_error *err)
 {

@@ -11,6 +11,9 @@ static void cpu_destroy(ws_backend *be)
 {
     ws_cpu *cpu = be->impl;
     free(cpu->scratch);
+    free(cpu->codes);
+    free(cpu->code_tag);
+    free(cpu->code_stamp);
     free(cpu);
     free(be);
 }

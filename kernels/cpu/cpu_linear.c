@@ -61,11 +61,13 @@ ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, con
     float *wt = ws_cpu_scratch(be, wt_n + ldw + edge_n * threads);
     if (!wt) return WS_ERR_NOMEM;
     float *bpad = wt + wt_n, *edges = bpad + ldw;
-    for (int k = 0; k < in_dim; k++) {
-        float *row = wt + (long)k * ldw;
-        for (int o = 0; o < out_dim; o++) row[o] = w[(long)o * in_dim + k];
-        memset(row + out_dim, 0, (size_t)(ldw - out_dim) * sizeof *row);
-    }
+    /* in blocks of LIN_VEC rows of W: each of them is read in order, a line at a time */
+    for (int o0 = 0; o0 < ldw; o0 += LIN_VEC)
+        for (int k = 0; k < in_dim; k++) {
+            float *row = wt + (long)k * ldw + o0;
+            for (int o = 0; o < LIN_VEC; o++)
+                row[o] = o0 + o < out_dim ? w[(long)(o0 + o) * in_dim + k] : 0.0f;
+        }
     memset(bpad, 0, (size_t)ldw * sizeof *bpad);
     if (bias) memcpy(bpad, bias, (size_t)out_dim * sizeof *bpad);
     int chunks = row_tiles < threads * 4 ? (row_tiles + 3) / 4 : threads;

@@ -27,6 +27,11 @@ typedef struct {
 
 #define WS_CPU_CODES 4096 /* a power of two */
 
+/* Forgets the packed weights (cpu_linear.c) that [p, p + bytes) overlaps. Every
+ * op that writes memory a weight or a bias can be in (upload, copy, fill, adamw,
+ * scale, release) calls it, on any CPU backend: their memory is one. */
+void ws_cpu_packs_forget(const void *p, size_t bytes);
+
 /* Returns scratch of at least n floats, or NULL when out of memory. */
 float *ws_cpu_scratch(ws_backend *be, size_t n);
 

@@ -28,8 +28,7 @@ static void code_of(uint64_t h, int d, float *code)
 static ws_status table_for(ws_cpu *cpu, int d)
 {
     if (cpu->codes && cpu->code_d == d) return WS_OK;
-    free(cpu->codes);
-    free(cpu->code_tag);
+    free(cpu->codes), free(cpu->code_tag), free(cpu->code_stamp);
     cpu->codes = malloc(sizeof(float) * WS_CPU_CODES * (size_t)d);
     cpu->code_tag = calloc(WS_CPU_CODES, sizeof *cpu->code_tag); /* 0: no symbol, empty */
     cpu->code_stamp = calloc(WS_CPU_CODES, sizeof *cpu->code_stamp);

@@ -12,7 +12,8 @@
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive, as in worldstated)
  * unless the caller sets it.
  *
- *   build/bench/bench_threads [--seconds S per cell, default 1] [--quiet-only] */
+ *   build/bench/bench_threads [--seconds S per cell, default 1] [--quiet-only]
+ *                             [--batch N: that batch alone, e.g. under perf record] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,17 +121,19 @@ static void run_cell(rig *r, int n, int mode, double seconds, double *steps, dou
  * them), so that a shared machine's changing load falls on all alike. */
 #define ROUNDS 5
 /* cpu1: steps per CPU second at 1 thread (the work alone, whatever the load). */
+static int only_batch; /* --batch: 0 for all */
+
 static void run_all(rig *r, double seconds, double out[N_B][MODES], double cpu1[N_B])
 {
     double steps[N_B][MODES] = {{0}}, secs[N_B][MODES] = {{0}}, cpu[N_B][MODES] = {{0}};
     for (int round = 0; round < ROUNDS; round++)
         for (int i = 0; i < N_B; i++)
-            for (int k = 0; k < MODES; k++)
+            for (int k = 0; k < MODES && (!only_batch || only_batch == BATCHES[i]); k++)
                 run_cell(r, BATCHES[i], k, seconds / ROUNDS, &steps[i][k], &secs[i][k],
                          &cpu[i][k]);
     for (int i = 0; i < N_B; i++) {
-        for (int k = 0; k < MODES; k++) out[i][k] = steps[i][k] / secs[i][k];
-        cpu1[i] = steps[i][0] / cpu[i][0];
+        for (int k = 0; k < MODES; k++) out[i][k] = secs[i][k] > 0 ? steps[i][k] / secs[i][k] : 0;
+        cpu1[i] = cpu[i][0] > 0 ? steps[i][0] / cpu[i][0] : 0;
     }
 }
 
@@ -153,8 +156,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quiet-only")) quiet_only = 1;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) only_batch = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--seconds S] [--quiet-only]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--seconds S] [--quiet-only] [--batch N]\n", argv[0]);
             return 2;
         }
     }

@@ -11,7 +11,9 @@
 
 /* matrix products */
 WS_OP(gemm, (ws_backend *be, const ws_gemm_args *g))
-/* out[n,o] = in[n,i] · W[o,i]ᵀ + bias[o] (bias nullable) */
+/* out[n,o] = in[n,i] · W[o,i]ᵀ + bias[o] (bias nullable). W and bias are weights:
+ * a backend may keep them in another layout between calls (the CPU backend does),
+ * so they change only through upload, copy, fill, adamw, scale or release. */
 WS_OP(linear_forward, (ws_backend *be, float *out, const float *in, const float *w,
                        const float *bias, int n, int in_dim, int out_dim))
 /* din += dout·W, dW += doutᵀ·in, dbias += Σ_rows dout (any of them nullable) */

@@ -453,6 +453,56 @@ static void test_attention_large_scores(void **state)
     attn_case_free(&c);
 }
 
+/* A query row's output and probabilities must not depend on which segments, or
+ * which other queries of its segment, share the call, bit for bit: the daemon
+ * steps a session among other sessions and answers its queries among others,
+ * and replaying its log alone must reproduce its stored state. Each segment is
+ * run alone, then each of its query rows alone against the same keys. */
+static void test_attention_rows_independent(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x1d1e};
+    static const seg_spec segs[] = {{8, 32, MASK_NONE}, {1, 5, MASK_PART}, {33, 17, MASK_NONE},
+                                    {17, 33, MASK_PART}, {16, 16, MASK_NONE}};
+    attn_case c;
+    attn_case_init(&c, &rng, LAYOUT_Q_KV, 64, 4, segs, N_OF(segs), 1, 1.0f);
+    attn_forward(&c);
+    float *out = xmalloc(c.n_out * sizeof *out), *probs = xmalloc(c.n_probs * sizeof *probs);
+    float *o1 = xmalloc(c.n_out * sizeof *o1), *p1 = xmalloc(c.n_probs * sizeof *p1);
+    get(out, c.d_out, c.n_out);
+    get(probs, c.d_probs, c.n_probs);
+    ws_attn_seg *d_one = dev_alloc_bytes(sizeof *d_one);
+    for (int s = 0; s < c.n_segs; s++) {
+        const ws_attn_seg *sg = &c.segs[s];
+        for (int i = -1; i < sg->q_len; i++) { /* -1: the whole segment */
+            int q0 = i < 0 ? 0 : i, nq = i < 0 ? sg->q_len : 1;
+            ws_attn_seg one = {.q_off = sg->q_off + q0, .q_len = nq, .k_off = sg->k_off,
+                               .k_len = sg->k_len, .p_off = 0};
+            put_bytes(d_one, &one, sizeof one);
+            ws_attn_args a = c.a;
+            a.segs = d_one, a.n_segs = 1, a.max_q_len = nq, a.max_k_len = sg->k_len;
+            assert_int_equal(g_run->ops->attention_forward(g_run, &a), WS_OK);
+            get(o1, c.d_out, c.n_out);
+            get(p1, c.d_probs, c.n_probs);
+            for (int r = q0; r < q0 + nq; r++) {
+                size_t at = (size_t)(sg->q_off + r) * c.ldo;
+                if (memcmp(o1 + at, out + at, (size_t)c.d * sizeof *out))
+                    fail_msg("segment %d row %d: out differs when %s", s, r,
+                             i < 0 ? "its segment is alone" : "it is alone");
+                for (int h = 0; h < c.n_heads; h++)
+                    if (memcmp(p1 + ((size_t)h * nq + r - q0) * sg->k_len,
+                               probs + sg->p_off + ((size_t)h * sg->q_len + r) * sg->k_len,
+                               (size_t)sg->k_len * sizeof *p1))
+                        fail_msg("segment %d row %d head %d: probabilities differ alone", s, r,
+                                 h);
+            }
+        }
+    }
+    dev_free(d_one);
+    free(out), free(probs), free(o1), free(p1);
+    attn_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +510,7 @@ int main(void)
         cmocka_unit_test(test_attention_cross),
         cmocka_unit_test(test_attention_unmasked),
         cmocka_unit_test(test_attention_large_scores),
+        cmocka_unit_test(test_attention_rows_independent),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

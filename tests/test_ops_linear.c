@@ -400,6 +400,83 @@ static void test_linear_forward_rows_independent(void **state)
         }
 }
 
+/* The CPU backend keeps W packed between calls (cpu_linear.c): a product after W
+ * or its bias is rewritten (uploaded, copied over, filled, scaled, stepped by
+ * AdamW, freed and allocated again), through the backend that computes or
+ * another, must use the new values. Each rewrite is followed by products on both
+ * backends, checked against the weights as they now are. */
+static void lin_check_now(lin_ctx *c, const char *what)
+{
+    size_t nin = (size_t)c->n * c->in_dim, nw = (size_t)c->out_dim * c->in_dim;
+    size_t nout = (size_t)c->n * c->out_dim;
+    float *x = xmalloc(nin * sizeof *x), *w = xmalloc(nw * sizeof *w);
+    float *b = xmalloc(c->out_dim * sizeof *b), *got = xmalloc(nout * sizeof *got);
+    double *want = xmalloc(nout * sizeof *want);
+    get(x, c->x_, nin), get(w, c->dw, nw), get(b, c->db, c->out_dim);
+    for (int r = 0; r < c->n; r++)
+        for (int o = 0; o < c->out_dim; o++) {
+            double sum = b[o];
+            for (int i = 0; i < c->in_dim; i++)
+                sum += (double)x[(size_t)r * c->in_dim + i] * w[(size_t)o * c->in_dim + i];
+            want[(size_t)r * c->out_dim + o] = sum;
+        }
+    ws_backend *runners[2] = {g_be, g_fd_be};
+    for (int k = 0; k < 2; k++) {
+        g_run = runners[k];
+        dev_set(c->dout, NAN, nout);
+        lin_fwd(c);
+        get(got, c->dout, nout);
+        check_close(what, got, want, nout, NULL, 1e-5, 1e-5);
+    }
+    g_run = g_be;
+    free(x), free(w), free(b), free(got), free(want);
+}
+
+static void test_linear_forward_weights_rewritten(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x4444};
+    enum { N = 9, IN = 24, OUT = 40 };
+    float x[N * IN], w[OUT * IN], b[OUT], other[OUT * IN];
+    ws_test_fill_normal(&rng, x, N * IN, 1.0f);
+    ws_test_fill_normal(&rng, w, OUT * IN, 1.0f);
+    ws_test_fill_normal(&rng, b, OUT, 1.0f);
+    ws_test_fill_normal(&rng, other, OUT * IN, 1.0f);
+    lin_ctx c = {N, IN, OUT, dev_from(x, N * IN), dev_from(w, OUT * IN), dev_from(b, OUT),
+                 dev_alloc(N * OUT)};
+    float *d_other = dev_from(other, OUT * IN), *grad = dev_from(other, OUT * IN);
+    float *m = dev_alloc(OUT * IN), *v = dev_alloc(OUT * IN);
+    dev_set(m, 0.0f, OUT * IN), dev_set(v, 0.0f, OUT * IN);
+    lin_check_now(&c, "linear_forward, first");
+    for (int k = 0; k < 2; k++) { /* k: the backend that writes */
+        ws_backend *be = k ? g_fd_be : g_be;
+        ws_test_fill_normal(&rng, w, OUT * IN, 1.0f);
+        ws_test_fill_normal(&rng, b, OUT, 1.0f);
+        assert_int_equal(ws_backend_upload(be, c.dw, w, sizeof w), WS_OK);
+        lin_check_now(&c, "linear_forward after W is uploaded");
+        assert_int_equal(ws_backend_upload(be, c.db, b, sizeof b), WS_OK);
+        lin_check_now(&c, "linear_forward after the bias is uploaded");
+        /* a part of W only: its second row */
+        assert_int_equal(be->ops->copy(be, c.dw + IN, d_other, IN * sizeof(float)), WS_OK);
+        lin_check_now(&c, "linear_forward after a row of W is copied over");
+        assert_int_equal(be->ops->fill(be, c.dw + 3 * IN, 0.5f, 2 * IN), WS_OK);
+        lin_check_now(&c, "linear_forward after rows of W are filled");
+        assert_int_equal(be->ops->scale(be, c.dw, -2.0f, OUT * IN), WS_OK);
+        lin_check_now(&c, "linear_forward after W is scaled");
+        ws_adamw_args a = {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                           .weight_decay = 0.01f, .step = 1 + k, .grad_scale = 1.0f};
+        assert_int_equal(be->ops->adamw(be, c.dw, grad, m, v, OUT * IN, &a), WS_OK);
+        lin_check_now(&c, "linear_forward after an AdamW step on W");
+    }
+    /* freed and allocated again: likely at the same address */
+    dev_free(c.dw);
+    ws_test_fill_normal(&rng, w, OUT * IN, 1.0f);
+    c.dw = dev_from(w, OUT * IN);
+    lin_check_now(&c, "linear_forward after W is freed and another allocated");
+    dev_free(c.x_), dev_free(c.dw), dev_free(c.db), dev_free(c.dout);
+    dev_free(d_other), dev_free(grad), dev_free(m), dev_free(v);
+}
+
 static void test_linear_backward(void **state)
 {
     (void)state;
@@ -500,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_gemm_shared_operand),
         cmocka_unit_test(test_linear_forward),
         cmocka_unit_test(test_linear_forward_rows_independent),
+        cmocka_unit_test(test_linear_forward_weights_rewritten),
         cmocka_unit_test(test_linear_backward),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);

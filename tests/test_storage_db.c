@@ -572,6 +572,55 @@ static void test_two_writer_threads(void **state)
     ws_store_close(f.s);
 }
 
+/* ---- WAL checkpoints -------------------------------------------------------------- */
+
+enum { CKPT_SESSIONS = 200, CKPT_ROWS = 64, CKPT_COLS = 128 }; /* 32 KB a state: 6.4 MB */
+
+/* SQLite checkpoints the WAL on a thread of its own (storage/sqlite/wal_checkpoint.c),
+ * not inside the commits: with the store open and nothing but commits made (6.4 MB
+ * of states), the states still reach the database file (a WAL never checkpointed
+ * would leave it as small as it was), and every step reads back. */
+static void test_wal_checkpointed(void **state)
+{
+    (void)state;
+    if (!on_sqlite()) skip();
+    fixture f = make_fixture("ckpt.db");
+    char path[128];
+    path_in(path, sizeof path, "ckpt.db");
+    static char ids[CKPT_SESSIONS][WS_STORE_ID_LEN + 1];
+    for (int i = 0; i < CKPT_SESSIONS; i++) {
+        char buf[64];
+        float *w = make_state(i, CKPT_ROWS, CKPT_COLS);
+        ws_store_log_entry e = entry_for(1, buf, sizeof buf);
+        OK(ws_store_session_create(f.s, f.acme, f.model, NULL, 0, 0, 0, 0, ids[i], &e_));
+        OK(ws_store_apply_step(f.s, f.acme, ids[i], 0, w, CKPT_ROWS, CKPT_COLS, &e, NULL, &e_));
+        free(w);
+    }
+    /* the checkpoint thread runs when it gets a core: wait for it, generously */
+    /* past 1000 pages (4 MB) of WAL a checkpoint is due: at least 1 MB reaches the file */
+    const off_t want = (off_t)1 << 20;
+    struct stat sb = {0};
+    for (int tries = 0; tries < 12000; tries++) { /* 120 s */
+        assert_int_equal(stat(path, &sb), 0);
+        if (sb.st_size >= want) break;
+        usleep(10000);
+    }
+    if (sb.st_size < want)
+        fail_msg("the database file is %lld bytes: the WAL was not checkpointed",
+                 (long long)sb.st_size);
+    for (int i = 0; i < CKPT_SESSIONS; i += 37) {
+        ws_store_session got;
+        OK(ws_store_session_get(f.s, f.acme, ids[i], 1, &got, &e_));
+        float *w = make_state(i, CKPT_ROWS, CKPT_COLS);
+        assert_int_equal(got.step, 1);
+        assert_memory_equal(got.state, w, sizeof(float) * CKPT_ROWS * CKPT_COLS);
+        free(w);
+        ws_store_session_clear(&got);
+    }
+    check_integrity(f.s);
+    ws_store_close(f.s);
+}
+
 /* ---- online backup -------------------------------------------------------------- */
 
 enum { BACKUP_SESSIONS = 24 };
@@ -800,6 +849,7 @@ int main(void)
         cmocka_unit_test(test_schema_v3_migrates),
         cmocka_unit_test(test_api_keys),
         cmocka_unit_test(test_two_writer_threads),
+        cmocka_unit_test(test_wal_checkpointed),
         cmocka_unit_test(test_backup_under_writes),
         cmocka_unit_test(test_error_kinds),
 #ifdef WS_HAVE_POSTGRESQL

@@ -12,6 +12,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
@@ -55,33 +56,146 @@ void ws_cpu_softmax_rows_backward(const float *p, float *dp, int q_len, int k_le
     }
 }
 
+/* The forward pass works on vectors of ATT_LANES query rows: scores, softmax
+ * and outputs of ATT_LANES rows at a time, one row per lane, so that maxima and
+ * sums over keys are lane by lane (no reductions across a vector) and every
+ * element of every row goes through the same arithmetic whatever its lane or the
+ * rows beside it: results depend on the segment alone. */
+#define ATT_LANES 16
+#define ATT_CHAINS 8 /* independent multiply-add chains in flight */
+
+typedef float att_vec __attribute__((vector_size(ATT_LANES * sizeof(float)), aligned(4)));
+
+/* t[j] = scale·Σ_c a[c]·b_j[c] for j < n (a: [len] vectors, b_j = b + j·ldb), the
+ * sums in order of c; rows past n repeat the last, never stored. */
+static inline void att_products(att_vec *t, const att_vec *a, const float *b, long ldb, int n, int len,
+                         float scale)
+{
+    for (int j0 = 0; j0 < n; j0 += ATT_CHAINS) {
+        const float *r[ATT_CHAINS];
+        for (int u = 0; u < ATT_CHAINS; u++) r[u] = b + (j0 + u < n ? j0 + u : n - 1) * ldb;
+        att_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0};
+        for (int c = 0; c < len; c++) {
+            att_vec x = a[c];
+            s0 += r[0][c] * x, s1 += r[1][c] * x, s2 += r[2][c] * x, s3 += r[3][c] * x;
+            s4 += r[4][c] * x, s5 += r[5][c] * x, s6 += r[6][c] * x, s7 += r[7][c] * x;
+        }
+        att_vec out[ATT_CHAINS] = {s0, s1, s2, s3, s4, s5, s6, s7};
+        for (int u = 0; u < ATT_CHAINS && j0 + u < n; u++) t[j0 + u] = out[u] * scale;
+    }
+}
+
+/* The softmax over keys of each lane of s[k_len] in place; keys with live[j] == 0
+ * and lane j − i0 of key j under mask_diag get p = 0, a lane with no key left is
+ * all zeros. */
+static inline void att_softmax(att_vec *s, int k_len, const uint8_t *live, int mask_diag, int i0)
+{
+    float mx[ATT_LANES], sum[ATT_LANES];
+    for (int l = 0; l < ATT_LANES; l++) mx[l] = -INFINITY, sum[l] = 0.0f;
+    for (int j = 0; j < k_len; j++) {
+        float *x = (float *)&s[j];
+        if (!live[j]) {
+            for (int l = 0; l < ATT_LANES; l++) x[l] = -INFINITY;
+            continue;
+        }
+        if (mask_diag && j >= i0 && j < i0 + ATT_LANES) x[j - i0] = -INFINITY;
+#pragma omp simd
+        for (int l = 0; l < ATT_LANES; l++) mx[l] = x[l] > mx[l] ? x[l] : mx[l];
+    }
+    for (int j = 0; j < k_len; j++) {
+        float *x = (float *)&s[j];
+#pragma omp simd
+        for (int l = 0; l < ATT_LANES; l++) {
+            float e = x[l] == -INFINITY ? 0.0f : ws_expf(x[l] - mx[l]);
+            x[l] = e;
+            sum[l] += e;
+        }
+    }
+    float inv[ATT_LANES];
+#pragma omp simd
+    for (int l = 0; l < ATT_LANES; l++) inv[l] = sum[l] > 0.0f ? 1.0f / sum[l] : 0.0f;
+    for (int j = 0; j < k_len; j++) {
+        float *x = (float *)&s[j];
+#pragma omp simd
+        for (int l = 0; l < ATT_LANES; l++) x[l] *= inv[l];
+    }
+}
+
+/* One (segment, head) of the forward pass, softmax fused: per query row the
+ * scores s_j = scale·Σ_c q_c k_jc (multiply-adds over c in order), their softmax
+ * over the live keys, then out_c = Σ_j p_j v_jc (multiply-adds over j in order).
+ * Without BLAS: at these sizes (d_h 16..32, tens of keys) its calls, packing and
+ * a separate softmax pass cost several times the arithmetic. The scratch holds
+ * dk + k_len vectors (Q's rows as lanes, the scores) and k_len bytes (which keys
+ * are live). */
+WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float *q, int ldq,
+                                 const float *k, int ldk, const float *v, int ldv, int q_len,
+                                 int k_len, int dk, int dv, float scale, const uint8_t *valid,
+                                 int mask_diag, att_vec *scratch)
+{
+    att_vec *qt = scratch, *s = qt + dk;
+    uint8_t *live = (uint8_t *)(s + k_len);
+    for (int j = 0; j < k_len; j++) live[j] = !valid || valid[j];
+    for (int i0 = 0; i0 < q_len; i0 += ATT_LANES) {
+        int rows = q_len - i0 < ATT_LANES ? q_len - i0 : ATT_LANES;
+        /* Q's rows as lanes (lanes past the end zero) */
+        memset(qt, 0, (size_t)dk * sizeof *qt);
+        for (int l = 0; l < rows; l++)
+            for (int c = 0; c < dk; c++) qt[c][l] = q[(long)(i0 + l) * ldq + c];
+        att_products(s, qt, k, ldk, k_len, dk, scale);
+        att_softmax(s, k_len, live, mask_diag, i0);
+        for (int l = 0; l < rows; l++)
+            for (int j = 0; j < k_len; j++) probs[(long)(i0 + l) * k_len + j] = s[j][l];
+        /* out_c = Σ_j v_jc·p_j in order of j, ATT_CHAINS columns at a time */
+        for (int c0 = 0; c0 < dv; c0 += ATT_CHAINS) {
+            int w = dv - c0 < ATT_CHAINS ? dv - c0 : ATT_CHAINS;
+            att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0},
+                    o7 = {0};
+            for (int j = 0; j < k_len; j++) {
+                const float *vj = v + (long)j * ldv + c0;
+                att_vec p = s[j];
+                int u = w - 1; /* columns past the end repeat the last, never stored */
+                o0 += vj[0] * p, o1 += vj[1 < u ? 1 : u] * p, o2 += vj[2 < u ? 2 : u] * p;
+                o3 += vj[3 < u ? 3 : u] * p, o4 += vj[4 < u ? 4 : u] * p;
+                o5 += vj[5 < u ? 5 : u] * p, o6 += vj[6 < u ? 6 : u] * p;
+                o7 += vj[7 < u ? 7 : u] * p;
+            }
+            att_vec o[ATT_CHAINS] = {o0, o1, o2, o3, o4, o5, o6, o7};
+            for (int l = 0; l < rows; l++)
+                for (int c = 0; c < w; c++) out[(long)(i0 + l) * ldo + c0 + c] = o[c][l];
+        }
+    }
+}
+
 ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
 {
     const ws_attn_args *a = &c->a;
     int dk = a->d / a->n_heads;
     float scale = 1.0f / sqrtf((float)dk);
-    int pairs = a->n_segs * a->n_heads;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ws_cpu_threads(be))
+    int pairs = a->n_segs * a->n_heads, threads = ws_cpu_threads(be), max_k = 1;
+    for (int i = 0; i < a->n_segs; i++)
+        if (a->segs[i].k_len > max_k) max_k = a->segs[i].k_len;
+    /* attend's vectors, then its bytes rounded up to whole vectors */
+    size_t per_thread = (size_t)dk + max_k + (size_t)(max_k + sizeof(att_vec) - 1) / sizeof(att_vec);
+    att_vec *scratch = (att_vec *)ws_cpu_scratch(be, (size_t)threads * per_thread * ATT_LANES);
+    if (!scratch) return WS_ERR_NOMEM;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int p = 0; p < pairs; p++) {
         const ws_attn_seg *s = &a->segs[p / a->n_heads];
         int h = p % a->n_heads;
         if (s->q_len <= 0) continue;
-        float *probs = a->probs + s->p_off + (long)h * s->q_len * s->k_len;
         float *out = a->out + (long)s->q_off * a->ldo + (long)h * c->dv;
         if (s->k_len <= 0) {
             for (int i = 0; i < s->q_len; i++)
                 for (int j = 0; j < c->dv; j++) out[(long)i * a->ldo + j] = 0.0f;
             continue;
         }
-        const float *q = a->q + (long)s->q_off * a->ldq + h * dk;
-        const float *k = a->k + (long)s->k_off * a->ldk + h * dk;
-        const float *v = a->v + (long)s->k_off * a->ldv + (long)h * c->v_step;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->q_len, s->k_len, dk, scale, q,
-                    a->ldq, k, a->ldk, 0.0f, probs, s->k_len);
-        ws_cpu_softmax_rows(probs, s->q_len, s->k_len,
-                            a->key_valid ? a->key_valid + s->k_off : NULL, c->mask_diag);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->q_len, c->dv, s->k_len, 1.0f,
-                    probs, s->k_len, v, a->ldv, 0.0f, out, a->ldo);
+        attend(out, a->ldo, a->probs + s->p_off + (long)h * s->q_len * s->k_len,
+               a->q + (long)s->q_off * a->ldq + h * dk, a->ldq,
+               a->k + (long)s->k_off * a->ldk + h * dk, a->ldk,
+               a->v + (long)s->k_off * a->ldv + (long)h * c->v_step, a->ldv, s->q_len, s->k_len,
+               dk, c->dv, scale, a->key_valid ? a->key_valid + s->k_off : NULL, c->mask_diag,
+               scratch + (size_t)omp_get_thread_num() * per_thread);
     }
     return WS_OK;
 }

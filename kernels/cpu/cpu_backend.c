@@ -1,5 +1,6 @@
 /* cpu_backend.c — the CPU backend: host memory, OpenBLAS, OpenMP. */
 #include <cblas.h>
+#include <malloc.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@ static void cpu_destroy(ws_backend *be)
 {
     ws_cpu *cpu = be->impl;
     free(cpu->scratch);
+    free(cpu->codes);
+    free(cpu->code_tag);
+    free(cpu->code_stamp);
     free(cpu);
     free(be);
 }
@@ -39,12 +43,14 @@ static ws_status cpu_alloc(ws_backend *be, size_t bytes, void **out)
 static void cpu_release(ws_backend *be, void *p)
 {
     (void)be;
+    ws_cpu_packs_forget(p, malloc_usable_size(p));
     free(p);
 }
 
 static ws_status cpu_copy(ws_backend *be, void *dst, const void *src, size_t bytes)
 {
     (void)be;
+    ws_cpu_packs_forget(dst, bytes);
     if (bytes) memmove(dst, src, bytes);
     return WS_OK;
 }
@@ -52,6 +58,7 @@ static ws_status cpu_copy(ws_backend *be, void *dst, const void *src, size_t byt
 static ws_status cpu_fill(ws_backend *be, float *dst, float value, size_t n)
 {
     (void)be;
+    ws_cpu_packs_forget(dst, n * sizeof *dst);
     if (value == 0.0f) {
         memset(dst, 0, n * sizeof *dst);
     } else {

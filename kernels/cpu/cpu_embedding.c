@@ -1,7 +1,6 @@
-/* cpu_embedding.c — embedding gather-sum and its scatter-add gradient; symbol codes. */
+/* cpu_embedding.c — embedding gather-sum and its scatter-add gradient. */
 #include <string.h>
 
-#include "kernels/symcode.h"
 #include "cpu_internal.h"
 
 ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *table,
@@ -36,31 +35,6 @@ ws_status ws_cpu_embedding_backward(ws_backend *be, float *dtable, const float *
                 if (id < 0) continue;
                 float *g = dtable + (long)id * d;
                 for (int i = i0; i < i1; i++) g[i] += dy[i];
-            }
-        }
-    }
-    return WS_OK;
-}
-
-ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *hashes, int n_rows,
-                                 int k, int d, int accumulate)
-{
-    /* Box-Muller yields elements in pairs: each pair is computed once and added at
-     * its rolled columns; a column still sums the slots in order, as on CUDA. */
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n_rows >= 64)
-    for (int r = 0; r < n_rows; r++) {
-        float *y = out + (long)r * d;
-        if (!accumulate) memset(y, 0, (size_t)d * sizeof *y);
-        for (int j = 0; j < k; j++) {
-            uint64_t h = hashes[(long)r * k + j];
-            if (!h) continue;
-            int shift = j % d;
-            for (int e = 0; e < d; e += 2) {
-                float g0, g1;
-                ws_sym_code_pair(h, e / 2, &g0, &g1);
-                int c = e - shift;
-                y[c < 0 ? c + d : c] += g0;
-                if (e + 1 < d) y[c + 1 < 0 ? c + 1 + d : c + 1] += g1;
             }
         }
     }

@@ -17,7 +17,20 @@ typedef struct {
      * one thread at a time, so one buffer suffices. */
     float *scratch;
     size_t scratch_floats;
+    /* Symbol codes computed before (cpu_symcode.c): WS_CPU_CODES entries of
+     * code_d floats, the hash each holds (0: none), the call that last used it. */
+    float *codes;
+    uint64_t *code_tag;
+    uint32_t *code_stamp, code_calls;
+    int code_d;
 } ws_cpu;
+
+#define WS_CPU_CODES 4096 /* a power of two */
+
+/* Forgets the packed weights (cpu_linear.c) that [p, p + bytes) overlaps. Every
+ * op that writes memory a weight or a bias can be in (upload, copy, fill, adamw,
+ * scale, release) calls it, on any CPU backend: their memory is one. */
+void ws_cpu_packs_forget(const void *p, size_t bytes);
 
 /* Returns scratch of at least n floats, or NULL when out of memory. */
 float *ws_cpu_scratch(ws_backend *be, size_t n);

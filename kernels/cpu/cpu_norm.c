@@ -24,6 +24,7 @@ ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, floa
         }
         v /= (float)c;
         float s = 1.0f / sqrtf(v + WS_LN_EPS);
+#pragma omp simd /* y[i] needs x[i] alone (in place is fine); unmarked, a scalar loop */
         for (int i = 0; i < c; i++) y[i] = (x[i] - m) * s * gain[i] + bias[i];
         mean[r] = m;
         rstd[r] = s;

@@ -7,6 +7,7 @@
 ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
                        size_t n, const ws_adamw_args *a)
 {
+    ws_cpu_packs_forget(param, n * sizeof *param);
     ws_adamw_step s = ws_adamw_step_of(a);
 #pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 4096)
     for (size_t i = 0; i < n; i++) {

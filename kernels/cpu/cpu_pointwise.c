@@ -134,6 +134,7 @@ ws_status ws_cpu_sum_squares(ws_backend *be, float *out, const float *x, size_t 
 
 ws_status ws_cpu_scale(ws_backend *be, float *x, float s, size_t n)
 {
+    ws_cpu_packs_forget(x, n * sizeof *x);
 #pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
     for (size_t i = 0; i < n; i++) x[i] *= s;
     return WS_OK;

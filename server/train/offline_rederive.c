@@ -6,8 +6,8 @@
  * Replaying a session under the version that computed its steps reproduces
  * the state the daemon stored bit for bit on the CPU backend: no op's result
  * for one session depends on the others sharing its batch (rows, attention
- * segments, LayerNorm rows are computed alone; kernels/cpu/cpu_gemm.c calls
- * sgemm with one fixed shape). A state that comes out identical is left as it
+ * segments, LayerNorm rows are computed alone; kernels/cpu/cpu_linear.c and
+ * cpu_attention.c say how). A state that comes out identical is left as it
  * is; the summary counts both kinds.
  *
  * The daemon computes a step from the state it read and writes the result back

@@ -109,6 +109,7 @@ ws_status ws_sqlite_open(const char *path, ws_store_durability durability, int c
     if (st == WS_OK) st = configure(s, err);
     if (st == WS_OK) st = ws_sqlite__migrate(s, create, err);
     if (st == WS_OK) st = ws_sqlite__prepare_all(s, err);
+    if (st == WS_OK) ws_sqlite__ckpt_init(s);
     if (st != WS_OK) {
         ws_sqlite_close(&s->base);
         return st;
@@ -122,6 +123,7 @@ void ws_sqlite_close(ws_store *store)
     ws_sqlite *s = ws_sqlite_of(store);
     if (s->in_txn && s->db && !sqlite3_get_autocommit(s->db))
         (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* nothing to report to */
+    ws_sqlite__ckpt_join(s);
     ws_sqlite__finalize_all(s);
     /* With every statement finalized sqlite3_close cannot be busy; the last
      * connection to close also checkpoints and removes the WAL. */

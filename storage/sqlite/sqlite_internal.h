@@ -4,7 +4,9 @@
 #ifndef WS_SQLITE_INTERNAL_H
 #define WS_SQLITE_INTERNAL_H
 
+#include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 
 #include "storage/store_ops.h"
 #include "storage/store_util.h"
@@ -107,6 +109,10 @@ typedef struct {
     ws_store_durability durability;
     int in_txn;       /* between ws_store_begin and commit/rollback */
     int txn_poisoned; /* a unit inside it could not be undone: commit must refuse */
+    /* the WAL checkpoint thread (wal_checkpoint.c) */
+    const char *ckpt_path;
+    pthread_t ckpt_thread;
+    atomic_int ckpt_state;
 } ws_sqlite;
 
 /* The handle of an op's ws_store (every ws_store the ops see is a ws_sqlite). */
@@ -118,6 +124,12 @@ static inline ws_sqlite *ws_sqlite_of(ws_store *s) { return (ws_sqlite *)s; }
 typedef struct {
     int own; /* 1: this unit began (and will end) the transaction */
 } ws_sqlite_op;
+
+/* ---- wal_checkpoint.c ---- */
+/* Moves s's WAL checkpoints to a thread of their own (at open). */
+void ws_sqlite__ckpt_init(ws_sqlite *s);
+/* Waits for s's checkpoint thread, if any (at close). */
+void ws_sqlite__ckpt_join(ws_sqlite *s);
 
 /* ---- statements.c ---- */
 ws_status ws_sqlite__prepare_all(ws_sqlite *s, ws_error *err);

@@ -1,0 +1,63 @@
+/* wal_checkpoint.c — WAL checkpoints off the committing thread.
+ *
+ * SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
+ * 1000 pages, on the committing thread, and copies pages into the database file
+ * and syncs it there: under the engine's group commits one step in a few hundred
+ * waited 10-70 ms for it (issue 15, one session's p99). Every connection turns
+ * that off (its own WAL hook replaces SQLite's) and, past WS_SQLITE_CKPT_PAGES,
+ * starts a thread that runs a PASSIVE checkpoint on a connection of its own: it
+ * never waits for writers or readers nor blocks them, and syncs as SQLite's own
+ * does, so what a commit promises (storage.h) is unchanged. One such thread at a
+ * time per connection, joined before the next and at close. */
+#include <pthread.h>
+
+#include "sqlite_internal.h"
+
+#define WS_SQLITE_CKPT_PAGES 1000 /* SQLite's own threshold */
+
+enum { CKPT_NONE, CKPT_RUNNING, CKPT_DONE }; /* DONE: finished, not joined yet */
+
+static void *ckpt_main(void *arg)
+{
+    ws_sqlite *s = arg;
+    sqlite3 *db = NULL;
+    /* A new connection finds the WAL on its first read: until then it would
+     * checkpoint nothing ("not in WAL mode"). Busy (another checkpoint, a reader
+     * at the WAL's end): the next one catches up. */
+    if (sqlite3_open_v2(s->ckpt_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+            SQLITE_OK &&
+        sqlite3_exec(db, "PRAGMA journal_mode", NULL, NULL, NULL) == SQLITE_OK)
+        (void)sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    (void)sqlite3_close(db); /* never the last connection: the WAL stays */
+    atomic_store(&s->ckpt_state, CKPT_DONE);
+    return NULL;
+}
+
+/* Runs after every commit on s's connection, with the WAL's size in pages. */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    ws_sqlite *s = arg;
+    if (pages < WS_SQLITE_CKPT_PAGES || atomic_load(&s->ckpt_state) == CKPT_RUNNING)
+        return SQLITE_OK;
+    ws_sqlite__ckpt_join(s);
+    atomic_store(&s->ckpt_state, CKPT_RUNNING);
+    if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) != 0) {
+        atomic_store(&s->ckpt_state, CKPT_NONE);
+        /* no thread to be had: here, as SQLite would */
+        (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    }
+    return SQLITE_OK;
+}
+
+void ws_sqlite__ckpt_init(ws_sqlite *s)
+{
+    /* the file name stays valid while the connection is open, which outlasts the thread */
+    s->ckpt_path = sqlite3_db_filename(s->db, "main");
+    if (s->ckpt_path && *s->ckpt_path) sqlite3_wal_hook(s->db, wal_hook, s);
+}
+
+void ws_sqlite__ckpt_join(ws_sqlite *s)
+{
+    if (atomic_load(&s->ckpt_state) != CKPT_NONE) pthread_join(s->ckpt_thread, NULL);
+    atomic_store(&s->ckpt_state, CKPT_NONE);
+}

@@ -107,12 +107,16 @@
     /* admin: the tenants' session counters against the rows */                              \
     X(COUNTERS_CHECK, "SELECT count(*) FROM tenants t WHERE t.n_sessions <> "                \
                       "(SELECT count(*) FROM sessions s WHERE s.tenant = t.id)")             \
-    /* the cluster lock of key $1 (ws_store_leader_try): 0x77736c64 ("wsld") and the key \
-     * as an advisory lock's two ints; held already by this connection, or taken */        \
+    /* the cluster lock of key $1 (ws_store_leader_try): an advisory lock's two ints, a \
+     * hash of the schema and the key (advisory locks are the whole database's: the     \
+     * deployments in its other schemas have their own); held already by this          \
+     * connection, or taken */                                                         \
     X(LEADER_TRY, "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE "                   \
                   "locktype = 'advisory' AND pid = pg_backend_pid() AND granted AND "        \
-                  "classid = 2004053092 AND objid = $1::bigint::oid AND objsubid = 2) "      \
-                  "THEN 1 ELSE pg_try_advisory_lock(2004053092, $1::bigint::int)::int END")  \
+                  "classid = hashtext('worldstate.' || current_schema())::oid AND "          \
+                  "objid = $1::bigint::oid AND objsubid = 2) THEN 1 ELSE "                   \
+                  "pg_try_advisory_lock(hashtext('worldstate.' || current_schema()), "       \
+                  "$1::bigint::int)::int END")                                               \
     X(INFO, "SELECT current_setting('synchronous_commit'), "                                 \
             "(SELECT setting::bigint FROM pg_settings WHERE name = 'lock_timeout'), "        \
             "(SELECT max(version) FROM worldstate_schema)")

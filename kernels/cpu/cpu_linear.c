@@ -285,22 +285,6 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
     float *edges = ws_cpu_scratch(be, LIN_TILE * threads + in_p + dout_p);
     if (!edges) return WS_ERR_NOMEM;
     float *pin = edges + LIN_TILE * threads, *pdout = pin + in_p;
-    for (int st = 0; st < strips; st++) {
-        int c0 = st * LIN_COLS, w = in_dim - c0 < LIN_COLS ? in_dim - c0 : LIN_COLS;
-        float *p = pin + (size_t)st * n * LIN_COLS;
-        for (long r = 0; r < n; r++, p += LIN_COLS) {
-            memcpy(p, in + r * in_dim + c0, (size_t)w * sizeof *p);
-            memset(p + w, 0, (size_t)(LIN_COLS - w) * sizeof *p);
-        }
-    }
-    /* dout read in order, row by row; the last group's missing rows zero */
-    if (out_dim % LIN_ROWS) memset(pdout, 0, dout_p * sizeof *pdout);
-    for (long r = 0; r < n; r++)
-        for (int g = 0; g < groups; g++) {
-            int o0 = g * LIN_ROWS, h = out_dim - o0 < LIN_ROWS ? out_dim - o0 : LIN_ROWS;
-            memcpy(pdout + ((size_t)g * n + r) * LIN_ROWS, dout + r * out_dim + o0,
-                   (size_t)h * sizeof *pdout);
-        }
     /* runs of groups: enough units for every thread, each some thousands of vectors */
     long per_strip = (threads + strips - 1) / strips;
     if (per_strip > groups) per_strip = groups;
@@ -309,6 +293,29 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
     if (chunks > threads) chunks = threads;
     if (chunks > units) chunks = units;
     if (chunks < 1) chunks = 1;
+    /* the panels row by row (memory read in order), whole strips and groups in
+     * copies of a constant size, the last partial one zero-padded */
+    int full_strips = in_dim / LIN_COLS, full_groups = out_dim / LIN_ROWS;
+#pragma omp parallel for num_threads((int)chunks) schedule(static)
+    for (long r = 0; r < n; r++) {
+        const float *x = in + r * in_dim, *d = dout + r * out_dim;
+        for (int st = 0; st < full_strips; st++)
+            memcpy(pin + ((size_t)st * n + r) * LIN_COLS, x + st * LIN_COLS,
+                   LIN_COLS * sizeof *pin);
+        for (int g = 0; g < full_groups; g++)
+            memcpy(pdout + ((size_t)g * n + r) * LIN_ROWS, d + g * LIN_ROWS,
+                   LIN_ROWS * sizeof *pdout);
+        if (full_strips < strips) {
+            float *p = pin + ((size_t)full_strips * n + r) * LIN_COLS;
+            int c0 = full_strips * LIN_COLS;
+            for (int c = 0; c < LIN_COLS; c++) p[c] = c0 + c < in_dim ? x[c0 + c] : 0.0f;
+        }
+        if (full_groups < groups) {
+            float *p = pdout + ((size_t)full_groups * n + r) * LIN_ROWS;
+            int o0 = full_groups * LIN_ROWS;
+            for (int i = 0; i < LIN_ROWS; i++) p[i] = o0 + i < out_dim ? d[o0 + i] : 0.0f;
+        }
+    }
 #pragma omp parallel for num_threads((int)chunks) schedule(static)
     for (int u = 0; u < units; u++) {
         int st = u / (int)per_strip, part = u % (int)per_strip;

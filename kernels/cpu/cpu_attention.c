@@ -66,9 +66,11 @@ void ws_cpu_softmax_rows_backward(const float *p, float *dp, int q_len, int k_le
 typedef float att_vec __attribute__((vector_size(ATT_LANES * sizeof(float)), aligned(4)));
 
 /* t[j] = scale·Σ_c a[c]·b_j[c] for j < n (a: [len] vectors, b_j = b + j·ldb), the
- * sums in order of c; rows past n repeat the last, never stored. */
-static inline void att_products(att_vec *t, const att_vec *a, const float *b, long ldb, int n, int len,
-                         float scale)
+ * sums in order of c; rows past n repeat the last, never stored. Always inlined
+ * (as att_mix): with two callers GCC kept one copy out of line, which a portable
+ * build compiles for the SSE2 baseline, outside the callers' WS_CPU_CLONES. */
+static inline __attribute__((always_inline)) void
+att_products(att_vec *t, const att_vec *a, const float *b, long ldb, int n, int len, float scale)
 {
     for (int j0 = 0; j0 < n; j0 += ATT_CHAINS) {
         const float *r[ATT_CHAINS];
@@ -87,8 +89,8 @@ static inline void att_products(att_vec *t, const att_vec *a, const float *b, lo
 /* o[c] = Σ_i p_i·v_i[c0 + c] for c < ATT_CHAINS, in order of i < n (p_i: the vector
  * at p + i·lds floats, v_i = v + i·ldv); columns past w (<= ATT_CHAINS) repeat the
  * last, for the caller not to store. */
-static inline void att_mix(att_vec *o, const float *p, long lds, const float *v, long ldv, int n,
-                           int c0, int w)
+static inline __attribute__((always_inline)) void
+att_mix(att_vec *o, const float *p, long lds, const float *v, long ldv, int n, int c0, int w)
 {
     att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0}, o7 = {0};
     int u = w - 1;
@@ -209,7 +211,8 @@ ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
 }
 
 /* rows x w of o (ATT_CHAINS vectors, lane l: row l) added into y's rows (stride ldy) */
-static inline void att_add_rows(float *y, long ldy, const att_vec *o, int rows, int w)
+static inline __attribute__((always_inline)) void
+att_add_rows(float *y, long ldy, const att_vec *o, int rows, int w)
 {
     for (int l = 0; l < rows; l++)
         for (int c = 0; c < w; c++) y[(long)l * ldy + c] += o[c][l];

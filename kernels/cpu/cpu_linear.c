@@ -10,9 +10,10 @@
  * this small kernel: every output element is Σ_k in[r,k]·W[o,k] summed in k
  * order from 0 by the same instructions (tail rows and columns go through
  * padded tiles, never through other code), then + b. The vector type lets the
- * compiler use the widest SIMD -march allows (AVX-512: one register per vector),
- * and contraction into FMA is the same for every element. On the SSE2 baseline of
- * a portable build these vectors spill: the tile is built per x86-64 level there
+ * compiler use the widest SIMD -march allows (AVX-512: one register per vector;
+ * narrower, the tile goes in quarters of half-width vectors, same bits), and
+ * contraction into FMA is the same for every element. On the SSE2 baseline of a
+ * portable build these vectors spill: the tile is built per x86-64 level there
  * (WS_CPU_CLONES). The backward pass's products run on the same tile, accumulating
  * into din and dW, every element in a fixed order (bit-identical at any thread
  * count). */
@@ -70,18 +71,75 @@ tile_core(float *y, int ldy, const float *const *x, long xk, const float *wt, lo
     }
 }
 
+/* tile_core's sums for a quarter of the tile, LIN_ROWS / 2 rows of LIN_VEC columns
+ * in vectors of half the width, each element's operations the same. On AVX2 a
+ * lin_vec is two registers: the whole tile's accumulators spilled on every
+ * multiply-add, and GCC splits such vectors through the stack; these 8 fit. */
+typedef float lin_half __attribute__((vector_size(LIN_VEC / 2 * sizeof(float)), aligned(4)));
+
+static inline __attribute__((always_inline)) void
+tile_quarter(float *y, int ldy, const float *const *x, long xk, const float *wt, long ldw,
+             const float *bias, int accumulate, int k_len)
+{
+    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    lin_half a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
+             a31 = {0};
+    for (int k = 0; k < k_len; k++) {
+        lin_half w0 = *(const lin_half *)(wt + k * ldw);
+        lin_half w1 = *(const lin_half *)(wt + k * ldw + LIN_VEC / 2);
+        long e = k * xk;
+        a00 += x0[e] * w0, a01 += x0[e] * w1;
+        a10 += x1[e] * w0, a11 += x1[e] * w1;
+        a20 += x2[e] * w0, a21 += x2[e] * w1;
+        a30 += x3[e] * w0, a31 += x3[e] * w1;
+    }
+    lin_half out[LIN_ROWS / 2][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int r = 0; r < LIN_ROWS / 2; r++) {
+        lin_half b[2] = {{0}, {0}};
+        if (accumulate) memcpy(b, y + (long)r * ldy, sizeof b);
+        else if (bias) memcpy(b, bias, sizeof b);
+        out[r][0] += b[0], out[r][1] += b[1];
+        memcpy(y + (long)r * ldy, out[r], sizeof out[r]);
+    }
+}
+
+/* Whether the code is built for AVX-512, a vector one register: else the tile goes
+ * in quarters. In a portable build the loader runs the x86-64-v4 clone of a
+ * WS_CPU_CLONES function where the CPU has AVX-512. Both paths give the same bits. */
+#if defined(__AVX512F__)
+#define LIN_WHOLE_TILE() 1
+#elif defined(__x86_64__) && !defined(__AVX2__)
+#define LIN_WHOLE_TILE() __builtin_cpu_supports("avx512f")
+#else
+#define LIN_WHOLE_TILE() 0
+#endif
+
+static inline __attribute__((always_inline)) void
+tile_any(float *y, int ldy, const float *const *x, long xk, const float *wt, long ldw,
+         const float *bias, int accumulate, int k_len)
+{
+    if (LIN_WHOLE_TILE()) {
+        tile_core(y, ldy, x, xk, wt, ldw, bias, accumulate, k_len);
+        return;
+    }
+    for (int r = 0; r < LIN_ROWS; r += LIN_ROWS / 2)
+        for (int c = 0; c < LIN_COLS; c += LIN_VEC)
+            tile_quarter(y + (long)r * ldy + c, ldy, x + r, xk, wt + c, ldw,
+                         bias ? bias + c : NULL, accumulate, k_len);
+}
+
 /* The forward pass's tile: x rows of unit stride, + bias. */
 WS_CPU_CLONES static void tile(float *y, int ldy, const float *const *x, const float *wt,
                                int ldw, const float *bias, int k_len)
 {
-    tile_core(y, ldy, x, 1, wt, ldw, bias, 0, k_len);
+    tile_any(y, ldy, x, 1, wt, ldw, bias, 0, k_len);
 }
 
 /* The backward pass's tile: x of any stride, added into y. */
 WS_CPU_CLONES static void tile_add(float *y, int ldy, const float *const *x, long xk,
                                    const float *wt, int ldw, int k_len)
 {
-    tile_core(y, ldy, x, xk, wt, ldw, NULL, 1, k_len);
+    tile_any(y, ldy, x, xk, wt, ldw, NULL, 1, k_len);
 }
 
 /* Pointers to the LIN_ROWS rows of a tile from row r0 of x (row stride xi); rows

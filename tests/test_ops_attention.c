@@ -503,6 +503,50 @@ static void test_attention_rows_independent(void **state)
     attn_case_free(&c);
 }
 
+/* Gradients are the same bits run to run and at any thread count: a training
+ * step must not depend on how many threads computed it. More (segment, head)
+ * pairs than threads, ragged and partly masked. */
+static void test_attention_backward_threads(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x7e4d};
+    static const seg_spec segs[] = {{33, 33, MASK_PART}, {17, 40, MASK_NONE}, {1, 65, MASK_PART},
+                                    {40, 17, MASK_NONE}, {16, 16, MASK_NONE}};
+    attn_case c;
+    attn_case_init(&c, &rng, LAYOUT_Q_KV, 64, 4, segs, N_OF(segs), 1, 1.0f);
+    attn_forward(&c);
+    float *hdy = xmalloc(c.n_out * sizeof *hdy);
+    for (size_t i = 0; i < c.n_out; i++) hdy[i] = c.out_mask[i] ? ws_test_normal(&rng) : 0.0f;
+    float *ddy = dev_from(hdy, c.n_out);
+    ws_backend *runs[3] = {g_be, g_fd_be, g_be}; /* 2 threads, 1, 2 again */
+    float *got[3][3] = {{0}};
+    for (int run = 0; run < 3; run++) {
+        float *gdev[3] = {0};
+        for (int b = 0; b < c.n_bufs; b++) {
+            gdev[b] = dev_alloc(c.buf[b].n);
+            dev_set(gdev[b], 0.0f, c.buf[b].n);
+        }
+        ws_attn_grads g = {.dq = gdev[c.qb] + c.qc, .dk = gdev[c.kb] + c.kc,
+                           .dv = gdev[c.vb] + c.vc, .dout = ddy};
+        assert_int_equal(runs[run]->ops->attention_backward(runs[run], &c.a, &g), WS_OK);
+        for (int b = 0; b < c.n_bufs; b++) {
+            got[run][b] = xmalloc(c.buf[b].n * sizeof(float));
+            get(got[run][b], gdev[b], c.buf[b].n);
+            dev_free(gdev[b]);
+        }
+    }
+    for (int run = 1; run < 3; run++)
+        for (int b = 0; b < c.n_bufs; b++)
+            if (memcmp(got[run][b], got[0][b], c.buf[b].n * sizeof(float)))
+                fail_msg("attention gradient buf%d differs %s", b,
+                         run == 1 ? "on one thread" : "run again");
+    for (int run = 0; run < 3; run++)
+        for (int b = 0; b < c.n_bufs; b++) free(got[run][b]);
+    dev_free(ddy);
+    free(hdy);
+    attn_case_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_attention_unmasked),
         cmocka_unit_test(test_attention_large_scores),
         cmocka_unit_test(test_attention_rows_independent),
+        cmocka_unit_test(test_attention_backward_threads),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

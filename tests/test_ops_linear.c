@@ -568,6 +568,97 @@ static void test_linear_backward(void **state)
     }
 }
 
+/* din, dW and dbias are right and the same bits run to run and at any thread
+ * count: a training step must not depend on how many threads computed it. Shapes
+ * that split across threads, whole tiles and ragged edges, dW's sums over several
+ * row blocks (cpu_linear.c's WG_BLOCK) and the test_train model's products (d = 48,
+ * a one-column head); each run adds twice into pre-filled gradients, as a rollout's
+ * steps do, checked against a double reference. */
+static void linear_backward_reference(double *want[3], float *const pre[3], const float *x,
+                                      const float *w, const float *dy, int n, int in_dim,
+                                      int out_dim, int calls)
+{
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < in_dim; i++) {
+            double s = 0.0;
+            for (int o = 0; o < out_dim; o++)
+                s += (double)dy[(size_t)r * out_dim + o] * w[(size_t)o * in_dim + i];
+            want[0][(size_t)r * in_dim + i] = pre[0][(size_t)r * in_dim + i] + calls * s;
+        }
+    for (int o = 0; o < out_dim; o++) {
+        double sb = 0.0;
+        for (int i = 0; i < in_dim; i++) {
+            double s = 0.0;
+            for (int r = 0; r < n; r++)
+                s += (double)dy[(size_t)r * out_dim + o] * x[(size_t)r * in_dim + i];
+            want[1][(size_t)o * in_dim + i] = pre[1][(size_t)o * in_dim + i] + calls * s;
+        }
+        for (int r = 0; r < n; r++) sb += dy[(size_t)r * out_dim + o];
+        want[2][o] = pre[2][o] + calls * sb;
+    }
+}
+
+static void test_linear_backward_threads(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0x7e11};
+    static const int shapes[][3] = {{256, 128, 128}, {300, 100, 70}, {517, 64, 257},
+                                    {129, 48, 144},  {1000, 48, 1},  {1000, 192, 48}};
+    enum { CALLS = 2 };
+    static const char *names[3] = {"din", "dW", "dbias"};
+    for (int t = 0; t < N_OF(shapes); t++) {
+        int n = shapes[t][0], in_dim = shapes[t][1], out_dim = shapes[t][2];
+        size_t nin = (size_t)n * in_dim, nw = (size_t)out_dim * in_dim, nout = (size_t)n * out_dim;
+        size_t sizes[3] = {nin, nw, (size_t)out_dim};
+        float *h[3], *pre[3], *got[3][3];
+        double *want[3];
+        float *x = xmalloc(nin * sizeof *x), *w = xmalloc(nw * sizeof *w);
+        float *dy = xmalloc(nout * sizeof *dy);
+        ws_test_fill_normal(&rng, x, nin, 1.0f);
+        ws_test_fill_normal(&rng, w, nw, 1.0f);
+        ws_test_fill_normal(&rng, dy, nout, 1.0f);
+        float *d_in = dev_from(x, nin), *d_w = dev_from(w, nw), *d_dy = dev_from(dy, nout);
+        for (int g = 0; g < 3; g++) {
+            pre[g] = xmalloc(sizes[g] * sizeof(float));
+            want[g] = xmalloc(sizes[g] * sizeof(double));
+            ws_test_fill_normal(&rng, pre[g], sizes[g], 1.0f);
+            h[g] = dev_alloc(sizes[g]);
+        }
+        linear_backward_reference(want, pre, x, w, dy, n, in_dim, out_dim, CALLS);
+        ws_backend *runs[3] = {g_be, g_fd_be, g_be}; /* 2 threads, 1, 2 again */
+        for (int run = 0; run < 3; run++) {
+            for (int g = 0; g < 3; g++) put(h[g], pre[g], sizes[g]);
+            for (int call = 0; call < CALLS; call++)
+                assert_int_equal(runs[run]->ops->linear_backward(runs[run], h[0], h[1], h[2],
+                                                                 d_dy, d_in, d_w, n, in_dim,
+                                                                 out_dim),
+                                 WS_OK);
+            for (int g = 0; g < 3; g++) {
+                got[run][g] = xmalloc(sizes[g] * sizeof(float));
+                get(got[run][g], h[g], sizes[g]);
+            }
+        }
+        for (int g = 0; g < 3; g++) {
+            char what[80];
+            snprintf(what, sizeof what, "linear_backward %s n%d %dx%d, %d calls", names[g], n,
+                     in_dim, out_dim, CALLS);
+            check_close(what, got[0][g], want[g], sizes[g], NULL, 1e-5, 1e-5);
+        }
+        for (int run = 1; run < 3; run++)
+            for (int g = 0; g < 3; g++)
+                if (memcmp(got[run][g], got[0][g], sizes[g] * sizeof(float)))
+                    fail_msg("linear_backward %s n%d %dx%d differs %s", names[g], n, in_dim,
+                             out_dim, run == 1 ? "on one thread" : "run again");
+        for (int g = 0; g < 3; g++) {
+            for (int run = 0; run < 3; run++) free(got[run][g]);
+            free(pre[g]), free(want[g]);
+            dev_free(h[g]);
+        }
+        dev_free(d_in), dev_free(d_w), dev_free(d_dy);
+        free(x), free(w), free(dy);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_linear_forward_rows_independent),
         cmocka_unit_test(test_linear_forward_weights_rewritten),
         cmocka_unit_test(test_linear_backward),
+        cmocka_unit_test(test_linear_backward_threads),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

@@ -9,7 +9,6 @@
  * backward splits the same way when heads' value columns are disjoint, and over
  * segments when they overlap (heads of a segment then add into the same dV), so
  * it needs no atomics. */
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -67,9 +66,11 @@ void ws_cpu_softmax_rows_backward(const float *p, float *dp, int q_len, int k_le
 typedef float att_vec __attribute__((vector_size(ATT_LANES * sizeof(float)), aligned(4)));
 
 /* t[j] = scale·Σ_c a[c]·b_j[c] for j < n (a: [len] vectors, b_j = b + j·ldb), the
- * sums in order of c; rows past n repeat the last, never stored. */
-static inline void att_products(att_vec *t, const att_vec *a, const float *b, long ldb, int n, int len,
-                         float scale)
+ * sums in order of c; rows past n repeat the last, never stored. Always inlined
+ * (as att_mix): with two callers GCC kept one copy out of line, which a portable
+ * build compiles for the SSE2 baseline, outside the callers' WS_CPU_CLONES. */
+static inline __attribute__((always_inline)) void
+att_products(att_vec *t, const att_vec *a, const float *b, long ldb, int n, int len, float scale)
 {
     for (int j0 = 0; j0 < n; j0 += ATT_CHAINS) {
         const float *r[ATT_CHAINS];
@@ -83,6 +84,25 @@ static inline void att_products(att_vec *t, const att_vec *a, const float *b, lo
         att_vec out[ATT_CHAINS] = {s0, s1, s2, s3, s4, s5, s6, s7};
         for (int u = 0; u < ATT_CHAINS && j0 + u < n; u++) t[j0 + u] = out[u] * scale;
     }
+}
+
+/* o[c] = Σ_i p_i·v_i[c0 + c] for c < ATT_CHAINS, in order of i < n (p_i: the vector
+ * at p + i·lds floats, v_i = v + i·ldv); columns past w (<= ATT_CHAINS) repeat the
+ * last, for the caller not to store. */
+static inline __attribute__((always_inline)) void
+att_mix(att_vec *o, const float *p, long lds, const float *v, long ldv, int n, int c0, int w)
+{
+    att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0}, o7 = {0};
+    int u = w - 1;
+    for (int i = 0; i < n; i++) {
+        const float *vi = v + (long)i * ldv + c0;
+        att_vec x = *(const att_vec *)(p + (long)i * lds);
+        o0 += vi[0] * x, o1 += vi[1 < u ? 1 : u] * x, o2 += vi[2 < u ? 2 : u] * x;
+        o3 += vi[3 < u ? 3 : u] * x, o4 += vi[4 < u ? 4 : u] * x;
+        o5 += vi[5 < u ? 5 : u] * x, o6 += vi[6 < u ? 6 : u] * x;
+        o7 += vi[7 < u ? 7 : u] * x;
+    }
+    o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3, o[4] = o4, o[5] = o5, o[6] = o6, o[7] = o7;
 }
 
 /* The softmax over keys of each lane of s[k_len] in place; keys with live[j] == 0
@@ -149,18 +169,8 @@ WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float 
         /* out_c = Σ_j v_jc·p_j in order of j, ATT_CHAINS columns at a time */
         for (int c0 = 0; c0 < dv; c0 += ATT_CHAINS) {
             int w = dv - c0 < ATT_CHAINS ? dv - c0 : ATT_CHAINS;
-            att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0},
-                    o7 = {0};
-            for (int j = 0; j < k_len; j++) {
-                const float *vj = v + (long)j * ldv + c0;
-                att_vec p = s[j];
-                int u = w - 1; /* columns past the end repeat the last, never stored */
-                o0 += vj[0] * p, o1 += vj[1 < u ? 1 : u] * p, o2 += vj[2 < u ? 2 : u] * p;
-                o3 += vj[3 < u ? 3 : u] * p, o4 += vj[4 < u ? 4 : u] * p;
-                o5 += vj[5 < u ? 5 : u] * p, o6 += vj[6 < u ? 6 : u] * p;
-                o7 += vj[7 < u ? 7 : u] * p;
-            }
-            att_vec o[ATT_CHAINS] = {o0, o1, o2, o3, o4, o5, o6, o7};
+            att_vec o[ATT_CHAINS];
+            att_mix(o, (const float *)s, ATT_LANES, v, ldv, k_len, c0, w);
             for (int l = 0; l < rows; l++)
                 for (int c = 0; c < w; c++) out[(long)(i0 + l) * ldo + c0 + c] = o[c][l];
         }
@@ -200,6 +210,71 @@ ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
     return WS_OK;
 }
 
+/* rows x w of o (ATT_CHAINS vectors, lane l: row l) added into y's rows (stride ldy) */
+static inline __attribute__((always_inline)) void
+att_add_rows(float *y, long ldy, const att_vec *o, int rows, int w)
+{
+    for (int l = 0; l < rows; l++)
+        for (int c = 0; c < w; c++) y[(long)l * ldy + c] += o[c][l];
+}
+
+/* One (segment, head) of the backward pass, the softmax's backward fused. Query
+ * rows as lanes, ATT_LANES at a time: P (from probs), dP_j = Σ_c dout_c·v_jc,
+ * dS = P ⊙ (dP − Σ_j P_j·dP_j)·scale (masked keys have P = 0, so dS = 0) and
+ * dQ += Σ_j dS_j·k_j. P and dS are kept as rows padded to whole vectors, which
+ * the second loop reads with keys as lanes: dV += Σ_i P_i·dout_i and
+ * dK += Σ_i dS_i·q_i. Every sum in a fixed order, whatever the lane or the rows
+ * beside: results depend on the segment alone. Without BLAS, for the forward
+ * pass's reasons. The scratch holds dv + 2·k_len vectors, then 2·q_len rows of
+ * k_len rounded up to ATT_LANES floats. */
+WS_CPU_CLONES static void attend_backward(float *dq, float *dk, float *dvv, const float *dout,
+                                          int ldo, const float *probs, const float *q, int ldq,
+                                          const float *k, int ldk, const float *v, int ldv,
+                                          int q_len, int k_len, int dkd, int dvd, float scale,
+                                          att_vec *scratch)
+{
+    int kp = (k_len + ATT_LANES - 1) / ATT_LANES * ATT_LANES;
+    att_vec *dt = scratch, *p = dt + dvd, *ds = p + k_len, o[ATT_CHAINS];
+    float *prow = (float *)(ds + k_len), *srow = prow + (long)q_len * kp;
+    for (int i0 = 0; i0 < q_len; i0 += ATT_LANES) {
+        int rows = q_len - i0 < ATT_LANES ? q_len - i0 : ATT_LANES;
+        /* dout's and P's rows as lanes (lanes past the end zero) */
+        memset(dt, 0, (size_t)dvd * sizeof *dt);
+        memset(p, 0, (size_t)k_len * sizeof *p);
+        for (int l = 0; l < rows; l++) {
+            for (int c = 0; c < dvd; c++) dt[c][l] = dout[(long)(i0 + l) * ldo + c];
+            for (int j = 0; j < k_len; j++) p[j][l] = probs[(long)(i0 + l) * k_len + j];
+        }
+        att_products(ds, dt, v, ldv, k_len, dvd, 1.0f);
+        att_vec dot = {0};
+        for (int j = 0; j < k_len; j++) dot += p[j] * ds[j];
+        for (int j = 0; j < k_len; j++) ds[j] = p[j] * (ds[j] - dot) * scale;
+        for (int l = 0; l < rows; l++) {
+            float *pr = prow + (long)(i0 + l) * kp, *sr = srow + (long)(i0 + l) * kp;
+            for (int j = 0; j < k_len; j++) pr[j] = p[j][l], sr[j] = ds[j][l];
+            for (int j = k_len; j < kp; j++) pr[j] = sr[j] = 0.0f;
+        }
+        for (int c0 = 0; c0 < dkd; c0 += ATT_CHAINS) {
+            int w = dkd - c0 < ATT_CHAINS ? dkd - c0 : ATT_CHAINS;
+            att_mix(o, (const float *)ds, ATT_LANES, k, ldk, k_len, c0, w);
+            att_add_rows(dq + (long)i0 * ldq + c0, ldq, o, rows, w);
+        }
+    }
+    for (int j0 = 0; j0 < k_len; j0 += ATT_LANES) {
+        int keys = k_len - j0 < ATT_LANES ? k_len - j0 : ATT_LANES;
+        for (int c0 = 0; c0 < dvd; c0 += ATT_CHAINS) {
+            int w = dvd - c0 < ATT_CHAINS ? dvd - c0 : ATT_CHAINS;
+            att_mix(o, prow + j0, kp, dout, ldo, q_len, c0, w);
+            att_add_rows(dvv + (long)j0 * ldv + c0, ldv, o, keys, w);
+        }
+        for (int c0 = 0; c0 < dkd; c0 += ATT_CHAINS) {
+            int w = dkd - c0 < ATT_CHAINS ? dkd - c0 : ATT_CHAINS;
+            att_mix(o, srow + j0, kp, q, ldq, q_len, c0, w);
+            att_add_rows(dk + (long)j0 * ldk + c0, ldk, o, keys, w);
+        }
+    }
+}
+
 ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
                                  const ws_attn_grads *g)
 {
@@ -207,9 +282,12 @@ ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
     int dk = a->d / a->n_heads, heads = a->n_heads;
     float scale = 1.0f / sqrtf((float)dk);
     int threads = ws_cpu_threads(be);
-    size_t per_thread = (size_t)(a->max_q_len > 0 ? a->max_q_len : 1) *
-                        (size_t)(a->max_k_len > 0 ? a->max_k_len : 1);
-    float *scratch = ws_cpu_scratch(be, (size_t)threads * per_thread);
+    size_t max_q = a->max_q_len > 0 ? (size_t)a->max_q_len : 1;
+    size_t max_k = a->max_k_len > 0 ? (size_t)a->max_k_len : 1;
+    size_t kp = (max_k + ATT_LANES - 1) / ATT_LANES * ATT_LANES;
+    /* attend_backward's vectors, then its rows */
+    size_t per_thread = ((size_t)c->dv + 2 * max_k) * ATT_LANES + 2 * max_q * kp;
+    att_vec *scratch = (att_vec *)ws_cpu_scratch(be, (size_t)threads * per_thread);
     if (!scratch) return WS_ERR_NOMEM;
     /* Heads whose value columns overlap add into the same dV: one unit per segment. */
     int per_unit = heads > 1 && c->v_step < c->dv ? heads : 1;
@@ -219,30 +297,18 @@ ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
     for (int u = 0; u < units; u++) {
         const ws_attn_seg *s = &a->segs[u / units_per_seg];
         if (s->q_len <= 0 || s->k_len <= 0) continue;
-        float *dp = scratch + (size_t)omp_get_thread_num() * per_thread;
+        att_vec *mine = (att_vec *)((float *)scratch + (size_t)omp_get_thread_num() * per_thread);
         int h0 = (u % units_per_seg) * per_unit;
-        for (int h = h0; h < h0 + per_unit; h++) {
-            const float *probs = a->probs + s->p_off + (long)h * s->q_len * s->k_len;
-            const float *q = a->q + (long)s->q_off * a->ldq + h * dk;
-            const float *k = a->k + (long)s->k_off * a->ldk + h * dk;
-            const float *v = a->v + (long)s->k_off * a->ldv + (long)h * c->v_step;
-            const float *dout = g->dout + (long)s->q_off * a->ldo + (long)h * c->dv;
-            float *dq = g->dq + (long)s->q_off * a->ldq + h * dk;
-            float *dkk = g->dk + (long)s->k_off * a->ldk + h * dk;
-            float *dv = g->dv + (long)s->k_off * a->ldv + (long)h * c->v_step;
-            /* dV += Pᵀ dout */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s->k_len, c->dv, s->q_len, 1.0f,
-                        probs, s->k_len, dout, a->ldo, 1.0f, dv, a->ldv);
-            /* dP = dout Vᵀ, then dS = P ⊙ (dP − Σ_j dP⊙P) · scale (masked keys have P = 0) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s->q_len, s->k_len, c->dv, 1.0f,
-                        dout, a->ldo, v, a->ldv, 0.0f, dp, s->k_len);
-            ws_cpu_softmax_rows_backward(probs, dp, s->q_len, s->k_len, scale);
-            /* dQ += dS K, dK += dSᵀ Q */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->q_len, dk, s->k_len, 1.0f,
-                        dp, s->k_len, k, a->ldk, 1.0f, dq, a->ldq);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s->k_len, dk, s->q_len, 1.0f,
-                        dp, s->k_len, q, a->ldq, 1.0f, dkk, a->ldk);
-        }
+        for (int h = h0; h < h0 + per_unit; h++)
+            attend_backward(g->dq + (long)s->q_off * a->ldq + h * dk,
+                            g->dk + (long)s->k_off * a->ldk + h * dk,
+                            g->dv + (long)s->k_off * a->ldv + (long)h * c->v_step,
+                            g->dout + (long)s->q_off * a->ldo + (long)h * c->dv, a->ldo,
+                            a->probs + s->p_off + (long)h * s->q_len * s->k_len,
+                            a->q + (long)s->q_off * a->ldq + h * dk, a->ldq,
+                            a->k + (long)s->k_off * a->ldk + h * dk, a->ldk,
+                            a->v + (long)s->k_off * a->ldv + (long)h * c->v_step, a->ldv,
+                            s->q_len, s->k_len, dk, c->dv, scale, mine);
     }
     return WS_OK;
 }

@@ -50,38 +50,3 @@ ws_status ws_cpu_gemm(ws_backend *be, const ws_gemm_args *g)
     }
     return WS_OK;
 }
-
-ws_status ws_cpu_linear_backward(ws_backend *be, float *din, float *dw, float *dbias,
-                                 const float *dout, const float *in, const float *w, int n,
-                                 int in_dim, int out_dim)
-{
-    if (n <= 0) return WS_OK;
-    int threads = ws_cpu_threads(be);
-    if (din) {
-        /* din[n, in] += dout[n, out] · W[out, in], split over rows of din */
-        ws_gemm_args g = {.m = n, .n = in_dim, .k = out_dim, .alpha = 1.0f, .beta = 1.0f,
-                          .a = dout, .lda = out_dim, .b = w, .ldb = in_dim,
-                          .c = din, .ldc = in_dim, .batch = 1};
-        WS_TRY(ws_cpu_gemm(be, &g));
-    }
-    if (dw) {
-        /* dW[out, in] += doutᵀ · in, split over rows of dW */
-        ws_gemm_args g = {.trans_a = 1, .m = out_dim, .n = in_dim, .k = n, .alpha = 1.0f,
-                          .beta = 1.0f, .a = dout, .lda = out_dim, .b = in, .ldb = in_dim,
-                          .c = dw, .ldc = in_dim, .batch = 1};
-        WS_TRY(ws_cpu_gemm(be, &g));
-    }
-    if (dbias) {
-        /* Column sums, row by row so memory is read in order; threads own columns. */
-        int chunks = out_dim >= 256 ? threads : 1;
-#pragma omp parallel for num_threads(chunks)
-        for (int t = 0; t < chunks; t++) {
-            int o0 = out_dim * t / chunks, o1 = out_dim * (t + 1) / chunks;
-            for (int r = 0; r < n; r++) {
-                const float *row = dout + (long)r * out_dim;
-                for (int o = o0; o < o1; o++) dbias[o] += row[o];
-            }
-        }
-    }
-    return WS_OK;
-}

@@ -1,4 +1,5 @@
-/* cpu_linear.c — the linear layer's forward pass, row-deterministic.
+/* cpu_linear.c — the linear layer, forward pass row-deterministic, backward on the
+ * same tiles.
  *
  * out[r] = W·in[r] + b must not depend on which other rows share the call: a
  * session's rows are computed alone when it steps by itself and among other
@@ -9,10 +10,13 @@
  * this small kernel: every output element is Σ_k in[r,k]·W[o,k] summed in k
  * order from 0 by the same instructions (tail rows and columns go through
  * padded tiles, never through other code), then + b. The vector type lets the
- * compiler use the widest SIMD -march allows (AVX-512: one register per vector),
- * and contraction into FMA is the same for every element. On the SSE2 baseline of
- * a portable build these vectors spill: the tile is built per x86-64 level there
- * (WS_CPU_CLONES). */
+ * compiler use the widest SIMD -march allows (AVX-512: one register per vector;
+ * narrower, the tile goes in quarters of half-width vectors, same bits), and
+ * contraction into FMA is the same for every element. On the SSE2 baseline of a
+ * portable build these vectors spill: the tile is built per x86-64 level there
+ * (WS_CPU_CLONES). The backward pass's products run on the same tile, accumulating
+ * into din and dW, every element in a fixed order (bit-identical at any thread
+ * count). */
 #include <omp.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -24,40 +28,142 @@
 #define LIN_ROWS 8  /* rows per tile */
 #define LIN_VEC 16  /* floats per vector */
 #define LIN_COLS 32 /* columns per tile: two vectors */
+#define LIN_TILE ((size_t)LIN_ROWS * LIN_COLS)
 
 typedef float lin_vec __attribute__((vector_size(LIN_VEC * sizeof(float)), aligned(4)));
 
-/* One LIN_ROWS x LIN_COLS tile: x rows (stride ldx), wt [in_dim][ldw] (transposed W,
- * zero-padded columns), into y rows (stride ldy), every column of the tile. The
- * accumulators are named, not an array, so that they stay in registers: 16 chains
- * of multiply-adds in flight, two loads of W per eight broadcasts of x. */
-WS_CPU_CLONES static void tile(float *y, int ldy, const float *x, int ldx, const float *wt,
-                               int ldw, const float *bias, int in_dim)
+/* One LIN_ROWS x LIN_COLS tile: y[i][c] = Σ_k x_i[k·xk]·wt[k·ldw + c] + bias[c]
+ * (or, accumulating, y[i][c] += the sum) for every column c of the tile, the sum in
+ * order of k from 0. x_i: the tile's rows (xk: the stride along one); wt: rows of
+ * at least LIN_COLS readable floats. The accumulators are named, not an array, so
+ * that they stay in registers: 16 chains of multiply-adds in flight, two loads of
+ * wt per eight broadcasts of x. Inlined into each caller with its constants. */
+static inline __attribute__((always_inline)) void
+tile_core(float *y, int ldy, const float *const *x, long xk, const float *wt, long ldw,
+          const float *bias, int accumulate, int k_len)
 {
-    const float *x0 = x, *x1 = x + ldx, *x2 = x + 2L * ldx, *x3 = x + 3L * ldx;
-    const float *x4 = x + 4L * ldx, *x5 = x + 5L * ldx, *x6 = x + 6L * ldx, *x7 = x + 7L * ldx;
+    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    const float *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
     lin_vec a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
             a31 = {0}, a40 = {0}, a41 = {0}, a50 = {0}, a51 = {0}, a60 = {0}, a61 = {0},
             a70 = {0}, a71 = {0};
-    for (int k = 0; k < in_dim; k++) {
-        lin_vec w0 = *(const lin_vec *)(wt + (long)k * ldw);
-        lin_vec w1 = *(const lin_vec *)(wt + (long)k * ldw + LIN_VEC);
-        a00 += x0[k] * w0, a01 += x0[k] * w1;
-        a10 += x1[k] * w0, a11 += x1[k] * w1;
-        a20 += x2[k] * w0, a21 += x2[k] * w1;
-        a30 += x3[k] * w0, a31 += x3[k] * w1;
-        a40 += x4[k] * w0, a41 += x4[k] * w1;
-        a50 += x5[k] * w0, a51 += x5[k] * w1;
-        a60 += x6[k] * w0, a61 += x6[k] * w1;
-        a70 += x7[k] * w0, a71 += x7[k] * w1;
+    for (int k = 0; k < k_len; k++) {
+        lin_vec w0 = *(const lin_vec *)(wt + k * ldw);
+        lin_vec w1 = *(const lin_vec *)(wt + k * ldw + LIN_VEC);
+        long e = k * xk;
+        a00 += x0[e] * w0, a01 += x0[e] * w1;
+        a10 += x1[e] * w0, a11 += x1[e] * w1;
+        a20 += x2[e] * w0, a21 += x2[e] * w1;
+        a30 += x3[e] * w0, a31 += x3[e] * w1;
+        a40 += x4[e] * w0, a41 += x4[e] * w1;
+        a50 += x5[e] * w0, a51 += x5[e] * w1;
+        a60 += x6[e] * w0, a61 += x6[e] * w1;
+        a70 += x7[e] * w0, a71 += x7[e] * w1;
     }
-    lin_vec b0 = {0}, b1 = {0};
-    if (bias) b0 = *(const lin_vec *)bias, b1 = *(const lin_vec *)(bias + LIN_VEC);
-    lin_vec out[LIN_ROWS][2] = {{a00 + b0, a01 + b1}, {a10 + b0, a11 + b1},
-                                {a20 + b0, a21 + b1}, {a30 + b0, a31 + b1},
-                                {a40 + b0, a41 + b1}, {a50 + b0, a51 + b1},
-                                {a60 + b0, a61 + b1}, {a70 + b0, a71 + b1}};
-    for (int r = 0; r < LIN_ROWS; r++) memcpy(y + (long)r * ldy, out[r], sizeof out[r]);
+    lin_vec out[LIN_ROWS][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31},
+                                {a40, a41}, {a50, a51}, {a60, a61}, {a70, a71}};
+    for (int r = 0; r < LIN_ROWS; r++) {
+        lin_vec b[2] = {{0}, {0}};
+        if (accumulate) memcpy(b, y + (long)r * ldy, sizeof b);
+        else if (bias) memcpy(b, bias, sizeof b);
+        out[r][0] += b[0], out[r][1] += b[1];
+        memcpy(y + (long)r * ldy, out[r], sizeof out[r]);
+    }
+}
+
+/* tile_core's sums for a quarter of the tile, LIN_ROWS / 2 rows of LIN_VEC columns
+ * in vectors of half the width, each element's operations the same. On AVX2 a
+ * lin_vec is two registers: the whole tile's accumulators spilled on every
+ * multiply-add, and GCC splits such vectors through the stack; these 8 fit. */
+typedef float lin_half __attribute__((vector_size(LIN_VEC / 2 * sizeof(float)), aligned(4)));
+
+static inline __attribute__((always_inline)) void
+tile_quarter(float *y, int ldy, const float *const *x, long xk, const float *wt, long ldw,
+             const float *bias, int accumulate, int k_len)
+{
+    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    lin_half a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0},
+             a31 = {0};
+    for (int k = 0; k < k_len; k++) {
+        lin_half w0 = *(const lin_half *)(wt + k * ldw);
+        lin_half w1 = *(const lin_half *)(wt + k * ldw + LIN_VEC / 2);
+        long e = k * xk;
+        a00 += x0[e] * w0, a01 += x0[e] * w1;
+        a10 += x1[e] * w0, a11 += x1[e] * w1;
+        a20 += x2[e] * w0, a21 += x2[e] * w1;
+        a30 += x3[e] * w0, a31 += x3[e] * w1;
+    }
+    lin_half out[LIN_ROWS / 2][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int r = 0; r < LIN_ROWS / 2; r++) {
+        lin_half b[2] = {{0}, {0}};
+        if (accumulate) memcpy(b, y + (long)r * ldy, sizeof b);
+        else if (bias) memcpy(b, bias, sizeof b);
+        out[r][0] += b[0], out[r][1] += b[1];
+        memcpy(y + (long)r * ldy, out[r], sizeof out[r]);
+    }
+}
+
+/* Whether the code is built for AVX-512, a vector one register: else the tile goes
+ * in quarters. In a portable build the loader runs the x86-64-v4 clone of a
+ * WS_CPU_CLONES function where the CPU has AVX-512. Both paths give the same bits. */
+#if defined(__AVX512F__)
+#define LIN_WHOLE_TILE() 1
+#elif defined(__x86_64__) && !defined(__AVX2__)
+#define LIN_WHOLE_TILE() __builtin_cpu_supports("avx512f")
+#else
+#define LIN_WHOLE_TILE() 0
+#endif
+
+static inline __attribute__((always_inline)) void
+tile_any(float *y, int ldy, const float *const *x, long xk, const float *wt, long ldw,
+         const float *bias, int accumulate, int k_len)
+{
+    if (LIN_WHOLE_TILE()) {
+        tile_core(y, ldy, x, xk, wt, ldw, bias, accumulate, k_len);
+        return;
+    }
+    for (int r = 0; r < LIN_ROWS; r += LIN_ROWS / 2)
+        for (int c = 0; c < LIN_COLS; c += LIN_VEC)
+            tile_quarter(y + (long)r * ldy + c, ldy, x + r, xk, wt + c, ldw,
+                         bias ? bias + c : NULL, accumulate, k_len);
+}
+
+/* The forward pass's tile: x rows of unit stride, + bias. */
+WS_CPU_CLONES static void tile(float *y, int ldy, const float *const *x, const float *wt,
+                               int ldw, const float *bias, int k_len)
+{
+    tile_any(y, ldy, x, 1, wt, ldw, bias, 0, k_len);
+}
+
+/* The backward pass's tile: x of any stride, added into y. */
+WS_CPU_CLONES static void tile_add(float *y, int ldy, const float *const *x, long xk,
+                                   const float *wt, int ldw, int k_len)
+{
+    tile_any(y, ldy, x, xk, wt, ldw, NULL, 1, k_len);
+}
+
+/* Pointers to the LIN_ROWS rows of a tile from row r0 of x (row stride xi); rows
+ * at or past n repeat the last (their results are never stored). */
+static void tile_rows(const float **rows, const float *x, long xi, int r0, int n)
+{
+    for (int i = 0; i < LIN_ROWS; i++) rows[i] = x + (r0 + i < n ? r0 + i : n - 1) * xi;
+}
+
+/* tile_add into the rows x w corner of y: an edge (rows < LIN_ROWS or w < LIN_COLS)
+ * through e, a whole tile of scratch. */
+static void add_tile(float *y, int ldy, int rows, int w, const float *const *x, long xk,
+                     const float *b, int ldb, int k_len, float *e)
+{
+    if (rows == LIN_ROWS && w == LIN_COLS) {
+        tile_add(y, ldy, x, xk, b, ldb, k_len);
+        return;
+    }
+    memset(e, 0, LIN_TILE * sizeof *e);
+    for (int r = 0; r < rows; r++)
+        memcpy(e + r * LIN_COLS, y + (long)r * ldy, (size_t)w * sizeof *e);
+    tile_add(e, LIN_COLS, x, xk, b, ldb, k_len);
+    for (int r = 0; r < rows; r++)
+        memcpy(y + (long)r * ldy, e + r * LIN_COLS, (size_t)w * sizeof *e);
 }
 
 /* W transposed and zero-padded to ldw columns ([in_dim][ldw]), then the padded
@@ -155,38 +261,174 @@ ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, con
     int ldw = (out_dim + LIN_COLS - 1) / LIN_COLS * LIN_COLS;
     int row_tiles = (n + LIN_ROWS - 1) / LIN_ROWS, col_tiles = ldw / LIN_COLS;
     int threads = ws_cpu_threads(be);
-    /* scratch: per thread one padded input tile and one output tile for the edges,
-     * then room for a pack should the table be full */
-    size_t edge_n = (size_t)LIN_ROWS * (in_dim + LIN_COLS);
-    float *edges = ws_cpu_scratch(be, edge_n * threads + (size_t)(in_dim + 1) * ldw);
+    /* scratch: per thread one output tile for the edges, then room for a pack
+     * should the table be full */
+    float *edges = ws_cpu_scratch(be, LIN_TILE * threads + (size_t)(in_dim + 1) * ldw);
     if (!edges) return WS_ERR_NOMEM;
-    const float *wt = pack_of(edges + edge_n * threads, w, bias, in_dim, out_dim, ldw);
+    const float *wt = pack_of(edges + LIN_TILE * threads, w, bias, in_dim, out_dim, ldw);
     const float *bpad = wt + (size_t)in_dim * ldw;
     int chunks = row_tiles < threads * 4 ? (row_tiles + 3) / 4 : threads;
     if (chunks > threads) chunks = threads;
 #pragma omp parallel for num_threads(chunks) schedule(static)
     for (int rt = 0; rt < row_tiles; rt++) {
-        float *xin = edges + edge_n * (size_t)omp_get_thread_num();
-        float *yout = xin + LIN_ROWS * in_dim;
+        float *yout = edges + LIN_TILE * (size_t)omp_get_thread_num();
         int r0 = rt * LIN_ROWS, rows = n - r0 < LIN_ROWS ? n - r0 : LIN_ROWS;
-        const float *x = in + (long)r0 * in_dim;
-        if (rows < LIN_ROWS) { /* the last rows, zero-padded */
-            memcpy(xin, x, (size_t)rows * in_dim * sizeof *xin);
-            memset(xin + (size_t)rows * in_dim, 0,
-                   (size_t)(LIN_ROWS - rows) * in_dim * sizeof *xin);
-            x = xin;
-        }
+        const float *x[LIN_ROWS];
+        tile_rows(x, in, in_dim, r0, n);
         for (int ct = 0; ct < col_tiles; ct++) {
             int c0 = ct * LIN_COLS, cols = out_dim - c0 < LIN_COLS ? out_dim - c0 : LIN_COLS;
             const float *b = bias ? bpad + c0 : NULL;
             if (rows == LIN_ROWS && cols == LIN_COLS) {
-                tile(out + (long)r0 * out_dim + c0, out_dim, x, in_dim, wt + c0, ldw, b, in_dim);
+                tile(out + (long)r0 * out_dim + c0, out_dim, x, wt + c0, ldw, b, in_dim);
                 continue;
             }
-            tile(yout, LIN_COLS, x, in_dim, wt + c0, ldw, b, in_dim);
+            tile(yout, LIN_COLS, x, wt + c0, ldw, b, in_dim);
             for (int r = 0; r < rows; r++)
                 memcpy(out + (long)(r0 + r) * out_dim + c0, yout + (long)r * LIN_COLS,
                        (size_t)cols * sizeof *out);
+        }
+    }
+    return WS_OK;
+}
+
+/* y[i][c] += Σ_k x[i·xi + k]·b[k·ldb + c] for i < m, c < cols (y's row stride),
+ * in tiles (b's rows readable to ldb, a multiple of LIN_COLS): every element summed
+ * in order of k alone, whatever the tiles beside it or the threads. Tiles of one
+ * column strip of b follow each other (a thread's run of them reads it from cache);
+ * threads only where each gets some thousands of multiply-add vectors. */
+static void add_products(float *y, int m, int cols, const float *x, long xi, const float *b,
+                         int ldb, int k_len, float *edges, int threads)
+{
+    int row_tiles = (m + LIN_ROWS - 1) / LIN_ROWS, tiles = row_tiles * (ldb / LIN_COLS);
+    long chunks = (long)tiles * k_len / 2048;
+    if (chunks > threads) chunks = threads;
+    if (chunks > tiles) chunks = tiles;
+    if (chunks < 1) chunks = 1;
+#pragma omp parallel for num_threads((int)chunks) schedule(static)
+    for (int t = 0; t < tiles; t++) {
+        int r0 = t % row_tiles * LIN_ROWS, c0 = t / row_tiles * LIN_COLS;
+        int rows = m - r0 < LIN_ROWS ? m - r0 : LIN_ROWS;
+        int w = cols - c0 < LIN_COLS ? cols - c0 : LIN_COLS;
+        const float *xr[LIN_ROWS];
+        tile_rows(xr, x, xi, r0, m);
+        add_tile(y + (long)r0 * cols + c0, cols, rows, w, xr, 1, b + c0, ldb, k_len,
+                 edges + LIN_TILE * (size_t)omp_get_thread_num());
+    }
+}
+
+/* a [rows][cols] copied into p with rows of ldp floats, zero-padded */
+static const float *pad_rows(float *p, const float *a, int rows, int cols, int ldp)
+{
+    for (long r = 0; r < rows; r++) {
+        memcpy(p + r * ldp, a + r * cols, (size_t)cols * sizeof *p);
+        memset(p + r * ldp + cols, 0, (size_t)(ldp - cols) * sizeof *p);
+    }
+    return p;
+}
+
+/* dW[o][c] += Σ_r dout[r][o]·in[r][c]: a sum over all n rows, which in place
+ * would read two long strided streams per tile. So both are packed into panels
+ * read in order: in as column strips [strip][n][LIN_COLS] (zero-padded), dout as
+ * row groups [group][n][LIN_ROWS] (zero-padded), and the rows go in blocks of
+ * WG_BLOCK, every tile of a strip taking one block while it is in L1. Each
+ * element of dW gets the sums of its blocks in order of the block: the same bits
+ * whatever the threads. Work units are (strip, run of groups). */
+#define WG_BLOCK 128
+
+static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, const float *in,
+                                  int n, int in_dim, int out_dim, int threads)
+{
+    int strips = (in_dim + LIN_COLS - 1) / LIN_COLS, groups = (out_dim + LIN_ROWS - 1) / LIN_ROWS;
+    size_t in_p = (size_t)strips * n * LIN_COLS, dout_p = (size_t)groups * n * LIN_ROWS;
+    float *edges = ws_cpu_scratch(be, LIN_TILE * threads + in_p + dout_p);
+    if (!edges) return WS_ERR_NOMEM;
+    float *pin = edges + LIN_TILE * threads, *pdout = pin + in_p;
+    /* runs of groups: enough units for every thread, each some thousands of vectors */
+    long per_strip = (threads + strips - 1) / strips;
+    if (per_strip > groups) per_strip = groups;
+    int units = strips * (int)per_strip;
+    long chunks = (long)groups * strips * n / 2048;
+    if (chunks > threads) chunks = threads;
+    if (chunks > units) chunks = units;
+    if (chunks < 1) chunks = 1;
+    /* the panels row by row (memory read in order), whole strips and groups in
+     * copies of a constant size, the last partial one zero-padded */
+    int full_strips = in_dim / LIN_COLS, full_groups = out_dim / LIN_ROWS;
+#pragma omp parallel for num_threads((int)chunks) schedule(static)
+    for (long r = 0; r < n; r++) {
+        const float *x = in + r * in_dim, *d = dout + r * out_dim;
+        for (int st = 0; st < full_strips; st++)
+            memcpy(pin + ((size_t)st * n + r) * LIN_COLS, x + st * LIN_COLS,
+                   LIN_COLS * sizeof *pin);
+        for (int g = 0; g < full_groups; g++)
+            memcpy(pdout + ((size_t)g * n + r) * LIN_ROWS, d + g * LIN_ROWS,
+                   LIN_ROWS * sizeof *pdout);
+        if (full_strips < strips) {
+            float *p = pin + ((size_t)full_strips * n + r) * LIN_COLS;
+            int c0 = full_strips * LIN_COLS;
+            for (int c = 0; c < LIN_COLS; c++) p[c] = c0 + c < in_dim ? x[c0 + c] : 0.0f;
+        }
+        if (full_groups < groups) {
+            float *p = pdout + ((size_t)full_groups * n + r) * LIN_ROWS;
+            int o0 = full_groups * LIN_ROWS;
+            for (int i = 0; i < LIN_ROWS; i++) p[i] = o0 + i < out_dim ? d[o0 + i] : 0.0f;
+        }
+    }
+#pragma omp parallel for num_threads((int)chunks) schedule(static)
+    for (int u = 0; u < units; u++) {
+        int st = u / (int)per_strip, part = u % (int)per_strip;
+        int g0 = (int)((long)groups * part / per_strip);
+        int g1 = (int)((long)groups * (part + 1) / per_strip);
+        int c0 = st * LIN_COLS, w = in_dim - c0 < LIN_COLS ? in_dim - c0 : LIN_COLS;
+        const float *strip = pin + (size_t)st * n * LIN_COLS;
+        float *e = edges + LIN_TILE * (size_t)omp_get_thread_num();
+        for (int r0 = 0; r0 < n; r0 += WG_BLOCK) {
+            int len = n - r0 < WG_BLOCK ? n - r0 : WG_BLOCK;
+            for (int g = g0; g < g1; g++) {
+                int o0 = g * LIN_ROWS, h = out_dim - o0 < LIN_ROWS ? out_dim - o0 : LIN_ROWS;
+                const float *x0 = pdout + ((size_t)g * n + r0) * LIN_ROWS, *xr[LIN_ROWS];
+                for (int i = 0; i < LIN_ROWS; i++) xr[i] = x0 + i;
+                add_tile(dw + (long)o0 * in_dim + c0, in_dim, h, w, xr, LIN_ROWS,
+                         strip + (size_t)r0 * LIN_COLS, LIN_COLS, len, e);
+            }
+        }
+    }
+    return WS_OK;
+}
+
+/* din += dout·W and dW += doutᵀ·in on the tiles of the forward pass (no BLAS: at
+ * these shapes its packing and per-call costs weigh, and its kernel for this CPU may
+ * be narrower), each element summed in a fixed order: the same bits at any thread
+ * count. W and in are read in place when their rows are whole tiles wide, else
+ * zero-padded copies. */
+ws_status ws_cpu_linear_backward(ws_backend *be, float *din, float *dw, float *dbias,
+                                 const float *dout, const float *in, const float *w, int n,
+                                 int in_dim, int out_dim)
+{
+    if (n <= 0) return WS_OK;
+    int threads = ws_cpu_threads(be);
+    if (din) {
+        /* din[r][c] += Σ_o dout[r][o]·W[o][c] */
+        int ldp = (in_dim + LIN_COLS - 1) / LIN_COLS * LIN_COLS;
+        size_t pad_n = ldp == in_dim ? 0 : (size_t)ldp * out_dim;
+        float *edges = ws_cpu_scratch(be, LIN_TILE * threads + pad_n);
+        if (!edges) return WS_ERR_NOMEM;
+        float *padded = edges + LIN_TILE * threads;
+        const float *wp = ldp == in_dim ? w : pad_rows(padded, w, out_dim, in_dim, ldp);
+        add_products(din, n, in_dim, dout, out_dim, wp, ldp, out_dim, edges, threads);
+    }
+    if (dw) WS_TRY(add_weight_grads(be, dw, dout, in, n, in_dim, out_dim, threads));
+    if (dbias) {
+        /* Column sums, row by row so memory is read in order; threads own columns. */
+        int chunks = out_dim >= 256 ? threads : 1;
+#pragma omp parallel for num_threads(chunks)
+        for (int t = 0; t < chunks; t++) {
+            int o0 = out_dim * t / chunks, o1 = out_dim * (t + 1) / chunks;
+            for (int r = 0; r < n; r++) {
+                const float *row = dout + (long)r * out_dim;
+#pragma omp simd
+                for (int o = o0; o < o1; o++) dbias[o] += row[o];
+            }
         }
     }
     return WS_OK;

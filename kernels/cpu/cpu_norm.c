@@ -52,6 +52,7 @@ ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, fl
             }
             sum_g /= (float)c;
             sum_gx /= (float)c;
+#pragma omp simd /* dx[i] needs the row's i-th elements alone; unmarked, a scalar loop */
             for (int i = 0; i < c; i++) {
                 float xhat = (x[i] - m) * s;
                 dx[i] += (dy[i] * gain[i] - sum_g - xhat * sum_gx) * s;
@@ -66,10 +67,13 @@ ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, fl
         for (int r = 0; r < n; r++) {
             const float *x = in + (long)r * c, *dy = dout + (long)r * c;
             float m = mean[r], s = rstd[r];
-            for (int i = i0; i < i1; i++) {
-                if (dgain) dgain[i] += dy[i] * (x[i] - m) * s;
-                if (dbias) dbias[i] += dy[i];
-            }
+            /* one loop each, marked: with the tests inside, both were scalar */
+            if (dgain)
+#pragma omp simd
+                for (int i = i0; i < i1; i++) dgain[i] += dy[i] * (x[i] - m) * s;
+            if (dbias)
+#pragma omp simd
+                for (int i = i0; i < i1; i++) dbias[i] += dy[i];
         }
     }
     return WS_OK;

@@ -66,7 +66,9 @@ ws_status ws_cpu_gelu_backward(ws_backend *be, float *din, const float *in, cons
 ws_status ws_cpu_add_forward(ws_backend *be, float *out, const float *a, const float *b,
                              size_t n)
 {
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
+    /* simd: out may be a or b (in place), element by element; unmarked, the
+     * outlined loop was scalar */
+#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
     return WS_OK;
 }
@@ -74,11 +76,12 @@ ws_status ws_cpu_add_forward(ws_backend *be, float *out, const float *a, const f
 ws_status ws_cpu_add_backward(ws_backend *be, float *da, float *db, const float *dout,
                               size_t n)
 {
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) {
-        if (da) da[i] += dout[i];
-        if (db) db[i] += dout[i];
-    }
+    if (da)
+#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) da[i] += dout[i];
+    if (db)
+#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
+        for (size_t i = 0; i < n; i++) db[i] += dout[i];
     return WS_OK;
 }
 

@@ -42,6 +42,10 @@ cJSON *ws_srv_training_json(const ws_srv_training *t);
 ws_status ws_srv_log_item_fill(cJSON *o, const ws_store_log_entry *e);
 /* Answers p[0..n) as [{"p":…,"holds":p >= 0.5}, …]; NULL when out of memory. */
 cJSON *ws_srv_answers_json(const float *p, int n);
+/* A probability as JSON text that parses back to the same float (nine
+ * significant digits at most; "null" when not finite); returns its length. */
+enum { WS_SRV_PROB_TEXT = 32 };
+int ws_srv_prob_text(float p, char buf[WS_SRV_PROB_TEXT]);
 
 /* Parsing helpers (json.c). */
 /* A request body: one JSON object, strictly RFC 8259 (UTF-8, number grammar, no

@@ -18,7 +18,8 @@
  *                            [--on-only]        (skip the batching-off mode)
  *                            [--training on|off] (with --default-model: its online
  *                              training, PATCH /v1/models/default/training; default off)
- * Also prints the HTTP floor: the p50 of GET /healthz on one connection.
+ * Also prints the HTTP floor: the p50 of GET /healthz on one connection, and
+ * each mode's mean engine batch (jobs per batch, from the daemon's /metrics).
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -156,6 +157,7 @@ typedef struct {
     double steps_per_cpu_s; /* per CPU second of the daemon: on a shared machine
                                wall time counts the waits for a core, this the work */
     long steps, errors;
+    double jobs_per_batch; /* the engine's mean batch, from /metrics; 0 unknown */
 } load_result;
 
 /* CPU seconds (user + system) the process has used, from /proc; -1 unknown. */
@@ -195,6 +197,44 @@ static double http_floor_ms(int port)
     curl_easy_cleanup(c);
     qsort(lat, N, sizeof *lat, cmp_double);
     return 1e3 * lat[N / 2];
+}
+
+typedef struct {
+    char *p;
+    size_t n;
+} text_buf;
+
+static size_t grow(char *p, size_t sz, size_t n, void *ctx)
+{
+    text_buf *b = ctx;
+    char *q = realloc(b->p, b->n + sz * n + 1);
+    if (!q) return 0;
+    memcpy(q + b->n, p, sz * n);
+    b->n += sz * n;
+    q[b->n] = '\0';
+    b->p = q;
+    return sz * n;
+}
+
+/* Jobs per engine batch over the daemon's life: worldstate_batch_jobs' sum / count. */
+static double jobs_per_batch(int port)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
+    text_buf b = {0};
+    CURL *c = curl_easy_init();
+    if (!c) return 0;
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    int ok = curl_easy_perform(c) == CURLE_OK;
+    curl_easy_cleanup(c);
+    const char *sum = ok && b.p ? strstr(b.p, "\nworldstate_batch_jobs_sum ") : NULL;
+    const char *count = ok && b.p ? strstr(b.p, "\nworldstate_batch_jobs_count ") : NULL;
+    double r = sum && count ? atof(strchr(sum + 1, ' ')) / atof(strchr(count + 1, ' ')) : 0;
+    free(b.p);
+    return r > 0 ? r : 0;
 }
 
 static int run_load(const char *base, const char *max_batch, const char *wait_us, const char *durability, int clients,
@@ -251,6 +291,7 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     out->steps = n;
     out->errors = atomic_load(&errors);
     out->steps_per_s = (double)n / elapsed;
+    out->jobs_per_batch = jobs_per_batch(d.port);
     free(all);
     free(cl);
     free(th);
@@ -342,13 +383,14 @@ int main(int argc, char **argv)
     else
         printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, model d=%d T=%d 1+1 layers, "
                "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
-    printf("%-26s %12s %10s %10s %8s %14s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors", "steps/CPU s");
-    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f\n", "batching off (max 1)", off.steps_per_s, off.p50_ms, off.p99_ms,
-           off.errors, off.steps_per_cpu_s);
+    printf("%-26s %12s %10s %10s %8s %14s %11s\n", "mode", "steps/s", "p50 ms", "p99 ms", "errors", "steps/CPU s",
+           "jobs/batch");
+    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f %11.1f\n", "batching off (max 1)", off.steps_per_s, off.p50_ms,
+           off.p99_ms, off.errors, off.steps_per_cpu_s, off.jobs_per_batch);
     char on_mode[64];
     snprintf(on_mode, sizeof on_mode, "batching on (64, %s us)", wait_us);
-    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms, on.errors,
-           on.steps_per_cpu_s);
+    printf("%-26s %12.0f %10.2f %10.2f %8ld %14.0f %11.1f\n", on_mode, on.steps_per_s, on.p50_ms, on.p99_ms,
+           on.errors, on.steps_per_cpu_s, on.jobs_per_batch);
     printf("%-26s %12s %10.2f\n", "HTTP floor (GET /healthz)", "", on.floor_ms);
     const char *backend = store && strncmp(store, "sqlite:", 7) ? "PostgreSQL" : "SQLite";
     printf("%-11s alone, 1/commit  %12.0f\n", backend, c1);
@@ -356,11 +398,11 @@ int main(int argc, char **argv)
     printf("{\"bench\":\"server\",\"store\":\"%s\",\"clients\":%d,\"seconds\":%.1f,\"durability\":\"%s\","
            "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
            "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld,"
-           "\"steps_per_cpu_s\":%.1f},"
+           "\"steps_per_cpu_s\":%.1f,\"jobs_per_batch\":%.2f},"
            "\"http_floor_ms\":%.3f,\"default_model\":%d,\"training\":%d,"
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
            backend, clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
-           on.p99_ms, on.errors, on.steps_per_cpu_s, on.floor_ms, default_model, training, c1, c64);
+           on.p99_ms, on.errors, on.steps_per_cpu_s, on.jobs_per_batch, on.floor_ms, default_model, training, c1, c64);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "bench_server: could not remove %s\n", base);

@@ -47,13 +47,19 @@ static size_t sink(char *p, size_t sz, size_t n, void *ctx)
     return sz * n;
 }
 
+/* A reply kept in a caller's buffer, as much as fits. */
+typedef struct {
+    char *p;
+    size_t cap;
+} text_buf;
+
 static size_t keep(char *p, size_t sz, size_t n, void *ctx)
 {
-    char *buf = ctx;
-    size_t have = strlen(buf), k = sz * n;
-    if (have + k < 4096) {
-        memcpy(buf + have, p, k);
-        buf[have + k] = '\0';
+    text_buf *b = ctx;
+    size_t have = strlen(b->p), k = sz * n;
+    if (have + k < b->cap) {
+        memcpy(b->p + have, p, k);
+        b->p[have + k] = '\0';
     }
     return k;
 }
@@ -62,11 +68,12 @@ static long post(CURL *c, int port, const char *path, const char *body, char *ou
 {
     char url[256];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    text_buf b = {out, 4096};
     if (out) out[0] = '\0';
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, out ? keep : sink);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     long st = 0;
     if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
@@ -199,41 +206,25 @@ static double http_floor_ms(int port)
     return 1e3 * lat[N / 2];
 }
 
-typedef struct {
-    char *p;
-    size_t n;
-} text_buf;
-
-static size_t grow(char *p, size_t sz, size_t n, void *ctx)
-{
-    text_buf *b = ctx;
-    char *q = realloc(b->p, b->n + sz * n + 1);
-    if (!q) return 0;
-    memcpy(q + b->n, p, sz * n);
-    b->n += sz * n;
-    q[b->n] = '\0';
-    b->p = q;
-    return sz * n;
-}
-
 /* Jobs per engine batch over the daemon's life: worldstate_batch_jobs' sum / count. */
 static double jobs_per_batch(int port)
 {
     char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", port);
-    text_buf b = {0};
+    static char text[1 << 16];
+    text_buf b = {text, sizeof text};
+    text[0] = '\0';
     CURL *c = curl_easy_init();
     if (!c) return 0;
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     int ok = curl_easy_perform(c) == CURLE_OK;
     curl_easy_cleanup(c);
-    const char *sum = ok && b.p ? strstr(b.p, "\nworldstate_batch_jobs_sum ") : NULL;
-    const char *count = ok && b.p ? strstr(b.p, "\nworldstate_batch_jobs_count ") : NULL;
+    const char *sum = ok ? strstr(text, "\nworldstate_batch_jobs_sum ") : NULL;
+    const char *count = ok ? strstr(text, "\nworldstate_batch_jobs_count ") : NULL;
     double r = sum && count ? atof(strchr(sum + 1, ' ')) / atof(strchr(count + 1, ' ')) : 0;
-    free(b.p);
     return r > 0 ? r : 0;
 }
 

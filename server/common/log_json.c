@@ -7,8 +7,8 @@
 
 #include "common.h"
 
-/* Nine significant digits give back the same float (2^24 < 10^9 / 2 per
- * decade), so a probability is written with nine, trailing zeros dropped.
+/* Nine significant digits give back any float (FLT_DECIMAL_DIG is 9), so a
+ * probability is written with nine, trailing zeros dropped.
  * Not printf: cJSON writes a double with 15 or 17 digits, parsing it back to
  * choose, and glibc's %g works in multiple precision; at 64 sessions that was
  * about 5% of the daemon's CPU (perf), for 8 answers a step written twice (log

@@ -291,6 +291,16 @@ ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, con
     return WS_OK;
 }
 
+/* Threads for `units` work units of `work` multiply-add vectors in all: one per
+ * some thousands of vectors, at most one per unit and per thread, at least one. */
+static int chunks_for(long work, int threads, long units)
+{
+    long chunks = work / 2048;
+    if (chunks > threads) chunks = threads;
+    if (chunks > units) chunks = units;
+    return chunks < 1 ? 1 : (int)chunks;
+}
+
 /* y[i][c] += Σ_k x[i·xi + k]·b[k·ldb + c] for i < m, c < cols (y's row stride),
  * in tiles (b's rows readable to ldb, a multiple of LIN_COLS): every element summed
  * in order of k alone, whatever the tiles beside it or the threads. Tiles of one
@@ -300,11 +310,8 @@ static void add_products(float *y, int m, int cols, const float *x, long xi, con
                          int ldb, int k_len, float *edges, int threads)
 {
     int row_tiles = (m + LIN_ROWS - 1) / LIN_ROWS, tiles = row_tiles * (ldb / LIN_COLS);
-    long chunks = (long)tiles * k_len / 2048;
-    if (chunks > threads) chunks = threads;
-    if (chunks > tiles) chunks = tiles;
-    if (chunks < 1) chunks = 1;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
+    int chunks = chunks_for((long)tiles * k_len, threads, tiles);
+#pragma omp parallel for num_threads(chunks) schedule(static)
     for (int t = 0; t < tiles; t++) {
         int r0 = t % row_tiles * LIN_ROWS, c0 = t / row_tiles * LIN_COLS;
         int rows = m - r0 < LIN_ROWS ? m - r0 : LIN_ROWS;
@@ -347,14 +354,11 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
     long per_strip = (threads + strips - 1) / strips;
     if (per_strip > groups) per_strip = groups;
     int units = strips * (int)per_strip;
-    long chunks = (long)groups * strips * n / 2048;
-    if (chunks > threads) chunks = threads;
-    if (chunks > units) chunks = units;
-    if (chunks < 1) chunks = 1;
+    int chunks = chunks_for((long)groups * strips * n, threads, units);
     /* the panels row by row (memory read in order), whole strips and groups in
      * copies of a constant size, the last partial one zero-padded */
     int full_strips = in_dim / LIN_COLS, full_groups = out_dim / LIN_ROWS;
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
+#pragma omp parallel for num_threads(chunks) schedule(static)
     for (long r = 0; r < n; r++) {
         const float *x = in + r * in_dim, *d = dout + r * out_dim;
         for (int st = 0; st < full_strips; st++)
@@ -374,7 +378,7 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
             for (int i = 0; i < LIN_ROWS; i++) p[i] = o0 + i < out_dim ? d[o0 + i] : 0.0f;
         }
     }
-#pragma omp parallel for num_threads((int)chunks) schedule(static)
+#pragma omp parallel for num_threads(chunks) schedule(static)
     for (int u = 0; u < units; u++) {
         int st = u / (int)per_strip, part = u % (int)per_strip;
         int g0 = (int)((long)groups * part / per_strip);

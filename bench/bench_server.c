@@ -18,6 +18,9 @@
  *                            [--on-only]        (skip the batching-off mode)
  *                            [--training on|off] (with --default-model: its online
  *                              training, PATCH /v1/models/default/training; default off)
+ *                            [--d N]            (with --default-model: instead of the shipped
+ *                              model, one of its shape with width N and random parameters,
+ *                              created over the API: e.g. 128, the shape issue 15 measured)
  * Also prints the HTTP floor: the p50 of GET /healthz on one connection, and
  * each mode's mean engine batch (jobs per batch, from the daemon's /metrics).
  */
@@ -85,6 +88,12 @@ static const char *store;              /* --store, or NULL: the data directory's
 /* --default-model: sessions on the shipped model, steps of issue 15's shape;
  * --training on: with its online training */
 static int default_model, training;
+static int wide_d; /* --d: the default's shape at this width; 0: the shipped model itself */
+/* The shipped default's shape (models/default.safetensors' config) at width %d. */
+#define WIDE_JSON \
+    "{\"name\":\"%s\",\"config\":{\"d\":%d,\"n_heads\":4,\"n_state\":32,\"n_upd_layers\":2," \
+    "\"n_ext_layers\":2,\"max_fact_len\":4,\"vocab_cap\":4096,\"symbol_code\":\"hashed\"," \
+    "\"empty_steps\":\"hold\"},\"training\":{\"enabled\":false}}"
 
 /* Step t's body: 2 instructions + 2 queries of 2 symbols, or (default_model) 4
  * instructions + 8 queries of 2-3 symbols. */
@@ -122,7 +131,7 @@ static void *client_main(void *arg)
     client *cl = arg;
     CURL *c = curl_easy_init();
     char id[4096], resp[4096], path[128], body[1024];
-    snprintf(body, sizeof body, "{\"model\":\"%s\"}", default_model ? "default" : model_name);
+    snprintf(body, sizeof body, "{\"model\":\"%s\"}", default_model && !wide_d ? "default" : model_name);
     long created = c ? post(c, cl->port, "/v1/sessions", body, id) : 0;
     if (created != 201) {
         if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
@@ -241,12 +250,17 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     snprintf(model_name, sizeof model_name, "bench-%ld-mb%s", (long)getpid(), max_batch);
     CURL *c = curl_easy_init();
     char resp[4096], model[512];
-    snprintf(model, sizeof model, MODEL_JSON, model_name);
-    int ok = c && (default_model || post(c, d.port, "/v1/models", model, resp) == 201);
+    if (wide_d)
+        snprintf(model, sizeof model, WIDE_JSON, model_name, wide_d);
+    else
+        snprintf(model, sizeof model, MODEL_JSON, model_name);
+    int ok = c && ((default_model && !wide_d) || post(c, d.port, "/v1/models", model, resp) == 201);
     if (ok && default_model) {
+        char path[128];
+        snprintf(path, sizeof path, "/v1/models/%s/training", wide_d ? model_name : "default");
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PATCH");
-        ok = post(c, d.port, "/v1/models/default/training",
-                  training ? "{\"enabled\":true}" : "{\"enabled\":false}", resp) == 200;
+        ok = post(c, d.port, path, training ? "{\"enabled\":true}" : "{\"enabled\":false}",
+                  resp) == 200;
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, NULL);
     }
     if (c) curl_easy_cleanup(c);
@@ -342,16 +356,19 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--clients")) clients = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--training")) training = !strcmp(argv[i + 1], "on");
         else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--d")) wide_d = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--durability")) durability = argv[i + 1];
         else if (!strcmp(argv[i], "--wait-us")) wait_us = argv[i + 1];
         else if (!strcmp(argv[i], "--store")) store = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_server [--clients N] [--seconds S] [--durability normal|full] [--wait-us N] "
-                            "[--store LOCATION] [--default-model] [--on-only] [--training on|off]\n");
+                            "[--store LOCATION] [--default-model] [--on-only] [--training on|off] [--d N]\n");
             return 2;
         }
     }
-    if (clients < 1 || clients > 1024 || seconds <= 0) return 2;
+    if (clients < 1 || clients > 1024 || seconds <= 0 || wide_d < 0 || wide_d > 1024 ||
+        (wide_d && !default_model))
+        return 2;
     signal(SIGPIPE, SIG_IGN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return 1;
     char base[] = "/tmp/ws-bench-XXXXXX";
@@ -368,9 +385,10 @@ int main(int argc, char **argv)
     }
     double c1 = commit_ceiling(base, dur, 1, 2), c64 = commit_ceiling(base, dur, 64, 2);
     if (default_model)
-        printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, the shipped default model, "
+        printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, %s%.0d, "
                "steps of 4 instructions + 8 queries, durability %s, %ld CPU cores\n",
-               clients, seconds, durability, sysconf(_SC_NPROCESSORS_ONLN));
+               clients, seconds, wide_d ? "the default's shape at d=" : "the shipped default model",
+               wide_d, durability, sysconf(_SC_NPROCESSORS_ONLN));
     else
         printf("worldstated over loopback: %d concurrent sessions, %.0f s per mode, model d=%d T=%d 1+1 layers, "
                "durability %s, %ld CPU cores\n", clients, seconds, MODEL_D, MODEL_T, durability, sysconf(_SC_NPROCESSORS_ONLN));
@@ -390,10 +408,10 @@ int main(int argc, char **argv)
            "\"off\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld},"
            "\"wait_us\":%d,\"on\":{\"steps_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%ld,"
            "\"steps_per_cpu_s\":%.1f,\"jobs_per_batch\":%.2f},"
-           "\"http_floor_ms\":%.3f,\"default_model\":%d,\"training\":%d,"
+           "\"http_floor_ms\":%.3f,\"default_model\":%d,\"d\":%d,\"training\":%d,"
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
            backend, clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
-           on.p99_ms, on.errors, on.steps_per_cpu_s, on.jobs_per_batch, on.floor_ms, default_model, training, c1, c64);
+           on.p99_ms, on.errors, on.steps_per_cpu_s, on.jobs_per_batch, on.floor_ms, default_model, wide_d, training, c1, c64);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
     if (system(cmd) != 0) fprintf(stderr, "bench_server: could not remove %s\n", base);

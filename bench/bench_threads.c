@@ -13,7 +13,9 @@
  * unless the caller sets it.
  *
  *   build/bench/bench_threads [--seconds S per cell, default 1] [--quiet-only]
- *                             [--batch N: that batch alone, e.g. under perf record] */
+ *                             [--batch N: that batch alone, e.g. under perf record]
+ *                             [--d N: the shipped model's shape at width N, random
+ *                              parameters; e.g. 128, the shape issue 15 measured] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +65,7 @@ typedef struct {
     ws_threads_pick pick;
 } rig;
 
-static void rig_open(rig *r)
+static void rig_open(rig *r, int d)
 {
     ws_error err = {0};
     ws_model_config c = ws_model_config_default();
@@ -71,12 +73,15 @@ static void rig_open(rig *r)
         fprintf(stderr, "bench_threads: %s\n", err.msg);
         exit(1);
     }
-    /* the model worldstated serves out of the box, else the default config */
+    /* the model worldstated serves out of the box, else the default config; at
+     * width d (when given), its shape with random parameters */
     if (ws_checkpoint_load(&r->m, WS_SOURCE_DIR "/models/default.safetensors", r->be, &err) ==
-        WS_OK)
+        WS_OK) {
         c = *ws_model_config_of(r->m);
-    else if (ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK)
-        r->m = NULL;
+        if (d) ws_model_free(r->m);
+    }
+    if (d) c.d = d;
+    if ((d || !r->m) && ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK) r->m = NULL;
     if (!r->m || ws_exec_new(&r->x, r->m, &err) != WS_OK || ws_batch_new(&r->b, &c) != WS_OK ||
         ws_model_state_alloc(r->m, MAX_B, &r->w, &err) != WS_OK ||
         ws_model_state_init(r->m, r->w, 0, MAX_B, &err) != WS_OK ||
@@ -152,18 +157,21 @@ int main(int argc, char **argv)
 {
     ws_backend_prefer_passive_waits(argv);
     double seconds = 1.0;
-    int quiet_only = 0;
+    int quiet_only = 0, d = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quiet-only")) quiet_only = 1;
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) only_batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--d") && i + 1 < argc) d = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--seconds S] [--quiet-only] [--batch N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--seconds S] [--quiet-only] [--batch N] [--d N]\n",
+                    argv[0]);
             return 2;
         }
     }
-    rig r;
-    rig_open(&r);
+    if (d < 0 || d > 1024) return 2;
+    rig r = {0};
+    rig_open(&r, d);
     double quiet[N_B][MODES], busy[N_B][MODES] = {{0}}, cpu1[N_B], busy_cpu1[N_B];
     run_all(&r, seconds, quiet, cpu1);
     if (!quiet_only) {

@@ -205,11 +205,13 @@ def shipped_config():
     return {k: cfg[k] for k in CFG if k in cfg}
 
 
-def main_steps(batches, seconds):
+def main_steps(batches, seconds, d=0):
     try:  # the model the C side measures (bench_threads loads the shipped one)
         CFG.update(shipped_config())
     except (OSError, KeyError, ValueError):
         pass
+    if d:  # bench_threads --d: the same shape at another width
+        CFG["d"] = d
     rates, threads = {}, {}
     for n in batches:
         by_threads = {t: measure_step(n, t, seconds) for t in (1, 2)}
@@ -226,10 +228,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0, help="per measurement (default 5)")
     ap.add_argument("--json-only", action="store_true", help="print only the JSON line")
     ap.add_argument("--step-batches", help="serving steps at these batch sizes (e.g. 1,8,64,256)")
+    ap.add_argument("--d", type=int, default=0,
+                    help="with --step-batches: the shipped shape at this width (default: its own)")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.step_batches:
-        return main_steps([int(x) for x in args.step_batches.split(",")], args.seconds)
+        return main_steps([int(x) for x in args.step_batches.split(",")], args.seconds, args.d)
     results = {t: measure(t, args.seconds) for t in (1, 2)}
     best = max(results, key=lambda t: results[t]["train_steps_per_s"])
     if not args.json_only:

@@ -16,7 +16,11 @@ machine wall-clock rates depend on what else runs; the rows "per CPU second"
 divide the daemon's steps by its CPU time and the engine's by its own, the work
 alone whatever the load.
 
-Usage: /usr/bin/python3 bench/serving_targets.py [--build build] [--seconds 3] [--quick]
+With --d N every serving figure (engine, daemon, PyTorch) is taken on the shipped
+model's shape at width N, random parameters (serving speed does not depend on
+what a model learned): --d 128 is the shape issue 15 states its figures on.
+
+Usage: /usr/bin/python3 bench/serving_targets.py [--build build] [--seconds 3] [--quick] [--d N]
 """
 
 import argparse
@@ -38,16 +42,22 @@ def last_json(cmd):
     raise RuntimeError(f"{cmd[0]}: no JSON line")
 
 
-def server(build, seconds, clients, training):
+def width(d):
+    """The --d arguments of the benchmarks (none: the shipped model itself)."""
+    return ["--d", str(d)] if d else []
+
+
+def server(build, seconds, clients, training, d):
     return last_json([os.path.join(build, "bench", "bench_server"), "--default-model", "--on-only",
                       "--clients", str(clients), "--seconds", str(seconds),
-                      "--training", "on" if training else "off"])
+                      "--training", "on" if training else "off"] + width(d))
 
 
-def torch_steps(seconds):
+def torch_steps(seconds, d):
     try:
         return last_json(["/usr/bin/python3", os.path.join(HERE, "model_torch.py"),
-                          "--step-batches", ",".join(map(str, BATCHES)), "--seconds", str(seconds)])
+                          "--step-batches", ",".join(map(str, BATCHES)), "--seconds", str(seconds)]
+                         + width(d))
     except (OSError, subprocess.CalledProcessError, RuntimeError):
         return None
 
@@ -57,15 +67,17 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--seconds", type=float, default=3.0, help="per HTTP load (default 3)")
     ap.add_argument("--quick", action="store_true", help="without bench_model's training config")
+    ap.add_argument("--d", type=int, default=0,
+                    help="serving figures on the shipped shape at this width (default: the shipped model)")
     a = ap.parse_args()
     thr = last_json([os.path.join(a.build, "bench", "bench_threads"), "--seconds",
-                     str(max(a.seconds / 6, 0.3))])
+                     str(max(a.seconds / 6, 0.3))] + width(a.d))
     # the engine's own rate at a batch: the better of 1 and 2 threads, quiet
     engine = {n: max(thr[f"quiet_b{n}_1t"], thr[f"quiet_b{n}_2t"]) for n in BATCHES}
     step1_ms = 1e3 / thr["quiet_b1_1t"]
-    s64 = {t: server(a.build, a.seconds, 64, t) for t in (0, 1)}
-    s1 = {t: server(a.build, a.seconds, 1, t) for t in (0, 1)}
-    pt = torch_steps(max(a.seconds / 3, 0.5))
+    s64 = {t: server(a.build, a.seconds, 64, t, a.d) for t in (0, 1)}
+    s1 = {t: server(a.build, a.seconds, 1, t, a.d) for t in (0, 1)}
+    pt = torch_steps(max(a.seconds / 3, 0.5), a.d)
     model = None if a.quick else last_json([os.path.join(a.build, "bench", "bench_model"),
                                             "--seconds", str(max(a.seconds / 2, 1.0))])
 
@@ -112,10 +124,12 @@ def main():
             row("engine / PyTorch, training config", f"{model['train_ratio']:.2f}", "", None)
 
     w = max(len(r[0]) for r in rows)
+    print(f"serving figures on d={thr['d']}" + (f" (--d {a.d}: the shipped shape, random parameters)"
+                                                 if a.d else " (the shipped default model)"))
     print(f"{'figure':<{w}}  {'measured':<44} {'target':<28} met")
     for name, value, target, met in rows:
         print(f"{name:<{w}}  {value:<44} {target:<28} {'' if met is None else 'yes' if met else 'no'}")
-    out = {"bench": "serving_targets", "cores": os.cpu_count(),
+    out = {"bench": "serving_targets", "cores": os.cpu_count(), "d": thr["d"],
            "engine_steps_per_s": {str(n): round(engine[n], 1) for n in BATCHES},
            "engine_b1_step_ms": round(step1_ms, 3),
            "http_64": {("on" if t else "off"): round(s64[t]["on"]["steps_per_s"], 1) for t in (0, 1)},

@@ -43,7 +43,8 @@ ws_srv_config ws_srv_config_default(void)
                        .max_connections = 4096,
                        .max_connections_per_ip = 64,
                        .connection_timeout_s = 10,
-                       .max_model_memory = ws_engine_config_default().max_model_memory};
+                       .max_model_memory = ws_engine_config_default().max_model_memory,
+                       .state_cache = ws_engine_config_default().state_cache_bytes};
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
@@ -210,6 +211,9 @@ static const ws_cli_opt flags[] = {
     FN("max-model-memory", cfg.max_model_memory, parse_bytes, "BYTES", SERVE,
        "memory all loaded models may take together, e.g. 512M, 4G; a model past it is "
        "refused; 0: no bound (default: half the RAM)"),
+    FN("state-cache", cfg.state_cache, parse_bytes, "BYTES", SERVE,
+       "memory for the states of recently stepped sessions, so that their next step reads "
+       "nothing from SQLite; 0: none (default 64M)"),
     FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
        "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
        "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),

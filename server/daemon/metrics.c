@@ -194,6 +194,20 @@ static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
     ws_metrics_family(buf, len, cap, "worldstate_queue_depth", "gauge",
                       "Jobs waiting in the engine queue.");
     ws_metrics_printf(buf, len, cap, "worldstate_queue_depth %d\n", ws_engine_queue_depth(e));
+    ws_state_cache_stats sc;
+    if (ws_engine_state_cache(e, &sc)) {
+        ws_metrics_family(buf, len, cap, "worldstate_state_cache_hits_total", "counter",
+                          "Steps and queries that found their session's state in memory.");
+        ws_metrics_printf(buf, len, cap, "worldstate_state_cache_hits_total %llu\n",
+                          (unsigned long long)sc.hits);
+        ws_metrics_family(buf, len, cap, "worldstate_state_cache_misses_total", "counter",
+                          "Steps and queries that read their session's state from the store.");
+        ws_metrics_printf(buf, len, cap, "worldstate_state_cache_misses_total %llu\n",
+                          (unsigned long long)sc.misses);
+        ws_metrics_family(buf, len, cap, "worldstate_state_cache_bytes", "gauge",
+                          "Bytes of session states held in memory (--state-cache).");
+        ws_metrics_printf(buf, len, cap, "worldstate_state_cache_bytes %zu\n", sc.bytes);
+    }
     for (size_t i = 0; i < sizeof series / sizeof series[0]; i++) {
         model_lines l = {buf, len, cap, &series[i]};
         char name[96];

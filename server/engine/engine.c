@@ -42,7 +42,8 @@ ws_engine_config ws_engine_config_default(void)
                               .batch_wait_us = 2000,
                               .max_queue = 4096,
                               .job_timeout_ms = 30000,
-                              .max_model_memory = half};
+                              .max_model_memory = half,
+                              .state_cache_bytes = (size_t)64 << 20};
 }
 
 void ws_eng_finish(ws_job *j)
@@ -277,6 +278,13 @@ ws_status ws_engine_submit(ws_engine *e, ws_job *job, ws_error *err)
     return s;
 }
 
+int ws_engine_state_cache(ws_engine *e, ws_state_cache_stats *out)
+{
+    if (!e->cache) return 0;
+    *out = ws_state_cache_stats_of(e->cache);
+    return 1;
+}
+
 int ws_engine_queue_depth(ws_engine *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -302,6 +310,9 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
     ws_status s = ws_eng_history_new(&e->hist, err);
     if (s == WS_OK) s = ws_store_open(cfg->db_path, cfg->durability, 1, &e->st, err);
     if (s == WS_OK) e->shared = ws_store_shared(e->st);
+    /* on a shared store another daemon may step a session: its state is read each time */
+    if (s == WS_OK && !e->shared && cfg->state_cache_bytes)
+        s = ws_state_cache_new(&e->cache, cfg->state_cache_bytes, err);
     if (s == WS_OK)
         s = cfg->force_cpu
                 ? ws_backend_cpu_new(&e->be, 0, err)
@@ -354,6 +365,7 @@ void ws_engine_free(ws_engine *e)
         ws_store_close(e->st);
     }
     ws_eng_history_free(e->hist);
+    ws_state_cache_free(e->cache);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->commit_cv);
     pthread_mutex_destroy(&e->mu);

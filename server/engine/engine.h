@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "storage/storage.h"
 #include "server/common/limits.h"
+#include "state_cache.h"
 
 typedef struct ws_engine ws_engine;
 
@@ -50,6 +51,10 @@ typedef struct {
      * that would take the total past it is refused before it is allocated.
      * Models loaded at start count but are never refused. */
     size_t max_model_memory;
+    /* Bytes of session states the engine keeps from its commits, so that a
+     * session's next step need not read its state from the store
+     * (state_cache.h); 0: none. Never used on a shared store. */
+    size_t state_cache_bytes;
     ws_train_priority train_priority;
     /* Process-wide counters (may be NULL): on_batch on the commit thread once
      * the batch is answered, on_training_update on a model's training thread as
@@ -207,6 +212,9 @@ const char *ws_engine_backend_name(ws_engine *e);
  * device", ...); "" when it is, or when --backend cpu asked for the CPU. */
 const char *ws_engine_backend_why(ws_engine *e);
 int ws_engine_queue_depth(ws_engine *e);
+/* The state cache's counters (state_cache.h); 0 when the engine keeps none
+ * (state_cache_bytes 0, or a shared store). */
+int ws_engine_state_cache(ws_engine *e, ws_state_cache_stats *out);
 
 /* One version's scores at the publication gate (engine_gate.c). */
 #define WS_ENGINE_GATE_KINDS 3 /* probe answers: told true, overridden, never told */

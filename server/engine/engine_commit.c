@@ -116,6 +116,7 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
             continue;
         }
         it->live = 0;
+        if (e->cache) ws_state_cache_drop(e->cache, it->j->session); /* the store decides */
         /* Another daemon stepped the session since it was read (a cluster:
          * api.md): a step that named no expect_step runs again on the state now
          * stored; one that did is answered 409, as expect_step says. */
@@ -134,9 +135,14 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
         if (!in_group(it, g)) continue;
         if (s != WS_OK) { /* nothing of the group was kept: nobody is acknowledged */
             it->live = 0;
+            if (e->cache) ws_state_cache_drop(e->cache, it->j->session);
             ws_eng_fail(it->j, s, &err);
             continue;
         }
+        if (e->cache) /* the session's next step starts from here without a read */
+            ws_state_cache_put(e->cache, it->j->tenant, it->j->session, em->id,
+                               it->j->result.step, (int32_t)em->cfg.n_state, (int32_t)em->cfg.d,
+                               g->w + (size_t)it->row * T);
         /* Before any reply: a client that has its step acknowledged sees its
          * example counted (GET /v1/models, /metrics). In a cluster the daemon
          * that holds the model's lock trains it, on the steps it serves. */

@@ -14,6 +14,7 @@
 #include "files.h"
 #include "kernels/threads_pick.h"
 #include "online_trainer.h"
+#include "state_cache.h"
 #include "engine_train.h"
 
 typedef struct {
@@ -52,6 +53,7 @@ struct ws_engine {
     ws_engine_config cfg;
     ws_store *st;               /* the engine thread's own connection */
     int shared;                 /* other daemons serve the same database (ws_store_shared) */
+    ws_state_cache *cache;      /* states of this engine's commits; NULL: none */
     int64_t created_unloadable; /* another daemon's new model that did not load (said once) */
     int sync_due; /* engine thread: a session named a model not loaded; sync before the next batch */
     ws_backend *be;

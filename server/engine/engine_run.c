@@ -60,12 +60,26 @@ static void map_ids(ws_eng_item *it)
     }
 }
 
+/* The session with its state: as this engine committed it last when it still
+ * has it (state_cache.h), else from the store. A step whose expect_step is
+ * not the cached step is checked against the store: the cache never refuses. */
+static ws_status read_session(ws_engine *e, const ws_job *j, ws_store_session *out,
+                              ws_error *err)
+{
+    if (e->cache && ws_state_cache_get(e->cache, j->tenant, j->session, out)) {
+        if (j->kind != WS_JOB_STEP || j->expect_step < 0 || j->expect_step == out->step)
+            return WS_OK;
+        ws_store_session_clear(out);
+    }
+    return ws_store_session_get(e->st, j->tenant, j->session, 1, out, err);
+}
+
 /* Loads the session and checks the job against it (phase 1). */
 static void prepare(ws_engine *e, ws_eng_item *it)
 {
     ws_job *j = it->j;
     ws_error err = {0};
-    ws_status s = ws_store_session_get(e->st, j->tenant, j->session, 1, &it->sess, &err);
+    ws_status s = read_session(e, j, &it->sess, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     it->em = ws_eng_model_by_id(e, it->sess.model);
     if (!it->em && e->shared) { /* created by another daemon: loaded between batches */

@@ -30,6 +30,7 @@ static void create_job(ws_engine *e, ws_job *j)
 static void delete_job(ws_engine *e, ws_job *j)
 {
     ws_error err = {0};
+    if (e->cache) ws_state_cache_drop(e->cache, j->session);
     ws_status s = ws_store_session_delete(e->st, j->tenant, j->session, &err);
     if (s != WS_OK) return ws_eng_fail(j, s, &err);
     ws_eng_finish(j);

@@ -148,6 +148,12 @@ static void test_flow(void **state)
     assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "worldstate_steps_total"));
     assert_non_null(strstr(r.body, "worldstate_model_version{model=\"tiny\"} 1"));
+    /* the states just committed are held for the sessions' next steps (--state-cache) */
+    assert_non_null(strstr(r.body, "\nworldstate_state_cache_hits_total "));
+    assert_non_null(strstr(r.body, "\nworldstate_state_cache_misses_total "));
+    const char *held = strstr(r.body, "\nworldstate_state_cache_bytes ");
+    assert_non_null(held);
+    assert_true(strtod(held + strlen("\nworldstate_state_cache_bytes "), NULL) > 0);
     ws_ts_resp_free(&r);
     /* delete */
     assert_int_equal(ws_ts_req(&D, "DELETE", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 204);

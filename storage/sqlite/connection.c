@@ -123,7 +123,7 @@ void ws_sqlite_close(ws_store *store)
     ws_sqlite *s = ws_sqlite_of(store);
     if (s->in_txn && s->db && !sqlite3_get_autocommit(s->db))
         (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* nothing to report to */
-    ws_sqlite__ckpt_join(s);
+    ws_sqlite__ckpt_stop(s);
     ws_sqlite__finalize_all(s);
     /* With every statement finalized sqlite3_close cannot be busy; the last
      * connection to close also checkpoints and removes the WAL. */

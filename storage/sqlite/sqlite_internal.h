@@ -113,6 +113,7 @@ typedef struct {
     const char *ckpt_path;
     pthread_t ckpt_thread;
     atomic_int ckpt_state;
+    sqlite3 *ckpt_db; /* the checkpoint threads' connection: opened by the first, kept */
 } ws_sqlite;
 
 /* The handle of an op's ws_store (every ws_store the ops see is a ws_sqlite). */
@@ -128,8 +129,10 @@ typedef struct {
 /* ---- wal_checkpoint.c ---- */
 /* Moves s's WAL checkpoints to a thread of their own (at open). */
 void ws_sqlite__ckpt_init(ws_sqlite *s);
-/* Waits for s's checkpoint thread, if any (at close). */
+/* Waits for s's checkpoint thread, if any. */
 void ws_sqlite__ckpt_join(ws_sqlite *s);
+/* At close: waits for it and closes the checkpoint connection. */
+void ws_sqlite__ckpt_stop(ws_sqlite *s);
 
 /* ---- statements.c ---- */
 ws_status ws_sqlite__prepare_all(ws_sqlite *s, ws_error *err);

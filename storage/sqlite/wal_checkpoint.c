@@ -8,7 +8,10 @@
  * starts a thread that runs a PASSIVE checkpoint on a connection of its own: it
  * never waits for writers or readers nor blocks them, and syncs as SQLite's own
  * does, so what a commit promises (storage.h) is unchanged. One such thread at a
- * time per connection, joined before the next and at close. */
+ * time per connection, joined before the next and at close. The first opens
+ * that checkpoint connection and the later ones reuse it: under steady steps a
+ * checkpoint is due a few times a second, and opening a connection (reading
+ * the schema) each time cost as much as the checkpoint (perf, issue 15). */
 #include <pthread.h>
 
 #include "sqlite_internal.h"
@@ -20,15 +23,19 @@ enum { CKPT_NONE, CKPT_RUNNING, CKPT_DONE }; /* DONE: finished, not joined yet *
 static void *ckpt_main(void *arg)
 {
     ws_sqlite *s = arg;
-    sqlite3 *db = NULL;
     /* A new connection finds the WAL on its first read: until then it would
-     * checkpoint nothing ("not in WAL mode"). Busy (another checkpoint, a reader
-     * at the WAL's end): the next one catches up. */
-    if (sqlite3_open_v2(s->ckpt_path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
-            SQLITE_OK &&
-        sqlite3_exec(db, "PRAGMA journal_mode", NULL, NULL, NULL) == SQLITE_OK)
-        (void)sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    (void)sqlite3_close(db); /* never the last connection: the WAL stays */
+     * checkpoint nothing ("not in WAL mode"). Not opened: the next thread tries
+     * again. Busy (another checkpoint, a reader at the WAL's end): the next one
+     * catches up. */
+    if (!s->ckpt_db &&
+        (sqlite3_open_v2(s->ckpt_path, &s->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                         NULL) != SQLITE_OK ||
+         sqlite3_exec(s->ckpt_db, "PRAGMA journal_mode", NULL, NULL, NULL) != SQLITE_OK)) {
+        (void)sqlite3_close(s->ckpt_db); /* never the last connection: the WAL stays */
+        s->ckpt_db = NULL;
+    }
+    if (s->ckpt_db)
+        (void)sqlite3_wal_checkpoint_v2(s->ckpt_db, "main", SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     atomic_store(&s->ckpt_state, CKPT_DONE);
     return NULL;
 }
@@ -60,4 +67,12 @@ void ws_sqlite__ckpt_join(ws_sqlite *s)
 {
     if (atomic_load(&s->ckpt_state) != CKPT_NONE) pthread_join(s->ckpt_thread, NULL);
     atomic_store(&s->ckpt_state, CKPT_NONE);
+}
+
+void ws_sqlite__ckpt_stop(ws_sqlite *s)
+{
+    ws_sqlite__ckpt_join(s);
+    (void)sqlite3_close(s->ckpt_db); /* before s->db: that one stays the last, which
+                                        checkpoints and removes the WAL */
+    s->ckpt_db = NULL;
 }

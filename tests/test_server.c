@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/ws_clock.h"
 #include "model/checkpoint.h"
 #include "storage/storage.h"
 #include "test_server_util.h"
@@ -35,6 +37,19 @@ static long step(const char *id, const char *key, const char *body, ws_ts_resp *
 {
     char p[128];
     return ws_ts_req(&D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), key, body, r);
+}
+
+/* worldstate_engine_idle_seconds_total from /metrics. */
+static double engine_idle_seconds(void)
+{
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
+    const char *name = "\nworldstate_engine_idle_seconds_total ";
+    const char *v = strstr(r.body, name);
+    assert_non_null(v);
+    double s = strtod(v + strlen(name), NULL);
+    ws_ts_resp_free(&r);
+    return s;
 }
 
 static void test_flow(void **state)
@@ -155,6 +170,13 @@ static void test_flow(void **state)
     assert_non_null(held);
     assert_true(strtod(held + strlen("\nworldstate_state_cache_bytes "), NULL) > 0);
     ws_ts_resp_free(&r);
+    /* the engine thread's idle time grows while nothing is asked, by no more
+     * than the time that passed (the wait under way counts) */
+    double t0 = ws_clock_mono_us() / 1e6, idle0 = engine_idle_seconds();
+    usleep(300000);
+    double idle1 = engine_idle_seconds(), t1 = ws_clock_mono_us() / 1e6;
+    assert_true(idle1 - idle0 >= 0.2);
+    assert_true(idle1 - idle0 <= t1 - t0 + 1e-3);
     /* delete */
     assert_int_equal(ws_ts_req(&D, "DELETE", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 204);
     ws_ts_resp_free(&r);

@@ -194,6 +194,11 @@ static void engine_metrics(ws_engine *e, char **buf, size_t *len, size_t *cap)
     ws_metrics_family(buf, len, cap, "worldstate_queue_depth", "gauge",
                       "Jobs waiting in the engine queue.");
     ws_metrics_printf(buf, len, cap, "worldstate_queue_depth %d\n", ws_engine_queue_depth(e));
+    ws_metrics_family(buf, len, cap, "worldstate_engine_idle_seconds_total", "counter",
+                      "Time the engine thread waited with nothing to run (busy share: 1 - its "
+                      "rate); online training waits while it is busy.");
+    ws_metrics_printf(buf, len, cap, "worldstate_engine_idle_seconds_total %.6f\n",
+                      ws_engine_idle_seconds(e));
     ws_state_cache_stats sc;
     if (ws_engine_state_cache(e, &sc)) {
         ws_metrics_family(buf, len, cap, "worldstate_state_cache_hits_total", "counter",

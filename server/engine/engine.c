@@ -145,6 +145,13 @@ void ws_eng_wake(void *ctx)
     pthread_mutex_unlock(&e->mu);
 }
 
+int64_t ws_eng_idle_us(void *ctx)
+{
+    ws_engine *e = ctx;
+    int64_t since = atomic_load(&e->idle_since), done = atomic_load(&e->idle_us);
+    return done + (since ? ws_clock_mono_us() - since : 0);
+}
+
 /* Waits on the engine's condition (mu held) until signalled or until the
  * monotonic time `until` (µs). */
 static void wait_until(ws_engine *e, int64_t until)
@@ -156,6 +163,18 @@ static void wait_until(ws_engine *e, int64_t until)
     ts.tv_sec += ns / 1000000000;
     ts.tv_nsec = ns % 1000000000;
     pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
+/* Waits with nothing to run (mu held): counted as idle time. The total is
+ * added before the wait under way is cleared, so a reader in between counts
+ * this wait twice for a moment, never misses it. */
+static void idle_until(ws_engine *e, int64_t until)
+{
+    int64_t t0 = ws_clock_mono_us();
+    atomic_store(&e->idle_since, t0);
+    wait_until(e, until);
+    atomic_fetch_add(&e->idle_us, ws_clock_mono_us() - t0);
+    atomic_store(&e->idle_since, 0);
 }
 
 /* Runs fn between batches with no flight in hand (mu held on entry and exit). */
@@ -201,7 +220,7 @@ static void *engine_main(void *arg)
         }
         int n = take(e, jobs, max); /* what is queued now, at once */
         if (!n) { /* until a job comes, the flight in hand completes, or the next sync */
-            wait_until(e, next_sync);
+            idle_until(e, next_sync);
             continue;
         }
         pthread_mutex_unlock(&e->mu);
@@ -292,6 +311,8 @@ int ws_engine_queue_depth(ws_engine *e)
     pthread_mutex_unlock(&e->mu);
     return d;
 }
+
+double ws_engine_idle_seconds(ws_engine *e) { return (double)ws_eng_idle_us(e) / 1e6; }
 
 ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error *err)
 {

@@ -212,6 +212,10 @@ const char *ws_engine_backend_name(ws_engine *e);
  * device", ...); "" when it is, or when --backend cpu asked for the CPU. */
 const char *ws_engine_backend_why(ws_engine *e);
 int ws_engine_queue_depth(ws_engine *e);
+/* Seconds the engine thread has waited with nothing to run since it started
+ * (its busy share is 1 - the rate of this): the online training threads wait
+ * while it is busy. */
+double ws_engine_idle_seconds(ws_engine *e);
 /* The state cache's counters (state_cache.h); 0 when the engine keeps none
  * (state_cache_bytes 0, or a shared store). */
 int ws_engine_state_cache(ws_engine *e, ws_state_cache_stats *out);

@@ -80,6 +80,10 @@ struct ws_engine {
     int refill;               /* jobs of the last completed flight, their clients coming
                                  back (engine.c waits for them when idle); 0 once waited */
     unsigned flights;         /* flights computed: which w_host buffer the next one uses */
+    /* The engine thread's time with nothing to run (engine.c; any thread reads
+     * them through ws_eng_idle_us): what the training threads yield to. */
+    _Atomic int64_t idle_us;    /* idle waits completed, µs */
+    _Atomic int64_t idle_since; /* monotonic start of the idle wait under way; 0: none */
 };
 
 /* engine_models.c */
@@ -144,6 +148,9 @@ int ws_eng_requeue(ws_engine *e, ws_job *j);
 #define WS_ENG_STEP_TRIES 16
 /* Wakes the engine thread (ctx: the engine), from any thread holding no lock. */
 void ws_eng_wake(void *ctx);
+/* The engine thread's idle time so far, µs, the wait under way included (ctx:
+ * the engine; any thread, no lock). */
+int64_t ws_eng_idle_us(void *ctx);
 
 /* engine_gate.c: the publication gate (on a training thread). */
 /* Scores x's model's parameters as they are now, in x: the fixed memory probe

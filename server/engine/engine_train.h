@@ -22,6 +22,10 @@ typedef struct {
      * thread with no lock of the trainer held. */
     void (*wake_engine)(void *ctx);
     void *wake_ctx;
+    /* The engine thread's idle time so far, µs (ctx: wake_ctx; any thread):
+     * while the engine is busy, training waits (engine_train.c,
+     * yield_to_serving). NULL: it never waits. */
+    int64_t (*engine_idle_us)(void *ctx);
     /* Where each update's point goes (the console's charts), or NULL. */
     struct ws_eng_history *history;
 } ws_eng_trainer_config;

@@ -293,10 +293,12 @@ static void test_versions_and_training_lock(void **state)
     int64_t v = (int64_t)cJSON_GetObjectItem(r.json, "version")->valuedouble;
     ws_ts_resp_free(&r);
     ws_ts_resp_free(&ck);
+    /* v, or a later one: node 0 trains online and may publish the next version
+     * (from v) on the examples of the steps above before node 1 looks */
     int64_t seen = -1;
-    for (int i = 0; i < 600 && (seen = served_version(&node[1], ids[1])) != v; i++)
+    for (int i = 0; i < 600 && (seen = served_version(&node[1], ids[1])) < v; i++)
         usleep(100 * 1000);
-    assert_int_equal(seen, v);
+    assert_true(seen >= v);
 
     /* a model created through one daemon is served by the other */
     assert_int_equal(ws_ts_req(&node[0], "POST", "/v1/models", NULL,

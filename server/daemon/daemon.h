@@ -51,6 +51,7 @@ typedef struct {
     int connection_timeout_s;
     size_t max_model_memory; /* bytes all loaded models may take together (0: no bound) */
     size_t state_cache;      /* bytes of session states kept from the engine's commits (0: none) */
+    int idle_spin_us;        /* the engine's poll for the next job before it sleeps (0: none) */
     char cors_origins[1024]; /* --cors-origin: origins a browser may call from, comma-separated
                                 ("*": any); "" (the default): no CORS headers (cors.c) */
     char backup_dir[WS_SRV_PATH_MAX]; /* POST /v1/admin/backup writes under it; "": off */

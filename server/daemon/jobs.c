@@ -27,6 +27,7 @@ ws_status ws_srv_engine_start(ws_srv *srv, ws_error *err)
     ec.job_timeout_ms = srv->cfg.request_timeout_ms;
     ec.max_model_memory = srv->cfg.max_model_memory;
     ec.state_cache_bytes = srv->cfg.state_cache;
+    ec.idle_spin_us = srv->cfg.idle_spin_us;
     ec.on_batch = on_batch;
     ec.on_training_update = ws_metrics_training_update;
     return ws_engine_start(&ec, &srv->engine, err);

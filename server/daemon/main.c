@@ -44,7 +44,8 @@ ws_srv_config ws_srv_config_default(void)
                        .max_connections_per_ip = 64,
                        .connection_timeout_s = 10,
                        .max_model_memory = ws_engine_config_default().max_model_memory,
-                       .state_cache = ws_engine_config_default().state_cache_bytes};
+                       .state_cache = ws_engine_config_default().state_cache_bytes,
+                       .idle_spin_us = ws_engine_config_default().idle_spin_us};
     strcpy(c.data_dir, "./worldstate-data");
     strcpy(c.host, "127.0.0.1");
     return c;
@@ -214,6 +215,9 @@ static const ws_cli_opt flags[] = {
     FN("state-cache", cfg.state_cache, parse_bytes, "BYTES", SERVE,
        "memory for the states of recently stepped sessions, so that their next step reads "
        "nothing from SQLite; 0: none (default 64M)"),
+    NUM("idle-spin-us", WS_OPT_INT, cfg.idle_spin_us, 0, 10000, "N", SERVE,
+        "after a batch, how long the engine polls for the next request before it sleeps: a "
+        "lone client's next step finds it awake; 0: it sleeps at once (default 100)"),
     FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
        "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
        "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),

@@ -55,6 +55,9 @@ typedef struct {
      * session's next step need not read its state from the store
      * (state_cache.h); 0: none. Never used on a shared store. */
     size_t state_cache_bytes;
+    /* How long the engine thread polls for the next job before it sleeps, µs
+     * (engine.c, idle_until); 0: it sleeps at once. */
+    int idle_spin_us;
     ws_train_priority train_priority;
     /* Process-wide counters (may be NULL): on_batch on the commit thread once
      * the batch is answered, on_training_update on a model's training thread as

@@ -280,7 +280,7 @@ static void *commit_main(void *arg)
         pthread_mutex_lock(&e->mu);
         e->flight = NULL;
         e->refill = f->n;
-        pthread_cond_signal(&e->cv); /* the engine thread may wait for it */
+        ws_eng_signal(e); /* the engine thread may wait for it */
         pthread_mutex_unlock(&e->mu);
         ws_eng_flight_free(f);
         pthread_mutex_lock(&e->mu);

@@ -84,6 +84,8 @@ struct ws_engine {
      * them through ws_eng_idle_us): what the training threads yield to. */
     _Atomic int64_t idle_us;    /* idle waits completed, µs */
     _Atomic int64_t idle_since; /* monotonic start of the idle wait under way; 0: none */
+    _Atomic unsigned signals;   /* ws_eng_signal's count: what idle_until polls for */
+    _Atomic int training_now;   /* training threads inside a pass: idle_until polls only at 0 */
 };
 
 /* engine_models.c */
@@ -148,6 +150,9 @@ int ws_eng_requeue(ws_engine *e, ws_job *j);
 #define WS_ENG_STEP_TRIES 16
 /* Wakes the engine thread (ctx: the engine), from any thread holding no lock. */
 void ws_eng_wake(void *ctx);
+/* Signals e->cv (mu held): every wake of the engine thread goes through here,
+ * so that its poll before it sleeps (engine.c, idle_until) sees it. */
+void ws_eng_signal(ws_engine *e);
 /* The engine thread's idle time so far, µs, the wait under way included (ctx:
  * the engine; any thread, no lock). */
 int64_t ws_eng_idle_us(void *ctx);

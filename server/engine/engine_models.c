@@ -65,6 +65,7 @@ static ws_status train_start(ws_engine *e, ws_eng_model *em, ws_error *err)
                                .wake_engine = ws_eng_wake,
                                .wake_ctx = e,
                                .engine_idle_us = ws_eng_idle_us,
+                               .training_now = &e->training_now,
                                .history = e->hist};
     return ws_eng_trainer_start(&em->train, &c, em->m, em->version, &em->tr, em->trainer, err);
 }

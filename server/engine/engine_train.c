@@ -468,7 +468,9 @@ static void *train_main(void *arg)
             ws_srv_training tr = t->tr;
             pthread_mutex_unlock(&t->mu);
             int ok = ensure_copy(t);
+            if (t->cfg.training_now) atomic_fetch_add(t->cfg.training_now, 1);
             if (ok) train_pass(t, &tr);
+            if (t->cfg.training_now) atomic_fetch_sub(t->cfg.training_now, 1);
             pthread_mutex_lock(&t->mu);
             if (!ok) break;
             continue;

@@ -3,6 +3,8 @@
 #ifndef WS_ENGINE_TRAIN_H
 #define WS_ENGINE_TRAIN_H
 
+#include <stdatomic.h>
+
 #include "engine.h"
 #include "online_trainer.h"
 
@@ -26,6 +28,10 @@ typedef struct {
      * while the engine is busy, training waits (engine_train.c,
      * yield_to_serving). NULL: it never waits. */
     int64_t (*engine_idle_us)(void *ctx);
+    /* Counts the passes under way, this thread's among them (may be NULL):
+     * the engine thread does not poll for jobs meanwhile (engine.c,
+     * idle_until), leaving the core to the threads serving needs. */
+    _Atomic int *training_now;
     /* Where each update's point goes (the console's charts), or NULL. */
     struct ws_eng_history *history;
 } ws_eng_trainer_config;

@@ -348,7 +348,10 @@ int ws_engine_queue_depth(ws_engine *e)
     return d;
 }
 
-double ws_engine_idle_seconds(ws_engine *e) { return (double)ws_eng_idle_us(e) / 1e6; }
+double ws_engine_idle_seconds(ws_engine *e)
+{
+    return (double)ws_eng_idle_us(e) / 1e6;
+}
 
 ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error *err)
 {

@@ -51,8 +51,9 @@
 
 #define OPTIM_SAVE_EVERY_US 60000000 /* the AdamW state's save, at most once a minute */
 #define TRAIN_NICE          19
-/* yield_to_serving: a pass waits while the engine thread was idle less than
- * YIELD_IDLE_MIN of the last YIELD_WINDOW_US, for YIELD_MAX_US at most. */
+/* yield_to_serving: a pass waits, YIELD_WINDOW_US at a time and YIELD_MAX_US
+ * at most, while the engine thread was idle less than YIELD_IDLE_MIN of the
+ * time since the last look. */
 #define YIELD_WINDOW_US 5000
 #define YIELD_IDLE_MIN  0.2
 #define YIELD_MAX_US    250000
@@ -346,10 +347,11 @@ static void train_pass(ws_eng_trainer *t, const ws_srv_training *tr)
  * thread (HTTP, commit, the engine) must take a core back from it. So before
  * each pass, while the engine thread was idle less than a fifth of the time
  * since the last look (the last pass, then each 5 ms waited: it has work back
- * to back), training waits; after 250 ms it
- * runs one pass anyway, so that it still moves under a load that never lets
- * up (examples that wait meanwhile may be dropped, counted). Called and
- * returns with mu held. */
+ * to back), training waits; after 250 ms it runs one pass anyway, so that it
+ * still moves under a load that never lets up (examples that wait meanwhile
+ * may be dropped, counted). bench_train_serving, 64 clients: p50 and p99 1.56x
+ * and 1.42x of training off before, 1.02-1.06x and 1.04-1.17x after, with 419
+ * and 30-32 examples trained a second. Called and returns with mu held. */
 static void yield_to_serving(ws_eng_trainer *t)
 {
     if (!t->cfg.engine_idle_us) return;

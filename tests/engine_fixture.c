@@ -135,5 +135,6 @@ ws_engine_config ef_engine_config(const char *dir)
     cfg.force_cpu = 1;
     cfg.max_batch = 8;
     cfg.batch_wait_us = 0;
+    cfg.idle_spin_us = 100; /* the engine's poll before it sleeps (off by default) runs here */
     return cfg;
 }

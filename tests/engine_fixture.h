@@ -42,7 +42,7 @@ ws_job *ef_step_job(const char *session, int64_t expect_step);
 ws_job *ef_create_job(const char *name, const ws_model_config *c);
 /* d=16, 2 heads, T=4, 1+1 layers, 64 symbols */
 ws_model_config ef_tiny_config(void);
-/* An engine on dir: CPU, max_batch 8, no batch wait. */
+/* An engine on dir: CPU, max_batch 8, no batch wait, a 100 µs poll before it sleeps. */
 ws_engine_config ef_engine_config(const char *dir);
 
 /* ---- what storage holds ---- */

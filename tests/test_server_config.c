@@ -121,7 +121,7 @@ static void test_bad_settings_start_nothing(void **state)
     assert_non_null(strstr(out, "\nmax-batch = 9 ; env\n"));
     assert_non_null(strstr(out, "\ndurability = full ; flag\n"));
     assert_non_null(strstr(out, "\nbatch-wait-us = 2000 ; default\n"));
-    assert_non_null(strstr(out, "\nidle-spin-us = 100 ; default\n"));
+    assert_non_null(strstr(out, "\nidle-spin-us = 0 ; default\n"));
 
     snprintf(args, sizeof args, "--config '%s' --data-dir '%s' --listen 127.0.0.1:0", conf, data);
     setenv("WORLDSTATE_DURABILITY", "sometimes", 1);

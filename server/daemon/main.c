@@ -217,7 +217,7 @@ static const ws_cli_opt flags[] = {
        "nothing from SQLite; 0: none (default 64M)"),
     NUM("idle-spin-us", WS_OPT_INT, cfg.idle_spin_us, 0, 10000, "N", SERVE,
         "after a batch, how long the engine polls for the next request before it sleeps: a "
-        "lone client's next step finds it awake; 0: it sleeps at once (default 100)"),
+        "lone client's next step finds it awake; 0: it sleeps at once (default 0)"),
     FN("cors-origin", cfg, parse_cors_origin, "ORIGIN", SERVE,
        "a browser origin allowed to call the API (CORS), e.g. https://app.example.com; "
        "repeatable, or a comma list; * allows any (default: none, no CORS headers)"),

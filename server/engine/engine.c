@@ -44,7 +44,7 @@ ws_engine_config ws_engine_config_default(void)
                               .job_timeout_ms = 30000,
                               .max_model_memory = half,
                               .state_cache_bytes = (size_t)64 << 20,
-                              .idle_spin_us = 100};
+                              .idle_spin_us = 0};
 }
 
 void ws_eng_finish(ws_job *j)
@@ -192,7 +192,10 @@ static inline void cpu_relax(void)
  * clients alike with 0 and 100, where the queue is never empty). Not while a
  * training thread is in a pass: on the other core, it is what the client's,
  * the HTTP and the commit threads would have to preempt (the same bench with
- * training on: p50 0.41-0.42 ms polling, 0.32-0.39 not). */
+ * training on: p50 0.41-0.42 ms polling, 0.32-0.39 not). Off by default: a
+ * polling thread takes a core from whatever else runs on the machine (two
+ * daemons and PostgreSQL on 2 cores, test_server_cluster: 2 failures in 22
+ * runs polling, none in 14 without). */
 static void idle_until(ws_engine *e, int64_t until)
 {
     int64_t t0 = ws_clock_mono_us();

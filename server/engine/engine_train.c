@@ -328,15 +328,18 @@ static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version)
     free(params);
 }
 
-/* One training pass, and the update when it is due. */
+/* One training pass, and the update when it is due; counted in training_now
+ * while it runs. */
 static void train_pass(ws_eng_trainer *t, const ws_srv_training *tr)
 {
     ws_error err = {0};
     int due = 0;
+    if (t->cfg.training_now) atomic_fetch_add(t->cfg.training_now, 1);
     if (ws_online_run(t->ex, t->x, tr, &due, &err) != WS_OK)
         ws_log(WS_LOG_ERROR, "training %s: %s", t->name, err.msg);
     else if (due)
         update(t, tr);
+    if (t->cfg.training_now) atomic_fetch_sub(t->cfg.training_now, 1);
 }
 
 /* Serving first, beyond the CPU priority. A thread of nice 19, or even
@@ -470,9 +473,7 @@ static void *train_main(void *arg)
             ws_srv_training tr = t->tr;
             pthread_mutex_unlock(&t->mu);
             int ok = ensure_copy(t);
-            if (t->cfg.training_now) atomic_fetch_add(t->cfg.training_now, 1);
             if (ok) train_pass(t, &tr);
-            if (t->cfg.training_now) atomic_fetch_sub(t->cfg.training_now, 1);
             pthread_mutex_lock(&t->mu);
             if (!ok) break;
             continue;

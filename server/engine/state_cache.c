@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/symcode.h"
+
 typedef struct entry {
     char id[WS_STORE_ID_LEN + 1];
     int64_t tenant, model, step;
@@ -24,12 +26,10 @@ struct ws_state_cache {
     uint64_t hits, misses;
 };
 
-/* FNV-1a: session ids are random hex, any mix will do */
+/* session ids are random hex: the project's FNV-1a mixes them well enough */
 static size_t bucket_of(const ws_state_cache *c, const char *id)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *id; id++) h = (h ^ (unsigned char)*id) * 1099511628211ULL;
-    return (size_t)h & (c->n_bucket - 1);
+    return (size_t)ws_fnv1a64(id, strlen(id)) & (c->n_bucket - 1);
 }
 
 ws_status ws_state_cache_new(ws_state_cache **out, size_t max_bytes, ws_error *err)

@@ -11,7 +11,11 @@
  * shared machine wall time counts the waits for a core, CPU time the work alone
  * (bench/native_vs_portable.sh compares two builds with them); at two threads
  * they give the cores kept busy. The train step against the 2-thread sgemm
- * peak is the median of three rounds that measure both back to back.
+ * peak is the median of three rounds that measure both back to back. The
+ * step's products (its linear layers, forward and backward) are also timed
+ * alone at 2 threads, on the engine's kernels and as OpenBLAS sgemm calls: how
+ * far the step is from the peak because of its products, and because of all
+ * the rest (the bound: every product at OpenBLAS's speed, the rest free).
  * Prints a table and one JSON line. Usage: bench_model [--seconds S] [--no-torch]
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive) unless the caller sets it. */
 #include <cblas.h>
@@ -163,6 +167,95 @@ static double sgemm_gflops(int m, int n, int k, int blas_threads, double seconds
     return 2.0 * m * n * k * iters / (t - t0) / 1e9;
 }
 
+/* The linear layers of a train step, as (rows, in, out) x count: what
+ * forward_flops counts as products, less attention. */
+typedef struct {
+    int n, in, out, count;
+} product;
+
+static int train_products(const ws_model_config *c, int n_instr, int n_query, product *p)
+{
+    int d = c->d, ns = BATCH * c->n_state, nc = BATCH * (1 + n_instr), nq = BATCH * n_query;
+    int u = c->n_upd_layers, e = c->n_ext_layers, k = 0;
+    p[k++] = (product){ns, d, 3 * d, u};     /* self-attention Q, K, V */
+    p[k++] = (product){ns, d, d, 3 * u};     /* self out, cross Q, cross out */
+    p[k++] = (product){nc, d, 2 * d, u};     /* cross K, V of the instructions */
+    p[k++] = (product){ns, d, 4 * d, u};     /* MLP up */
+    p[k++] = (product){ns, 4 * d, d, u};     /* MLP down */
+    p[k++] = (product){nq, d, d, 2 * e};     /* extractor Q, out */
+    p[k++] = (product){ns, d, 2 * d, e};     /* extractor K, V of the state */
+    p[k++] = (product){nq, d, 4 * d, e};     /* MLP up */
+    p[k++] = (product){nq, 4 * d, d, e};     /* MLP down */
+    return k;
+}
+
+static float *filled(size_t n)
+{
+    float *a = malloc(n * sizeof *a);
+    if (!a) exit(1);
+    for (size_t i = 0; i < n; i++) a[i] = (float)(rnd() % 200) / 100.0f - 1.0f;
+    return a;
+}
+
+/* Seconds for one product's forward and backward (din, dW) on the engine's CPU
+ * kernels (kernel != 0) or as the three OpenBLAS sgemm calls of the same sums,
+ * at 2 threads. */
+static double product_seconds(ws_backend *be, product p, int kernel, double seconds)
+{
+    size_t nx = (size_t)p.n * p.in, nw = (size_t)p.in * p.out, ny = (size_t)p.n * p.out;
+    float *x = filled(nx), *w = filled(nw), *y = filled(ny), *dx = filled(nx), *dw = filled(nw);
+    openblas_set_num_threads(2);
+    int iters = 0;
+    double t0 = ws_clock_mono_s(), t;
+    do {
+        if (kernel) {
+            if (be->ops->linear_forward(be, y, x, w, NULL, p.n, p.in, p.out) != WS_OK ||
+                be->ops->linear_backward(be, dx, dw, NULL, y, x, w, p.n, p.in, p.out) != WS_OK)
+                exit(1);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, p.n, p.out, p.in, 1.0f, x, p.in,
+                        w, p.in, 0.0f, y, p.out);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p.n, p.in, p.out, 1.0f, y,
+                        p.out, w, p.in, 1.0f, dx, p.in);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, p.out, p.in, p.n, 1.0f, y, p.out,
+                        x, p.in, 1.0f, dw, p.in);
+        }
+        iters++;
+        t = ws_clock_mono_s();
+    } while (t - t0 < seconds || iters < 3);
+    openblas_set_num_threads(1);
+    free(x), free(w), free(y), free(dx), free(dw);
+    return (t - t0) / iters;
+}
+
+/* The products of a train step alone, at 2 threads: GF/s on the engine's
+ * kernels and on OpenBLAS, and the bound they set on the train step against
+ * the 2-thread sgemm peak: every product at OpenBLAS's speed for its shape and
+ * all else (attention, norms, GELU, AdamW) free. */
+typedef struct {
+    double gflop, share, kernel_gflops, blas_gflops, bound;
+} products_rate;
+
+static products_rate measure_products(const ws_model_config *c, double train_flops, double peak)
+{
+    ws_backend *be;
+    ws_error err;
+    if (ws_backend_cpu_new(&be, 2, &err) != WS_OK) exit(1);
+    product p[16];
+    int k = train_products(c, N_INSTR, N_QUERY, p);
+    double flops = 0, kernel_s = 0, blas_s = 0;
+    for (int i = 0; i < k; i++) {
+        flops += 6.0 * p[i].n * p[i].in * p[i].out * p[i].count;
+        kernel_s += product_seconds(be, p[i], 1, 0.15) * p[i].count;
+        blas_s += product_seconds(be, p[i], 0, 0.15) * p[i].count;
+    }
+    ws_backend_free(be);
+    return (products_rate){.gflop = flops / 1e9, .share = flops / train_flops,
+                           .kernel_gflops = flops / kernel_s / 1e9,
+                           .blas_gflops = flops / blas_s / 1e9,
+                           .bound = train_flops / blas_s / 1e9 / peak};
+}
+
 /* Runs the PyTorch peer; fills its rates and thread count, returns 0 on success. */
 static int torch_peer(double seconds, rates *r, int *threads)
 {
@@ -230,6 +323,7 @@ int main(int argc, char **argv)
             double t = frac[j];
             frac[j] = frac[j - 1], frac[j - 1] = t;
         }
+    products_rate pr = measure_products(&c, train_flops, peak_big_2);
     rates best = r2.train >= r1.train ? r2 : r1;
     int best_threads = r2.train >= r1.train ? 2 : 1;
     printf("\nC engine (1 BLAS thread per call, OpenMP across rows/segments)\n");
@@ -250,6 +344,11 @@ int main(int argc, char **argv)
     printf("  train step / 2-thread sgemm peak, %d rounds each measuring both: %.2f %.2f %.2f, "
            "median %.2f\n", ROUNDS, frac[0], frac[1], frac[2], frac[1]);
 
+    printf("  the products alone (linear layers: %.2f GFLOP, %.0f%% of the step's), 2 threads: "
+           "engine kernels %.1f GF/s, OpenBLAS %.1f GF/s;\n  so with every product at OpenBLAS's "
+           "speed and the rest free, the train step would reach %.2f of the sgemm peak\n",
+           pr.gflop, 100 * pr.share, pr.kernel_gflops, pr.blas_gflops, pr.bound);
+
     rates tr = {0};
     int tthreads = 0, have_torch = use_torch && torch_peer(seconds, &tr, &tthreads) == 0;
     if (have_torch) {
@@ -269,11 +368,14 @@ int main(int argc, char **argv)
            "\"sgemm_128_gflops_1t\":%.1f,\"sgemm_128_gflops_2t\":%.1f,"
            "\"train_steps_per_cpu_s_1t\":%.3f,\"updater_steps_per_cpu_s_1t\":%.3f,"
            "\"extractor_queries_per_cpu_s_1t\":%.1f,\"train_steps_per_cpu_s_2t\":%.3f,"
-           "\"train_cores_busy_2t\":%.2f,\"train_over_sgemm_2t_median\":%.3f",
+           "\"train_cores_busy_2t\":%.2f,\"train_over_sgemm_2t_median\":%.3f,"
+           "\"products_kernel_gflops_2t\":%.1f,\"products_blas_gflops_2t\":%.1f,"
+           "\"train_over_sgemm_bound_2t\":%.3f",
            c.d, c.n_heads, c.n_state, c.n_upd_layers, c.n_ext_layers, BATCH, N_INSTR, N_QUERY,
            best_threads, getenv("OMP_WAIT_POLICY"), best.train, best.updater, best.queries, best.train * train_flops / 1e9,
            peak_big_1, peak_big_2, peak128_1, peak128_2, r1.train_cpu, r1.updater_cpu,
-           r1.queries_cpu, r2.train_cpu, busy2, frac[1]);
+           r1.queries_cpu, r2.train_cpu, busy2, frac[1], pr.kernel_gflops, pr.blas_gflops,
+           pr.bound);
     if (have_torch)
         printf(",\"torch_threads\":%d,\"torch_train_steps_per_s\":%.3f,"
                "\"torch_updater_steps_per_s\":%.3f,\"torch_extractor_queries_per_s\":%.1f,"

@@ -8,13 +8,13 @@
  * one other with the true answers as labels; the daemon trains online. Held-out
  * households (names never seen, no labels) are scored before and after on the
  * places people left: the share answered "no" must rise by a wide margin.
- * (The current places answered "yes" fall meanwhile, 1.00 to 0.83: what these
+ * (The current places answered "yes" fall meanwhile, 1.00 to 0.72-0.78: what these
  * labels teach the default is mostly "no"; api.md, Rules from labels, says
  * why, and the bench how far it gets.)
  * Without the override of recall targets by labels (online_trainer.c) the
  * same stream moved that share from 0.19 to 0.09-0.11; with it, to 0.68-0.70
  * (both on the shipped model before stages G and H of scripts/train-default.sh;
- * on the model after them, 0.07 to 0.46).
+ * after H, 0.07 to 0.46; after I, the shipped model, 0.09 to 0.56-0.60).
  * Deterministic streams (fixed seeds; the stream waits for the training thread
  * rather than let examples be dropped), and the margin half the rise measured,
  * so a loaded machine's timing cannot fail it. */
@@ -205,8 +205,8 @@ static void test_rule_from_labels(void **state)
             "%.3f -> %.3f, current places answered yes %.3f -> %.3f\n",
             steps, (long)(time(NULL) - t0), (int)model_status("updates"), before[LEFT], after[LEFT],
             before[CURRENT], after[CURRENT]);
-    /* Measured here: 0.070 -> 0.456 (current places 1.00 -> 0.83). */
-    if (!WS_TEST_SANITIZED) assert_true(after[LEFT] > before[LEFT] + 0.18);
+    /* Measured here: 0.088 -> 0.56-0.60 (current places 1.00 -> 0.72-0.78). */
+    if (!WS_TEST_SANITIZED) assert_true(after[LEFT] > before[LEFT] + 0.25);
     assert_int_equal(ws_ts_stop(&D), 0);
     ws_ts_cleanup(dir);
 }

@@ -203,6 +203,14 @@ const ws_model_config *ws_model_config_of(const ws_model *m);
  * not depend on it, so a model trained with "update" can go on with "hold".
  * Not while a step of the model runs. WS_ERR_INVALID for another value. */
 ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err);
+/* A new model (on src's backend) with add_upd more Updater and add_ext more
+ * Extractor layers, appended to each stack with their residual branches' output
+ * projections zero: it answers exactly as src does (same parameters, same
+ * vocabulary), and training grows the new layers from there (model/deepen.c).
+ * Only models whose mixers are both mha (WS_ERR_UNSUPPORTED otherwise). No
+ * AdamW state is carried. */
+ws_status ws_model_deepen(ws_model **out, ws_model *src, int add_upd, int add_ext,
+                          uint64_t seed, ws_error *err);
 ws_backend *ws_model_backend(const ws_model *m);
 ws_vocab *ws_model_vocab(ws_model *m);
 

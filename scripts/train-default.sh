@@ -117,7 +117,13 @@ run --resume "$OUT/stage-g.ckpt" --seed 43 --lr 2e-4 --warmup 100 --min-lr-ratio
 # chatter steps (--chatter 1) from 96.1 / 69.0% to 98.7 / 90.1%; K = 8 with one
 # fact a step (--instr-per-step 1) from 94.1 to 96.0% (seed 11, 384 episodes).
 # The same stage with worlds of 4 to 16 facts and 24-step rollouts fell behind
-# it in the first 500 s (K = 8 95.2 against 96.2%) and was stopped.
+# it in the first 500 s (K = 8 95.2 against 96.2%) and was stopped. Also tried
+# and not kept: H made deeper, 3+3 layers (--add-layers 1: the new layers start
+# as the identity), on this stage's task for 5,000 s (88,079 iterations, no
+# AdamW state): the same figures (K = 4 / 16 / 64 99.6 / 91.5 / 66.6%; K = 8
+# with one fact a step 96.3%; K = 4 told-true after 10 chatter steps 84.9%)
+# at 1.6 times the serving cost (bench_threads: 4,147 against 6,644 steps/s at
+# batch 1).
 echo "stage I: stage H's task with chatter, on from H with its AdamW state (4200 s)"
 run --resume "$OUT/stage-h.ckpt" --seed 47 --lr 2e-4 --warmup 100 --min-lr-ratio 0.1 \
   --seconds 4200 --live-facts 24 --live-facts-min 6 --instr-per-step 6 --chatter-rate 0.5 \

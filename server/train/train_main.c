@@ -30,6 +30,7 @@ typedef struct {
     const char *task, *checkpoint, *resume, *log_path, *ship;
     int empty_steps_given; /* --empty-steps was given (mc.empty_steps is it) */
     int eval_every, threads, eval_at_end;
+    int add_layers; /* --add-layers: deepen the resumed model (ws_model_deepen) */
 } options;
 
 static ws_status parse_horizons(void *value, const char *s, ws_error *err)
@@ -106,6 +107,8 @@ static const ws_cli_opt flags[] = {
     NUM("checkpoint", WS_OPT_STR, checkpoint, 0, 0, "PATH",
         "train: save to (every 2000 iterations); eval: load"),
     NUM("resume", WS_OPT_STR, resume, 0, 0, "PATH", "train on from this checkpoint"),
+    NUM("add-layers", WS_OPT_INT, add_layers, 0, 8, "N",
+        "with --resume: N more Updater and Extractor layers, answering as before (no AdamW state)"),
     NUM("ship", WS_OPT_STR, ship, 0, 0, "PATH", "also write the parameters alone to PATH"),
     NUM("log", WS_OPT_STR, log_path, 0, 0, "PATH", "append progress as JSON lines"),
     NUM("eval-every", WS_OPT_INT, eval_every, 0, 1e9, "N", "a quick evaluation every N (0: no)"),
@@ -311,6 +314,13 @@ int main(int argc, char **argv)
      * parameters do not depend on it. */
     if (st == WS_OK && o.resume && o.empty_steps_given)
         st = ws_model_set_empty_steps(m, o.mc.empty_steps, &err);
+    if (st == WS_OK && o.add_layers > 0) {
+        ws_model *deeper = NULL;
+        st = o.resume ? ws_model_deepen(&deeper, m, o.add_layers, o.add_layers, o.tc.seed, &err)
+                      : ws_error_set(&err, WS_ERR_INVALID, "--add-layers wants --resume");
+        ws_model_free(m);
+        m = deeper;
+    }
     ws_exec *x = NULL;
     if (st == WS_OK) st = ws_exec_new(&x, m, &err);
     if (st != WS_OK) {

@@ -145,13 +145,19 @@ static rates measure(int threads, double seconds, int train_only)
     return r;
 }
 
+/* n floats in [-1, 1), or exit. */
+static float *filled(size_t n)
+{
+    float *a = malloc(n * sizeof *a);
+    if (!a) exit(1);
+    for (size_t i = 0; i < n; i++) a[i] = (float)(rnd() % 200) / 100.0f - 1.0f;
+    return a;
+}
+
 /* sgemm GFLOP/s for C[m,n] = A[m,k]·B[k,n] at the given BLAS thread count. */
 static double sgemm_gflops(int m, int n, int k, int blas_threads, double seconds)
 {
-    float *a = calloc((size_t)m * k, 4), *b = calloc((size_t)k * n, 4), *c = calloc((size_t)m * n, 4);
-    if (!a || !b || !c) exit(1);
-    for (size_t i = 0; i < (size_t)m * k; i++) a[i] = (float)(rnd() % 100) / 100.0f;
-    for (size_t i = 0; i < (size_t)k * n; i++) b[i] = (float)(rnd() % 100) / 100.0f;
+    float *a = filled((size_t)m * k), *b = filled((size_t)k * n), *c = filled((size_t)m * n);
     openblas_set_num_threads(blas_threads);
     int iters = 0;
     double t0 = ws_clock_mono_s(), t;
@@ -187,14 +193,6 @@ static int train_products(const ws_model_config *c, int n_instr, int n_query, pr
     p[k++] = (product){nq, d, 4 * d, e};     /* MLP up */
     p[k++] = (product){nq, 4 * d, d, e};     /* MLP down */
     return k;
-}
-
-static float *filled(size_t n)
-{
-    float *a = malloc(n * sizeof *a);
-    if (!a) exit(1);
-    for (size_t i = 0; i < n; i++) a[i] = (float)(rnd() % 200) / 100.0f - 1.0f;
-    return a;
 }
 
 /* Seconds for one product's forward and backward (din, dW) on the engine's CPU

@@ -26,7 +26,7 @@ of the model before and after, then one JSON line.
 Usage: /usr/bin/python3 bench/rules_learn.py [--build build] [--budget 4000]
            [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 1e-4]
            [--update-every 8] [--self-supervised on|off] [--gate on|off]
-           [--ask balanced|all|moved] [--people 3] [--places 4] [--config JSON]
+           [--ask balanced|all|moved] [--rehearsal 0] [--people 3] [--places 4] [--config JSON]
            [--target 0.95]
 """
 
@@ -194,6 +194,8 @@ def main():
                     help="the publication gate (default off: its memory probe refuses what the rule's "
                          "labels change)")
     ap.add_argument("--gate-tolerance", type=float, default=0.02)
+    ap.add_argument("--rehearsal", type=int, default=0,
+                    help="trajectories of the task memory trained beside each pass (default 0)")
     ap.add_argument("--target", type=float, default=0.95, help="stop once held-out rule accuracy reaches it")
     ap.add_argument("--config", default=None,
                     help="a model config (JSON) to create through the API and teach, instead of the "
@@ -216,7 +218,7 @@ def main():
         training = c.set_training(MODEL, enabled=True, lr=a.lr, update_every=a.update_every,
                                   self_supervised=a.self_supervised == "on", gate=a.gate == "on",
                                   gate_tolerance=a.gate_tolerance, recall_queries=a.recall_queries,
-                                  negative_queries=a.negative_queries)
+                                  negative_queries=a.negative_queries, rehearsal=a.rehearsal)
         print("training settings:", json.dumps(training))
         used = set()
         train_rng = random.Random(a.seed)

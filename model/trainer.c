@@ -133,9 +133,8 @@ ws_status ws_train_adamw(ws_model *m, const ws_train_config *c, float lr, float 
     return ws_model_adamw_step(m, &oc, grad_norm, err);
 }
 
-ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err)
+ws_status ws_trainer_accumulate(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
 {
-    if (progress(t) >= 1.0) return ws_error_set(err, WS_ERR_CONFLICT, "trainer: budget spent");
     ws_batch_clear(t->batch);
     for (int i = 0; i < t->tc.batch; i++) {
         int fresh = t->age[i] == 0;
@@ -144,15 +143,22 @@ ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err
         WS_TRY(ws_batch_begin_traj(t->batch, fresh));
         WS_TRY(ws_task_step(t->task, i, t->batch, NULL, err));
     }
-    ws_step_result res;
-    WS_TRY(ws_exec_step(t->x, t->batch, t->states, t->states, WS_STEP_TRAIN,
-                        1.0f / (float)t->tc.update_every, NULL, &res, err));
+    WS_TRY(ws_exec_step(t->x, t->batch, t->states, t->states, WS_STEP_TRAIN, scale, NULL, res,
+                        err));
     for (int i = 0; i < t->tc.batch; i++) {
         if (++t->age[i] >= t->lifetime[i]) {
             t->age[i] = 0;
             t->lifetime[i] = draw_lifetime(t);
         }
     }
+    return WS_OK;
+}
+
+ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err)
+{
+    if (progress(t) >= 1.0) return ws_error_set(err, WS_ERR_CONFLICT, "trainer: budget spent");
+    ws_step_result res;
+    WS_TRY(ws_trainer_accumulate(t, 1.0f / (float)t->tc.update_every, &res, err));
     stats->lr = ws_train_lr(&t->tc, t->iter, progress(t));
     t->iter++;
     if (t->iter % t->tc.update_every == 0)

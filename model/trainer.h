@@ -68,6 +68,11 @@ void ws_trainer_free(ws_trainer *t);
 /* One iteration; *stats is updated. Returns WS_OK until the budget is spent,
  * then WS_ERR_CONFLICT ("done") without doing work. */
 ws_status ws_trainer_iterate(ws_trainer *t, ws_train_stats *stats, ws_error *err);
+/* One step of every slot, its gradients added to the model's (times scale),
+ * without an optimizer step, the budget or the schedule: for a caller that
+ * steps the optimizer itself (the daemon's online training rehearses the
+ * task beside its own examples). */
+ws_status ws_trainer_accumulate(ws_trainer *t, float scale, ws_step_result *res, ws_error *err);
 /* Continue a schedule (resume from a checkpoint): iterations already done. */
 void ws_trainer_set_iter(ws_trainer *t, long iter);
 

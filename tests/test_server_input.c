@@ -217,6 +217,45 @@ static void test_lr_stored(void **state)
     ws_ts_resp_free(&r);
 }
 
+/* The model's stored "rehearsal" setting, as GET /v1/models/default says. */
+static int rehearsal_now(void)
+{
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
+    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "training"), "rehearsal");
+    assert_true(cJSON_IsNumber(v));
+    int n = v->valueint;
+    ws_ts_resp_free(&r);
+    return n;
+}
+
+/* rehearsal: an integer in [0, 8] (the training pass's trajectories), off by
+ * default; anything else refused with nothing changed; kept across a start. */
+static void test_rehearsal_setting(void **state)
+{
+    (void)state;
+    ws_ts_resp r;
+    const char *path = "/v1/models/default/training";
+    assert_int_equal(rehearsal_now(), 0);
+    const char *bad[] = {"{\"rehearsal\":9}",   "{\"rehearsal\":-1}",   "{\"rehearsal\":1.5}",
+                         "{\"rehearsal\":\"8\"}", "{\"rehearsal\":true}", "{\"rehearsal\":null}",
+                         "{\"rehearsal\":8,\"lr\":-1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ws_ts_req(&D, "PATCH", path, NULL, bad[i], &r);
+        assert_error(&r, 400, "invalid_request");
+        ws_ts_resp_free(&r);
+        assert_int_equal(rehearsal_now(), 0);
+    }
+    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"rehearsal\":8}", &r), 200);
+    assert_int_equal(cJSON_GetObjectItem(r.json, "rehearsal")->valueint, 8);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_stop(&D), 0);
+    assert_int_equal(ws_ts_start(&D, DIR_, NULL), 0);
+    assert_int_equal(rehearsal_now(), 8);
+    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"rehearsal\":0}", &r), 200);
+    ws_ts_resp_free(&r);
+}
+
 /* One raw HTTP exchange (curl would not send these); the reply into out. */
 static size_t raw_http(const char *request, char *out, size_t cap)
 {
@@ -264,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_utf8_symbols), cmocka_unit_test(test_nul_and_controls),
         cmocka_unit_test(test_numbers),      cmocka_unit_test(test_lr_stored),
         cmocka_unit_test(test_framing),      cmocka_unit_test(test_key_note),
+        cmocka_unit_test(test_rehearsal_setting),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

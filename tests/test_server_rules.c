@@ -8,9 +8,13 @@
  * one other with the true answers as labels; the daemon trains online. Held-out
  * households (names never seen, no labels) are scored before and after on the
  * places people left: the share answered "no" must rise by a wide margin.
- * (The current places answered "yes" fall meanwhile, 1.00 to 0.72-0.78: what these
+ * (The current places answered "yes" fall meanwhile, 1.00 to 0.69-0.78: what these
  * labels teach the default is mostly "no"; api.md, Rules from labels, says
- * why, and the bench how far it gets.)
+ * why, and the bench how far it gets.) It costs the general fact memory:
+ * the memory probe of the version served falls 0.98 to 0.90-0.92. The same
+ * stream again with rehearsal (the training setting: trajectories of the task
+ * memory in each pass's gradient) must keep that memory, and the current
+ * places, while the places left still rise.
  * Without the override of recall targets by labels (online_trainer.c) the
  * same stream moved that share from 0.19 to 0.09-0.11; with it, to 0.68-0.70
  * (both on the shipped model before stages G and H of scripts/train-default.sh;
@@ -25,6 +29,8 @@
 #include <time.h>
 
 #include "base/ws_rng.h"
+#include "model/checkpoint.h"
+#include "model/probe.h"
 #include "test_server_util.h"
 #include "test_util.h"
 
@@ -171,10 +177,50 @@ static void held_out(uint64_t first, double *acc)
     for (int k = 0; k < 2; k++) acc[k] = (double)right[k] / n[k];
 }
 
-static void test_rule_from_labels(void **state)
+/* What one labelled stream did: held-out accuracy before and after ([LEFT],
+ * [CURRENT]) and the memory probe of the version served before and after. */
+typedef struct {
+    double before[2], after[2], memory_before, memory_after;
+} stream_result;
+
+/* The memory probe (model/probe.h: 32 episodes of 8 facts of fresh symbols,
+ * told, a quarter overridden, asked 1 and 10 steps later) of the version the
+ * daemon serves, downloaded and run through the library. */
+static double served_memory(const char *dir)
 {
-    (void)state;
-    char dir[256];
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", NULL, NULL, &r), 200);
+    char file[320];
+    snprintf(file, sizeof file, "%s.served", dir);
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+    assert_int_equal(fclose(f), 0);
+    ws_ts_resp_free(&r);
+    ws_error err = {0};
+    ws_backend *be;
+    ws_model *m;
+    ws_exec *x;
+    assert_int_equal(ws_backend_cpu_new(&be, 1, &err), WS_OK);
+    if (ws_checkpoint_load(&m, file, be, &err) != WS_OK) fail_msg("%s", err.msg);
+    remove(file);
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
+    ws_probe_config pc = {.n_ks = 1, .ks = {8}, .n_traj = {32}, .n_delays = 2, .delays = {1, 10},
+                          .instr_per_step = 4, .seed = 0x52554C45ull};
+    ws_probe_result res;
+    if (ws_probe_run(x, &pc, &res, &err) != WS_OK) fail_msg("%s", err.msg);
+    double acc = (ws_probe_acc(&res, 0, 0, 7) + ws_probe_acc(&res, 0, 1, 7)) / 2;
+    ws_exec_free(x);
+    ws_model_free(m);
+    ws_backend_free(be);
+    return acc;
+}
+
+/* The labelled stream on a fresh daemon whose online training rehearses
+ * `rehearsal` trajectories of the task memory a pass. */
+static void run_stream(int rehearsal, stream_result *out)
+{
+    char dir[256], body[160];
     ws_ts_tmpdir(dir, sizeof dir);
     static const char *const flags[] = {"--batch-wait-us", "0", "--train-priority", "normal", NULL};
     assert_int_equal(ws_ts_start(&D, dir, flags), 0);
@@ -183,12 +229,13 @@ static void test_rule_from_labels(void **state)
      * the gate's memory probe refuses every candidate that starts to move
      * (bench/rules_learn.py, api.md: Rules from labels): off here, so that
      * what the labels teach is served. */
-    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/default/training", NULL,
-                               "{\"enabled\":true,\"lr\":0.0001,\"update_every\":8,\"gate\":false}", &r),
-                     200);
+    snprintf(body, sizeof body,
+             "{\"enabled\":true,\"lr\":0.0001,\"update_every\":8,\"gate\":false,\"rehearsal\":%d}",
+             rehearsal);
+    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/default/training", NULL, body, &r), 200);
     ws_ts_resp_free(&r);
-    double before[2], after[2];
-    held_out(1000, before);
+    out->memory_before = served_memory(dir);
+    held_out(1000, out->before);
     time_t t0 = time(NULL);
     int steps = 0;
     for (uint64_t seed = 1; steps < BUDGET; seed++) {
@@ -199,20 +246,50 @@ static void test_rule_from_labels(void **state)
         for (int i = 0; i < 3000 && model_status("examples_ready") > 32; i++) pause_ms(10);
     }
     for (int i = 0; i < 6000 && model_status("examples_ready") > 0; i++) pause_ms(10);
-    held_out(1000, after);
+    held_out(1000, out->after);
+    out->memory_after = served_memory(dir);
     fprintf(stderr,
-            "rule from labels: %d labelled steps in %lds, %d updates; held-out places left answered no "
-            "%.3f -> %.3f, current places answered yes %.3f -> %.3f\n",
-            steps, (long)(time(NULL) - t0), (int)model_status("updates"), before[LEFT], after[LEFT],
-            before[CURRENT], after[CURRENT]);
-    /* Measured here: 0.088 -> 0.56-0.60 (current places 1.00 -> 0.72-0.78). */
-    if (!WS_TEST_SANITIZED) assert_true(after[LEFT] > before[LEFT] + 0.25);
+            "rule from labels, rehearsal %d: %d labelled steps in %lds, %d updates; held-out places "
+            "left answered no %.3f -> %.3f, current places answered yes %.3f -> %.3f; memory probe "
+            "%.3f -> %.3f\n",
+            rehearsal, steps, (long)(time(NULL) - t0), (int)model_status("updates"),
+            out->before[LEFT], out->after[LEFT], out->before[CURRENT], out->after[CURRENT],
+            out->memory_before, out->memory_after);
     assert_int_equal(ws_ts_stop(&D), 0);
     ws_ts_cleanup(dir);
 }
 
+static stream_result plain; /* the stream without rehearsal */
+
+static void test_rule_from_labels(void **state)
+{
+    (void)state;
+    run_stream(0, &plain);
+    /* Measured here: 0.088 -> 0.60-0.61 (current places 1.00 -> 0.69-0.78; the
+     * memory probe 0.980 -> 0.90-0.92). */
+    if (!WS_TEST_SANITIZED) assert_true(plain.after[LEFT] > plain.before[LEFT] + 0.25);
+}
+
+static void test_rule_with_rehearsal(void **state)
+{
+    (void)state;
+    stream_result reh;
+    run_stream(8, &reh);
+    if (WS_TEST_SANITIZED) return;
+    /* Measured here (3 runs): places left answered no 0.018 -> 0.33-0.35, current
+     * places answered yes 1.00 -> 0.92, the memory probe 0.980 -> 0.975-0.977;
+     * beside the stream without rehearsal's 0.69-0.78 and 0.90-0.92. It learns
+     * the rule more slowly and keeps what the model knew; the margins are half
+     * of what was measured. */
+    assert_true(reh.after[LEFT] > reh.before[LEFT] + 0.15);
+    assert_true(reh.memory_after >= reh.memory_before - 0.02);
+    assert_true(reh.memory_after > plain.memory_after + 0.03);
+    assert_true(reh.after[CURRENT] > plain.after[CURRENT] + 0.07);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rule_from_labels)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rule_from_labels),
+                                       cmocka_unit_test(test_rule_with_rehearsal)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,13 +17,13 @@
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] "             \
     "[--recall-queries N]\n"                                                                   \
     "       [--self-supervised | --no-self-supervised] [--negative-queries N] [--holdout X]\n" \
-    "       [--gate | --no-gate] [--gate-tolerance X]"
+    "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
     int enable, disable, self_sup, no_self_sup, gate, no_gate;
     double lr, holdout, gate_tolerance;
-    long long update_every, recall_queries, negative_queries;
+    long long update_every, recall_queries, negative_queries, rehearsal;
 } training_flags;
 
 /* clang-format off */
@@ -35,7 +35,8 @@ typedef struct {
         {"--no-self-supervised", CLI_FLAG, &(tf).no_self_sup}, \
         {"--negative-queries", CLI_INT, &(tf).negative_queries}, \
         {"--holdout", CLI_NUM, &(tf).holdout}, {"--gate", CLI_FLAG, &(tf).gate}, \
-        {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}
+        {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}, \
+        {"--rehearsal", CLI_INT, &(tf).rehearsal}
 /* clang-format on */
 
 #define UNSET LLONG_MIN
@@ -47,7 +48,8 @@ static training_flags training_flags_unset(void)
                             .gate_tolerance = -1,
                             .update_every = UNSET,
                             .recall_queries = UNSET,
-                            .negative_queries = UNSET};
+                            .negative_queries = UNSET,
+                            .rehearsal = UNSET};
 }
 
 /* A switch given as --x or --no-x: 1, 0, or -1 (keep). */
@@ -70,9 +72,11 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
         (tf->negative_queries != UNSET &&
          (tf->negative_queries < 0 || tf->negative_queries > INT_MAX)) ||
         (tf->holdout != -1 && tf->holdout < 0) ||
-        (tf->gate_tolerance != -1 && tf->gate_tolerance < 0))
+        (tf->gate_tolerance != -1 && tf->gate_tolerance < 0) ||
+        (tf->rehearsal != UNSET && (tf->rehearsal < 0 || tf->rehearsal > INT_MAX)))
         return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries, "
-                                "--negative-queries, --holdout and --gate-tolerance >= 0");
+                                "--negative-queries, --holdout, --gate-tolerance and --rehearsal "
+                                ">= 0");
     *p = WS_CLIENT_TRAINING_KEEP;
     p->enabled = either(tf->enable, tf->disable);
     p->self_supervised = either(tf->self_sup, tf->no_self_sup);
@@ -83,9 +87,10 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
     if (tf->negative_queries != UNSET) p->negative_queries = (int)tf->negative_queries;
     if (tf->holdout != -1) p->holdout = tf->holdout;
     if (tf->gate_tolerance != -1) p->gate_tolerance = tf->gate_tolerance;
+    if (tf->rehearsal != UNSET) p->rehearsal = (int)tf->rehearsal;
     *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0 ||
            p->self_supervised >= 0 || p->negative_queries >= 0 || p->holdout >= 0 || p->gate >= 0 ||
-           p->gate_tolerance >= 0;
+           p->gate_tolerance >= 0 || p->rehearsal >= 0;
     return CLI_EXIT_OK;
 }
 
@@ -97,6 +102,7 @@ static void print_training(const char *label, const ws_client_training *t)
     printf("%-14s self-supervised %s, %d negative queries, holdout %g; gate %s, tolerance %g\n", "",
            t->self_supervised ? "on" : "off", t->negative_queries, t->holdout,
            t->gate ? "on" : "off", t->gate_tolerance);
+    if (t->rehearsal >= 0) printf("%-14s rehearsal: %d trajectories of the task memory a pass\n", "", t->rehearsal);
 }
 
 static void print_model(const ws_client_model *m)

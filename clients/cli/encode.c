@@ -54,7 +54,9 @@ cJSON *cli_training_json(const ws_client_training *t)
     o = cli_json_num(o, "negative_queries", t->negative_queries);
     o = cli_json_num(o, "holdout", t->holdout);
     o = cli_json_item(o, "gate", cJSON_CreateBool(t->gate));
-    return cli_json_num(o, "gate_tolerance", t->gate_tolerance);
+    o = cli_json_num(o, "gate_tolerance", t->gate_tolerance);
+    if (t->rehearsal < 0) return o; /* an older server */
+    return cli_json_num(o, "rehearsal", t->rehearsal);
 }
 
 static cJSON *status_json(const ws_client_model_status *st)

@@ -20,6 +20,7 @@ typedef struct {
     float holdout;        /* share of examples kept out of training for the gate's replay */
     int gate;             /* candidates are evaluated before they are published */
     float gate_tolerance; /* accuracy a candidate may lose on the probe or the replay */
+    int rehearsal;        /* trajectories of the built-in task memory trained beside each pass */
 } ws_srv_training;
 
 /* The fields of a ws_srv_training, as bits (a partial update names its fields). */
@@ -32,8 +33,10 @@ enum {
     WS_SRV_TRAINING_NEGATIVE_QUERIES = 32,
     WS_SRV_TRAINING_HOLDOUT = 64,
     WS_SRV_TRAINING_GATE = 128,
-    WS_SRV_TRAINING_GATE_TOLERANCE = 256
+    WS_SRV_TRAINING_GATE_TOLERANCE = 256,
+    WS_SRV_TRAINING_REHEARSAL = 512
 };
+#define WS_SRV_REHEARSAL_MAX 8 /* the training pass's trajectories (ws_online_shape) */
 
 ws_srv_training ws_srv_training_default(void);
 /* Copies the fields named in `fields` from `from` into *t. */

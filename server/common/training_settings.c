@@ -21,7 +21,8 @@ ws_srv_training ws_srv_training_default(void)
                              .negative_queries = 4,
                              .holdout = 0.125f,
                              .gate = 1,
-                             .gate_tolerance = 0.02f};
+                             .gate_tolerance = 0.02f,
+                             .rehearsal = 0};
 }
 
 void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsigned fields)
@@ -35,6 +36,7 @@ void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsi
     if (fields & WS_SRV_TRAINING_HOLDOUT) t->holdout = from->holdout;
     if (fields & WS_SRV_TRAINING_GATE) t->gate = from->gate;
     if (fields & WS_SRV_TRAINING_GATE_TOLERANCE) t->gate_tolerance = from->gate_tolerance;
+    if (fields & WS_SRV_TRAINING_REHEARSAL) t->rehearsal = from->rehearsal;
 }
 
 /* A float setting as stored (ws_srv_training_json): the float's shortest
@@ -73,7 +75,8 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
 {
     static const char *const names[] = {
         "enabled",          "lr",      "update_every", "recall_queries", "self_supervised",
-        "negative_queries", "holdout", "gate",         "gate_tolerance", NULL};
+        "negative_queries", "holdout", "gate",         "gate_tolerance",
+        "rehearsal",        NULL};
     if (!cJSON_IsObject(obj))
         return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
     WS_TRY(ws_json_only(obj, names, err));
@@ -130,6 +133,11 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         WS_TRY(parse_share(v, 1, &n.gate_tolerance, "gate_tolerance", err));
         got |= WS_SRV_TRAINING_GATE_TOLERANCE;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "rehearsal"))) {
+        WS_TRY(ws_json_int(v, 0, WS_SRV_REHEARSAL_MAX, &x, "rehearsal", err));
+        n.rehearsal = (int)x;
+        got |= WS_SRV_TRAINING_REHEARSAL;
+    }
     *t = n;
     *fields = got;
     return WS_OK;
@@ -148,5 +156,6 @@ cJSON *ws_srv_training_json(const ws_srv_training *t)
     cJSON_AddNumberToObject(o, "holdout", as_stored(t->holdout));
     cJSON_AddBoolToObject(o, "gate", t->gate);
     cJSON_AddNumberToObject(o, "gate_tolerance", as_stored(t->gate_tolerance));
+    cJSON_AddNumberToObject(o, "rehearsal", t->rehearsal);
     return o;
 }

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "base/ws_rng.h"
+#include "model/trainer.h"
 #include "server/common/recall.h"
 #include "online_trainer.h"
 
@@ -99,6 +100,9 @@ struct ws_online_trainer {
     int since_update, calls;
     float loss_sum;
     int loss_n;
+    ws_trainer *rehearse; /* the training thread's: trajectories of the task memory */
+    int rehearse_slots;
+    uint64_t rehearse_runs;
 };
 
 ws_batch_shape ws_online_shape(void)
@@ -256,6 +260,8 @@ ws_status ws_online_attach(ws_online_trainer *t, ws_model *m, ws_error *err)
 
 void ws_online_detach(ws_online_trainer *t, ws_model *m)
 {
+    ws_trainer_free(t->rehearse);
+    t->rehearse = NULL, t->rehearse_slots = 0;
     ws_batch_free(t->batch);
     ws_backend_release(ws_model_backend(m), t->w_in);
     ws_backend_release(ws_model_backend(m), t->w_out);
@@ -535,6 +541,29 @@ static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *
     return WS_OK;
 }
 
+/* The rehearsal's trainer, made again when the number of trajectories
+ * changes: the built-in task memory as the shipped default was last trained on
+ * (stage I of scripts/train-default.sh: worlds of 6 to 24 facts told up to 6 a
+ * step, chatter, 16-step rollouts), fresh symbols every world (hashes without
+ * vocabulary ids: it never grows the vocabulary). None when slots is 0. */
+static ws_status rehearsal_of(ws_online_trainer *t, ws_exec *x, int slots, ws_error *err)
+{
+    if (slots == t->rehearse_slots) return WS_OK;
+    ws_trainer_free(t->rehearse);
+    t->rehearse = NULL, t->rehearse_slots = 0;
+    if (slots == 0) return WS_OK;
+    ws_task_params tp;
+    ws_task_params_default("memory", &tp);
+    int fact_len = ws_model_config_of(ws_exec_model(x))->max_fact_len;
+    tp.max_arity = fact_len < tp.max_arity ? fact_len : tp.max_arity;
+    tp.live_facts = 24, tp.live_facts_min = 6, tp.instr_per_step = 6, tp.chatter_rate = 0.5f;
+    ws_train_config tc = ws_train_config_default();
+    tc.batch = slots, tc.rollout = 16, tc.seed = ++t->rehearse_runs;
+    WS_TRY(ws_trainer_new(&t->rehearse, x, &tp, &tc, err));
+    t->rehearse_slots = slots;
+    return WS_OK;
+}
+
 ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training *tr, int *due,
                         ws_error *err)
 {
@@ -552,6 +581,14 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)
         s = ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_TRAIN, 1.0f, NULL, &res, err);
+    /* Rehearsal: a step of the task memory beside the examples, in the same
+     * gradient, so that what a deployment's stream teaches does not cost the
+     * general fact memory the model came with (api.md, Rehearsal). */
+    if (s == WS_OK) s = rehearsal_of(t, x, tr->rehearsal, err);
+    if (s == WS_OK && t->rehearse) {
+        ws_step_result rr = {0};
+        s = ws_trainer_accumulate(t->rehearse, 1.0f, &rr, err);
+    }
     if (s == WS_OK) {
         t->loss_sum += res.loss;
         t->loss_n++;

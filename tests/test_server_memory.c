@@ -80,8 +80,8 @@ static void test_fresh_daemon_answers_as_the_library(void **state)
         }
     printf("unrelated never-told questions answered no: %ld of %ld\n", chatter[1], chatter[0]);
     assert_int_equal(chatter[0], 20 * 101);
-    assert_true(chatter[1] >= 0.95 * chatter[0]); /* the shipped model: 99.8% */
-    assert_true(ws_probe_acc(&http, 0, 0, 7u) >= 0.96); /* the shipped model: 98.4% */
+    assert_true(chatter[1] >= 0.95 * chatter[0]); /* the shipped model: 99.7% */
+    assert_true(ws_probe_acc(&http, 0, 0, 7u) >= 0.96); /* the shipped model: 98.8% */
     for (int kind = 0; kind < WS_PROBE_KINDS; kind++)
         assert_int_equal(http.right[0][1][kind], http.right[0][0][kind]);
     assert_int_equal(ws_ts_stop(&d), 0);

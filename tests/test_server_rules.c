@@ -265,8 +265,9 @@ static void test_rule_from_labels(void **state)
 {
     (void)state;
     run_stream(0, &plain);
-    /* Measured here: 0.088 -> 0.60-0.61 (current places 1.00 -> 0.69-0.78; the
-     * memory probe 0.980 -> 0.90-0.92). */
+    /* Measured here: 0.018 -> 0.60 (current places 1.00 -> 0.81-0.83; the memory
+     * probe 0.984 -> 0.939-0.949); on stage I 0.088 -> 0.60-0.61 (0.69-0.78;
+     * 0.980 -> 0.90-0.92). */
     if (!WS_TEST_SANITIZED) assert_true(plain.after[LEFT] > plain.before[LEFT] + 0.25);
 }
 
@@ -276,15 +277,17 @@ static void test_rule_with_rehearsal(void **state)
     stream_result reh;
     run_stream(8, &reh);
     if (WS_TEST_SANITIZED) return;
-    /* Measured here (3 runs): places left answered no 0.018 -> 0.33-0.35, current
-     * places answered yes 1.00 -> 0.92, the memory probe 0.980 -> 0.975-0.977;
-     * beside the stream without rehearsal's 0.69-0.78 and 0.90-0.92. It learns
-     * the rule more slowly and keeps what the model knew; the margins are half
-     * of what was measured. */
+    /* Measured here (stage J, the shipped model, 3 runs): places left answered
+     * no 0.035 -> 0.47-0.49, current places answered yes 1.00 -> 0.92, the memory
+     * probe 0.984 -> 0.979-0.980; beside the stream without rehearsal's 0.81-0.83 and
+     * 0.939-0.949 (stage I: 0.92 against 0.69-0.78, memory probe 0.975-0.977 against
+     * 0.90-0.92). It learns the rule more slowly and keeps what the model
+     * knew; the margins are about half of what was measured. */
+    double lost = reh.memory_before - reh.memory_after;
+    double lost_plain = plain.memory_before - plain.memory_after;
     assert_true(reh.after[LEFT] > reh.before[LEFT] + 0.15);
-    assert_true(reh.memory_after >= reh.memory_before - 0.02);
-    assert_true(reh.memory_after > plain.memory_after + 0.03);
-    assert_true(reh.after[CURRENT] > plain.after[CURRENT] + 0.07);
+    assert_true(lost <= 0.02 && lost < lost_plain / 2);
+    assert_true(reh.after[CURRENT] > plain.after[CURRENT] + 0.04);
 }
 
 int main(void)

@@ -543,7 +543,7 @@ static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *
 
 /* The rehearsal's trainer, made again when the number of trajectories
  * changes: the built-in task memory as the shipped default was last trained on
- * (stage I of scripts/train-default.sh: worlds of 6 to 24 facts told up to 6 a
+ * (stages I and J of scripts/train-default.sh: worlds of 6 to 24 facts told up to 6 a
  * step, chatter, 16-step rollouts), fresh symbols every world (hashes without
  * vocabulary ids: it never grows the vocabulary). None when slots is 0. */
 static ws_status rehearsal_of(ws_online_trainer *t, ws_exec *x, int slots, ws_error *err)

@@ -86,8 +86,8 @@ static void move(household *h, int p, int l, text *body, int first)
 {
     h->where[p] = l;
     h->visited[p][l] = 1;
-    add(body, "%s{\"fact\":[\"%s\",\"location\",\"%s\"],\"value\":true}", first ? "" : ",", h->people[p],
-        h->places[l]);
+    add(body, "%s{\"fact\":[\"%s\",\"location\",\"%s\"],\"value\":true}", first ? "" : ",",
+        h->people[p], h->places[l]);
 }
 
 /* One household in a new session: setup, then MOVES steps each moving one
@@ -123,8 +123,9 @@ static void household_play(uint64_t seed, int labelled, int *right, int *n)
             }
         }
         add(&body, labelled ? "],\"labels\":[%s]}" : "]%s}", labels.s);
-        assert_int_equal(ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/steps"), NULL, body.s, &r),
-                         200);
+        assert_int_equal(
+            ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/steps"), NULL, body.s, &r),
+            200);
         ws_ts_resp_free(&r);
     }
     if (labelled) return;
@@ -135,12 +136,13 @@ static void household_play(uint64_t seed, int labelled, int *right, int *n)
         for (int l = 0; l < PLACES; l++)
             if (h.visited[p][l]) {
                 kind[asked] = l == h.where[p] ? CURRENT : LEFT;
-                add(&body, "%s{\"fact\":[\"%s\",\"location\",\"%s\"]}", asked++ ? "," : "", h.people[p],
-                    h.places[l]);
+                add(&body, "%s{\"fact\":[\"%s\",\"location\",\"%s\"]}", asked++ ? "," : "",
+                    h.people[p], h.places[l]);
             }
     add(&body, "]}");
-    assert_int_equal(ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/queries"), NULL, body.s, &r),
-                     200);
+    assert_int_equal(
+        ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/queries"), NULL, body.s, &r),
+        200);
     const cJSON *a = cJSON_GetObjectItem(r.json, "answers");
     assert_int_equal(cJSON_GetArraySize(a), asked);
     for (int i = 0; i < asked; i++) {
@@ -205,8 +207,13 @@ static double served_memory(const char *dir)
     if (ws_checkpoint_load(&m, file, be, &err) != WS_OK) fail_msg("%s", err.msg);
     remove(file);
     assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
-    ws_probe_config pc = {.n_ks = 1, .ks = {8}, .n_traj = {32}, .n_delays = 2, .delays = {1, 10},
-                          .instr_per_step = 4, .seed = 0x52554C45ull};
+    ws_probe_config pc = {.n_ks = 1,
+                          .ks = {8},
+                          .n_traj = {32},
+                          .n_delays = 2,
+                          .delays = {1, 10},
+                          .instr_per_step = 4,
+                          .seed = 0x52554C45ull};
     ws_probe_result res;
     if (ws_probe_run(x, &pc, &res, &err) != WS_OK) fail_msg("%s", err.msg);
     double acc = (ws_probe_acc(&res, 0, 0, 7) + ws_probe_acc(&res, 0, 1, 7)) / 2;
@@ -248,13 +255,14 @@ static void run_stream(int rehearsal, stream_result *out)
     for (int i = 0; i < 6000 && model_status("examples_ready") > 0; i++) pause_ms(10);
     held_out(1000, out->after);
     out->memory_after = served_memory(dir);
-    fprintf(stderr,
-            "rule from labels, rehearsal %d: %d labelled steps in %lds, %d updates; held-out places "
-            "left answered no %.3f -> %.3f, current places answered yes %.3f -> %.3f; memory probe "
-            "%.3f -> %.3f\n",
-            rehearsal, steps, (long)(time(NULL) - t0), (int)model_status("updates"),
-            out->before[LEFT], out->after[LEFT], out->before[CURRENT], out->after[CURRENT],
-            out->memory_before, out->memory_after);
+    fprintf(
+        stderr,
+        "rule from labels, rehearsal %d: %d labelled steps in %lds, %d updates; held-out places "
+        "left answered no %.3f -> %.3f, current places answered yes %.3f -> %.3f; memory probe "
+        "%.3f -> %.3f\n",
+        rehearsal, steps, (long)(time(NULL) - t0), (int)model_status("updates"), out->before[LEFT],
+        out->after[LEFT], out->before[CURRENT], out->after[CURRENT], out->memory_before,
+        out->memory_after);
     assert_int_equal(ws_ts_stop(&D), 0);
     ws_ts_cleanup(dir);
 }

@@ -102,7 +102,8 @@ static void print_training(const char *label, const ws_client_training *t)
     printf("%-14s self-supervised %s, %d negative queries, holdout %g; gate %s, tolerance %g\n", "",
            t->self_supervised ? "on" : "off", t->negative_queries, t->holdout,
            t->gate ? "on" : "off", t->gate_tolerance);
-    if (t->rehearsal >= 0) printf("%-14s rehearsal: %d trajectories of the task memory a pass\n", "", t->rehearsal);
+    if (t->rehearsal >= 0)
+        printf("%-14s rehearsal: %d trajectories of the task memory a pass\n", "", t->rehearsal);
 }
 
 static void print_model(const ws_client_model *m)

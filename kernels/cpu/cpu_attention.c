@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 #include "cpu_math.h"
 
 void ws_cpu_softmax_rows(float *s, int q_len, int k_len, const uint8_t *valid, int mask_diag)
@@ -189,8 +190,7 @@ ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
     size_t per_thread = (size_t)dk + max_k + (size_t)(max_k + sizeof(att_vec) - 1) / sizeof(att_vec);
     att_vec *scratch = (att_vec *)ws_cpu_scratch(be, (size_t)threads * per_thread * ATT_LANES);
     if (!scratch) return WS_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int p = 0; p < pairs; p++) {
+    WS_CPU_FOR(threads, schedule(dynamic, 1), for (int p = 0; p < pairs; p++) {
         const ws_attn_seg *s = &a->segs[p / a->n_heads];
         int h = p % a->n_heads;
         if (s->q_len <= 0) continue;
@@ -206,7 +206,7 @@ ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
                a->v + (long)s->k_off * a->ldv + (long)h * c->v_step, a->ldv, s->q_len, s->k_len,
                dk, c->dv, scale, a->key_valid ? a->key_valid + s->k_off : NULL, c->mask_diag,
                scratch + (size_t)omp_get_thread_num() * per_thread);
-    }
+    });
     return WS_OK;
 }
 
@@ -293,8 +293,7 @@ ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
     int per_unit = heads > 1 && c->v_step < c->dv ? heads : 1;
     int units_per_seg = heads / per_unit;
     int units = a->n_segs * units_per_seg;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int u = 0; u < units; u++) {
+    WS_CPU_FOR(threads, schedule(dynamic, 1), for (int u = 0; u < units; u++) {
         const ws_attn_seg *s = &a->segs[u / units_per_seg];
         if (s->q_len <= 0 || s->k_len <= 0) continue;
         att_vec *mine = (att_vec *)((float *)scratch + (size_t)omp_get_thread_num() * per_thread);
@@ -309,7 +308,7 @@ ws_status ws_cpu_search_backward(ws_backend *be, const ws_comp_search_args *c,
                             a->k + (long)s->k_off * a->ldk + h * dk, a->ldk,
                             a->v + (long)s->k_off * a->ldv + (long)h * c->v_step, a->ldv,
                             s->q_len, s->k_len, dk, c->dv, scale, mine);
-    }
+    });
     return WS_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 
 /* Rows below which threads cost more than they save. */
 #define WS_SELECT_PAR_ROWS 64
@@ -29,8 +30,8 @@ static void axpy(float *y, float alpha, const float *x, int n)
 static ws_status select_forward(ws_backend *be, const ws_comp_select_args *a)
 {
     int S = a->n_searches, R = a->n_retrievals;
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (a->n >= WS_SELECT_PAR_ROWS)
-    for (int n = 0; n < a->n; n++) {
+    int threads = a->n >= WS_SELECT_PAR_ROWS ? ws_cpu_threads(be) : 1;
+    WS_CPU_FOR(threads, , for (int n = 0; n < a->n; n++) {
         for (int s = 0; s < S; s++) {
             long base = ((long)n * S + s) * R;
             const float *q = a->q + (long)n * a->ldq + (long)s * a->dr;
@@ -45,7 +46,7 @@ static ws_status select_forward(ws_backend *be, const ws_comp_select_args *a)
             for (int c = 0; c < a->dv; c++) y[c] = 0.0f;
             for (int r = 0; r < R; r++) axpy(y, rho[r], a->o + (base + r) * a->dv, a->dv);
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -56,8 +57,8 @@ static ws_status select_backward(ws_backend *be, const ws_comp_select_args *a,
     /* ∂L/∂ρ, then in place ∂L/∂e, of every (row, search, retrieval) */
     float *de_all = ws_cpu_scratch(be, (size_t)a->n * S * R);
     if (!de_all) return WS_ERR_NOMEM;
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (a->n >= WS_SELECT_PAR_ROWS)
-    for (int n = 0; n < a->n; n++) {
+    int threads = a->n >= WS_SELECT_PAR_ROWS ? ws_cpu_threads(be) : 1;
+    WS_CPU_FOR(threads, , for (int n = 0; n < a->n; n++) {
         for (int s = 0; s < S; s++) {
             long base = ((long)n * S + s) * R;
             const float *dy = g->d_y + (long)n * a->ldy + (long)s * a->dv;
@@ -76,7 +77,7 @@ static ws_status select_backward(ws_backend *be, const ws_comp_select_args *a,
                 axpy(dq, de[r], a->k + (base + r) * a->dr, a->dr);
             }
         }
-    }
+    });
     return WS_OK;
 }
 

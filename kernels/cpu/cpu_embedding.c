@@ -2,12 +2,12 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 
 ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *table,
                                    const int32_t *ids, int n_rows, int k, int d, int accumulate)
 {
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n_rows >= 256)
-    for (int r = 0; r < n_rows; r++) {
+    WS_CPU_FOR(n_rows >= 256 ? ws_cpu_threads(be) : 1, , for (int r = 0; r < n_rows; r++) {
         float *y = out + (long)r * d;
         if (!accumulate) memset(y, 0, (size_t)d * sizeof *y);
         for (int j = 0; j < k; j++) {
@@ -16,7 +16,7 @@ ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *tabl
             const float *e = table + (long)id * d;
             for (int i = 0; i < d; i++) y[i] += e[i];
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -25,8 +25,7 @@ ws_status ws_cpu_embedding_backward(ws_backend *be, float *dtable, const float *
 {
     /* Rows may share an id, so threads split the width instead of the rows. */
     int threads = d >= 64 ? ws_cpu_threads(be) : 1;
-#pragma omp parallel for num_threads(threads)
-    for (int t = 0; t < threads; t++) {
+    WS_CPU_FOR(threads, , for (int t = 0; t < threads; t++) {
         int i0 = d * t / threads, i1 = d * (t + 1) / threads;
         for (int r = 0; r < n_rows; r++) {
             const float *dy = dout + (long)r * d;
@@ -37,6 +36,6 @@ ws_status ws_cpu_embedding_backward(ws_backend *be, float *dtable, const float *
                 for (int i = i0; i < i1; i++) g[i] += dy[i];
             }
         }
-    }
+    });
     return WS_OK;
 }

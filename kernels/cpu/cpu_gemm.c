@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 
 /* Row blocks smaller than this are not worth a thread of their own. */
 #define WS_MIN_ROWS_PER_THREAD 32
@@ -36,17 +37,16 @@ ws_status ws_cpu_gemm(ws_backend *be, const ws_gemm_args *g)
      * same elements and must run in order. */
     long c_span = (long)(g->m - 1) * g->ldc + g->n;
     if (g->batch >= threads && (g->batch == 1 || labs(g->stride_c) >= c_span)) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (int b = 0; b < g->batch; b++) sgemm_rows(g, b, 0, g->m);
+        WS_CPU_FOR(threads, schedule(dynamic, 1),
+                   for (int b = 0; b < g->batch; b++) sgemm_rows(g, b, 0, g->m););
         return WS_OK;
     }
     int chunks = row_chunks(g->m, threads);
     for (int b = 0; b < g->batch; b++) {
-#pragma omp parallel for num_threads(chunks)
-        for (int t = 0; t < chunks; t++) {
+        WS_CPU_FOR(chunks, , for (int t = 0; t < chunks; t++) {
             int i0 = (int)((long)g->m * t / chunks), i1 = (int)((long)g->m * (t + 1) / chunks);
             sgemm_rows(g, b, i0, i1);
-        }
+        });
     }
     return WS_OK;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 
 #define LIN_ROWS 8  /* rows per tile */
 #define LIN_VEC 16  /* floats per vector */
@@ -269,8 +270,7 @@ ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, con
     const float *bpad = wt + (size_t)in_dim * ldw;
     int chunks = row_tiles < threads * 4 ? (row_tiles + 3) / 4 : threads;
     if (chunks > threads) chunks = threads;
-#pragma omp parallel for num_threads(chunks) schedule(static)
-    for (int rt = 0; rt < row_tiles; rt++) {
+    WS_CPU_FOR(chunks, schedule(static), for (int rt = 0; rt < row_tiles; rt++) {
         float *yout = edges + LIN_TILE * (size_t)omp_get_thread_num();
         int r0 = rt * LIN_ROWS, rows = n - r0 < LIN_ROWS ? n - r0 : LIN_ROWS;
         const float *x[LIN_ROWS];
@@ -287,7 +287,7 @@ ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, con
                 memcpy(out + (long)(r0 + r) * out_dim + c0, yout + (long)r * LIN_COLS,
                        (size_t)cols * sizeof *out);
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -314,8 +314,7 @@ static void add_products(float *y, int m, int cols, const float *x, long xi, con
     int row_tiles = (m + LIN_ROWS - 1) / LIN_ROWS, col_tiles = ldb / LIN_COLS;
     int tiles = row_tiles * col_tiles;
     int chunks = chunks_for((long)tiles * k_len, threads, tiles);
-#pragma omp parallel for num_threads(chunks) schedule(static)
-    for (int t = 0; t < tiles; t++) {
+    WS_CPU_FOR(chunks, schedule(static), for (int t = 0; t < tiles; t++) {
         int r0 = t / col_tiles * LIN_ROWS, c0 = t % col_tiles * LIN_COLS;
         int rows = m - r0 < LIN_ROWS ? m - r0 : LIN_ROWS;
         int w = cols - c0 < LIN_COLS ? cols - c0 : LIN_COLS;
@@ -323,7 +322,7 @@ static void add_products(float *y, int m, int cols, const float *x, long xi, con
         tile_rows(xr, x, xi, r0, m);
         add_tile(y + (long)r0 * cols + c0, cols, rows, w, xr, 1, b + c0, ldb, k_len,
                  edges + LIN_TILE * (size_t)omp_get_thread_num());
-    }
+    });
 }
 
 /* a [rows][cols] (rows lda floats apart) copied into p with rows of ldp floats,
@@ -368,8 +367,7 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
     if (s_parts > strips) s_parts = strips;
     int units = g_parts * s_parts;
     int chunks = chunks_for((long)groups * strips * n, threads, units);
-#pragma omp parallel for num_threads(chunks) schedule(static)
-    for (int u = 0; u < units; u++) {
+    WS_CPU_FOR(chunks, schedule(static), for (int u = 0; u < units; u++) {
         int gp = u / s_parts, sp = u % s_parts;
         int g0 = groups * gp / g_parts, g1 = groups * (gp + 1) / g_parts;
         int s0 = strips * sp / s_parts, s1 = strips * (sp + 1) / s_parts;
@@ -390,7 +388,7 @@ static ws_status add_weight_grads(ws_backend *be, float *dw, const float *dout, 
                 }
             }
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -419,15 +417,14 @@ ws_status ws_cpu_linear_backward(ws_backend *be, float *din, float *dw, float *d
     if (dbias) {
         /* Column sums, row by row so memory is read in order; threads own columns. */
         int chunks = out_dim >= 256 ? threads : 1;
-#pragma omp parallel for num_threads(chunks)
-        for (int t = 0; t < chunks; t++) {
+        WS_CPU_FOR(chunks, , for (int t = 0; t < chunks; t++) {
             int o0 = out_dim * t / chunks, o1 = out_dim * (t + 1) / chunks;
             for (int r = 0; r < n; r++) {
                 const float *row = dout + (long)r * out_dim;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int o = o0; o < o1; o++) dbias[o] += row[o];
             }
-        }
+        });
     }
     return WS_OK;
 }

@@ -2,33 +2,33 @@
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 #include "kernels/op_constants.h"
 
 ws_status ws_cpu_layernorm_forward(ws_backend *be, float *out, float *mean, float *rstd,
                                    const float *in, const float *gain, const float *bias, int n,
                                    int c)
 {
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 64)
-    for (int r = 0; r < n; r++) {
+    WS_CPU_FOR(n >= 64 ? ws_cpu_threads(be) : 1, , for (int r = 0; r < n; r++) {
         const float *x = in + (long)r * c;
         float *y = out + (long)r * c;
         float m = 0.0f;
-#pragma omp simd reduction(+ : m)
+        _Pragma("omp simd reduction(+ : m)")
         for (int i = 0; i < c; i++) m += x[i];
         m /= (float)c;
         float v = 0.0f;
-#pragma omp simd reduction(+ : v)
+        _Pragma("omp simd reduction(+ : v)")
         for (int i = 0; i < c; i++) {
             float dx = x[i] - m;
             v += dx * dx;
         }
         v /= (float)c;
         float s = 1.0f / sqrtf(v + WS_LN_EPS);
-#pragma omp simd /* y[i] needs x[i] alone (in place is fine); unmarked, a scalar loop */
+        _Pragma("omp simd") /* y[i] needs x[i] alone (in place is fine); unmarked, a scalar loop */
         for (int i = 0; i < c; i++) y[i] = (x[i] - m) * s * gain[i] + bias[i];
         mean[r] = m;
         rstd[r] = s;
-    }
+    });
     return WS_OK;
 }
 
@@ -38,13 +38,12 @@ ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, fl
 {
     /* din: rows are independent, so threads split rows. */
     if (din) {
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 64)
-        for (int r = 0; r < n; r++) {
+        WS_CPU_FOR(n >= 64 ? ws_cpu_threads(be) : 1, , for (int r = 0; r < n; r++) {
             const float *x = in + (long)r * c, *dy = dout + (long)r * c;
             float *dx = din + (long)r * c;
             float m = mean[r], s = rstd[r];
             float sum_g = 0.0f, sum_gx = 0.0f;
-#pragma omp simd reduction(+ : sum_g, sum_gx)
+            _Pragma("omp simd reduction(+ : sum_g, sum_gx)")
             for (int i = 0; i < c; i++) {
                 float g = dy[i] * gain[i];
                 sum_g += g;
@@ -52,29 +51,29 @@ ws_status ws_cpu_layernorm_backward(ws_backend *be, float *din, float *dgain, fl
             }
             sum_g /= (float)c;
             sum_gx /= (float)c;
-#pragma omp simd /* dx[i] needs the row's i-th elements alone; unmarked, a scalar loop */
+            /* dx[i] needs the row's i-th elements alone; unmarked, a scalar loop */
+            _Pragma("omp simd")
             for (int i = 0; i < c; i++) {
                 float xhat = (x[i] - m) * s;
                 dx[i] += (dy[i] * gain[i] - sum_g - xhat * sum_gx) * s;
             }
-        }
+        });
     }
     /* dgain/dbias reduce over rows: threads split columns. */
     int threads = c >= 256 ? ws_cpu_threads(be) : 1;
-#pragma omp parallel for num_threads(threads)
-    for (int t = 0; t < threads; t++) {
+    WS_CPU_FOR(threads, , for (int t = 0; t < threads; t++) {
         int i0 = c * t / threads, i1 = c * (t + 1) / threads;
         for (int r = 0; r < n; r++) {
             const float *x = in + (long)r * c, *dy = dout + (long)r * c;
             float m = mean[r], s = rstd[r];
             /* one loop each, marked: with the tests inside, both were scalar */
             if (dgain)
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int i = i0; i < i1; i++) dgain[i] += dy[i] * (x[i] - m) * s;
             if (dbias)
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int i = i0; i < i1; i++) dbias[i] += dy[i];
         }
-    }
+    });
     return WS_OK;
 }

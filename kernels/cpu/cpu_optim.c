@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "cpu_internal.h"
+#include "cpu_par.h"
 #include "kernels/op_constants.h"
 
 ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m, float *v,
@@ -9,13 +10,12 @@ ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m
 {
     ws_cpu_packs_forget(param, n * sizeof *param);
     ws_adamw_step s = ws_adamw_step_of(a);
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= 4096)
-    for (size_t i = 0; i < n; i++) {
+    WS_CPU_FOR(n >= 4096 ? ws_cpu_threads(be) : 1, , for (size_t i = 0; i < n; i++) {
         float g = grad[i] * a->grad_scale;
         m[i] = a->beta1 * m[i] + (1.0f - a->beta1) * g;
         v[i] = a->beta2 * v[i] + (1.0f - a->beta2) * g * g;
         float p = param[i] * s.decay;
         param[i] = p - s.step_size * m[i] / (sqrtf(v[i]) / s.bc2_sqrt + a->eps);
-    }
+    });
     return WS_OK;
 }

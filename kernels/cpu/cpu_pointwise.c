@@ -4,9 +4,8 @@
 
 #include "cpu_internal.h"
 #include "cpu_math.h"
+#include "cpu_par.h"
 #include "kernels/op_constants.h"
-
-#define WS_PAR_MIN 4096 /* elements below which threads cost more */
 
 /* GELU, tanh form: x/2·(1 + tanh u) with u = √(2/π)(x + 0.044715x³), computed as
  * x·σ(2u) — the same function, without tanh's cancellation and vectorisable. */
@@ -33,7 +32,7 @@ WS_CPU_CLONES static void gelu_bwd(float *din, const float *in, const float *dou
     }
 }
 
-/* The calling thread's share of n elements, inside a parallel region. */
+/* The calling thread's share of n elements (all of them outside a parallel region). */
 static void share(size_t n, size_t *lo, size_t *hi)
 {
     size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
@@ -42,24 +41,22 @@ static void share(size_t n, size_t *lo, size_t *hi)
 
 ws_status ws_cpu_gelu_forward(ws_backend *be, float *out, const float *in, size_t n)
 {
-#pragma omp parallel num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    {
+    WS_CPU_REGION(ws_cpu_threads_for(be, n), {
         size_t lo, hi;
         share(n, &lo, &hi);
         gelu_fwd(out, in, lo, hi);
-    }
+    });
     return WS_OK;
 }
 
 ws_status ws_cpu_gelu_backward(ws_backend *be, float *din, const float *in, const float *dout,
                                size_t n)
 {
-#pragma omp parallel num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    {
+    WS_CPU_REGION(ws_cpu_threads_for(be, n), {
         size_t lo, hi;
         share(n, &lo, &hi);
         gelu_bwd(din, in, dout, lo, hi);
-    }
+    });
     return WS_OK;
 }
 
@@ -68,20 +65,17 @@ ws_status ws_cpu_add_forward(ws_backend *be, float *out, const float *a, const f
 {
     /* simd: out may be a or b (in place), element by element; unmarked, the
      * outlined loop was scalar */
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR_SIMD(threads, for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];);
     return WS_OK;
 }
 
 ws_status ws_cpu_add_backward(ws_backend *be, float *da, float *db, const float *dout,
                               size_t n)
 {
-    if (da)
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) da[i] += dout[i];
-    if (db)
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-        for (size_t i = 0; i < n; i++) db[i] += dout[i];
+    int threads = ws_cpu_threads_for(be, n);
+    if (da) WS_CPU_FOR_SIMD(threads, for (size_t i = 0; i < n; i++) da[i] += dout[i];);
+    if (db) WS_CPU_FOR_SIMD(threads, for (size_t i = 0; i < n; i++) db[i] += dout[i];);
     return WS_OK;
 }
 
@@ -129,8 +123,9 @@ ws_status ws_cpu_bce_backward(ws_backend *be, float *dlogits, const float *logit
 ws_status ws_cpu_sum_squares(ws_backend *be, float *out, const float *x, size_t n)
 {
     double sum = 0.0;
-#pragma omp parallel for reduction(+ : sum) num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR(threads, reduction(+ : sum),
+               for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];);
     out[0] = (float)sum;
     return WS_OK;
 }
@@ -138,7 +133,6 @@ ws_status ws_cpu_sum_squares(ws_backend *be, float *out, const float *x, size_t 
 ws_status ws_cpu_scale(ws_backend *be, float *x, float s, size_t n)
 {
     ws_cpu_packs_forget(x, n * sizeof *x);
-#pragma omp parallel for num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) x[i] *= s;
+    WS_CPU_FOR(ws_cpu_threads_for(be, n), , for (size_t i = 0; i < n; i++) x[i] *= s;);
     return WS_OK;
 }

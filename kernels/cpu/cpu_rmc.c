@@ -4,8 +4,7 @@
 #include "kernels/mixer_ops_rmc.h"
 #include "cpu_internal.h"
 #include "cpu_math.h"
-
-#define WS_PAR_MIN 4096 /* elements below which threads cost more */
+#include "cpu_par.h"
 
 /* tanh as the odd rational minimax approximation of Eigen's
  * generic_fast_tanh_float (its coefficients), clamped where it reaches ±1 to
@@ -31,18 +30,11 @@ static inline float rmc_tanhf(float x)
     return x * p / q;
 }
 
-/* Segments are few (one per trajectory) and their rows cheap: threads only pay
- * off on large batches. */
-static int seg_threads(const ws_backend *be, size_t work)
-{
-    return work >= WS_PAR_MIN ? ws_cpu_threads(be) : 1;
-}
-
 static ws_status gate_forward(ws_backend *be, const ws_rmc_gate_args *a)
 {
     int d = a->d;
-#pragma omp parallel for num_threads(seg_threads(be, (size_t)a->n_rows * d)) schedule(static)
-    for (int s = 0; s < a->n_segs; s++) {
+    int threads = ws_cpu_threads_for(be, (size_t)a->n_rows * d);
+    WS_CPU_FOR(threads, schedule(static), for (int s = 0; s < a->n_segs; s++) {
         const ws_attn_seg *sg = &a->segs[s];
         const float *gx = a->gx + (long)s * 2 * d;
         for (int r = sg->q_off; r < sg->q_off + sg->q_len; r++) {
@@ -50,7 +42,7 @@ static ws_status gate_forward(ws_backend *be, const ws_rmc_gate_args *a)
             const float *mp = a->m_prev + (long)r * d;
             float *gates = a->gates + (long)r * 2 * d, *an = a->a + (long)r * d;
             float *out = a->out + (long)r * d;
-#pragma omp simd
+            _Pragma("omp simd")
             for (int j = 0; j < d; j++) {
                 float i = ws_sigmoidf(gm[j] + gx[j] + a->input_bias);
                 float f = ws_sigmoidf(gm[d + j] + gx[d + j] + a->forget_bias);
@@ -59,7 +51,7 @@ static ws_status gate_forward(ws_backend *be, const ws_rmc_gate_args *a)
                 out[j] = i * t + f * mp[j]; /* out may alias m_prev: mp[j] read first */
             }
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -69,8 +61,8 @@ static ws_status gate_backward(ws_backend *be, const ws_rmc_gate_args *a,
                                const ws_rmc_gate_grads *g)
 {
     int d = a->d;
-#pragma omp parallel for num_threads(seg_threads(be, (size_t)a->n_rows * d)) schedule(static)
-    for (int s = 0; s < a->n_segs; s++) {
+    int threads = ws_cpu_threads_for(be, (size_t)a->n_rows * d);
+    WS_CPU_FOR(threads, schedule(static), for (int s = 0; s < a->n_segs; s++) {
         const ws_attn_seg *sg = &a->segs[s];
         float *dgx = g->d_gx ? g->d_gx + (long)s * 2 * d : NULL;
         for (int r = sg->q_off; r < sg->q_off + sg->q_len; r++) {
@@ -78,19 +70,19 @@ static ws_status gate_backward(ws_backend *be, const ws_rmc_gate_args *a,
             const float *mp = a->m_prev + (long)r * d, *u = g->dout + (long)r * d;
             if (g->d_cand) {
                 float *dc = g->d_cand + (long)r * d;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int j = 0; j < d; j++) dc[j] += u[j] * gi[j] * (1.0f - an[j] * an[j]);
             }
             if (g->d_gm) {
                 float *di = g->d_gm + (long)r * 2 * d, *df = di + d;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int j = 0; j < d; j++) {
                     di[j] += u[j] * an[j] * gi[j] * (1.0f - gi[j]);
                     df[j] += u[j] * mp[j] * gf[j] * (1.0f - gf[j]);
                 }
             }
             if (dgx) {
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int j = 0; j < d; j++) {
                     dgx[j] += u[j] * an[j] * gi[j] * (1.0f - gi[j]);
                     dgx[d + j] += u[j] * mp[j] * gf[j] * (1.0f - gf[j]);
@@ -98,41 +90,42 @@ static ws_status gate_backward(ws_backend *be, const ws_rmc_gate_args *a,
             }
             if (g->d_m_prev) {
                 float *dm = g->d_m_prev + (long)r * d;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int j = 0; j < d; j++) dm[j] += u[j] * gf[j];
             }
         }
-    }
+    });
     return WS_OK;
 }
 
 static ws_status tanh_forward(ws_backend *be, float *out, const float *in, size_t n)
 {
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = rmc_tanhf(in[i]);
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR_SIMD(threads, for (size_t i = 0; i < n; i++) out[i] = rmc_tanhf(in[i]););
     return WS_OK;
 }
 
 static ws_status tanh_backward(ws_backend *be, float *din, const float *out, const float *dout,
                                size_t n)
 {
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) din[i] += dout[i] * (1.0f - out[i] * out[i]);
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR_SIMD(threads,
+                    for (size_t i = 0; i < n; i++) din[i] += dout[i] * (1.0f - out[i] * out[i]););
     return WS_OK;
 }
 
 static ws_status seg_mean_forward(ws_backend *be, float *out, const float *rows,
                                   const ws_attn_seg *segs, int n_segs, int d)
 {
-#pragma omp parallel for num_threads(seg_threads(be, (size_t)n_segs * d)) schedule(static)
-    for (int s = 0; s < n_segs; s++) {
+    int threads = ws_cpu_threads_for(be, (size_t)n_segs * d);
+    WS_CPU_FOR(threads, schedule(static), for (int s = 0; s < n_segs; s++) {
         float *y = out + (long)s * d;
         float inv = 1.0f / (float)segs[s].k_len;
         for (int j = 0; j < d; j++) y[j] = 0.0f;
         for (int k = segs[s].k_off; k < segs[s].k_off + segs[s].k_len; k++)
             for (int j = 0; j < d; j++) y[j] += rows[(long)k * d + j];
         for (int j = 0; j < d; j++) y[j] *= inv;
-    }
+    });
     return WS_OK;
 }
 
@@ -140,13 +133,13 @@ static ws_status seg_mean_backward(ws_backend *be, float *d_rows, const float *d
                                    const ws_attn_seg *segs, int n_segs, int d)
 {
     /* Segments own disjoint row ranges, so segments can run in parallel. */
-#pragma omp parallel for num_threads(seg_threads(be, (size_t)n_segs * d)) schedule(static)
-    for (int s = 0; s < n_segs; s++) {
+    int threads = ws_cpu_threads_for(be, (size_t)n_segs * d);
+    WS_CPU_FOR(threads, schedule(static), for (int s = 0; s < n_segs; s++) {
         const float *dy = dout + (long)s * d;
         float inv = 1.0f / (float)segs[s].k_len;
         for (int k = segs[s].k_off; k < segs[s].k_off + segs[s].k_len; k++)
             for (int j = 0; j < d; j++) d_rows[(long)k * d + j] += dy[j] * inv;
-    }
+    });
     return WS_OK;
 }
 

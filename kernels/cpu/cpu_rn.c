@@ -6,16 +6,14 @@
  * atomics are needed. */
 #include "kernels/mixer_ops_rn.h"
 #include "cpu_internal.h"
-
-#define WS_PAR_MIN 4096 /* elements below which threads cost more than they save */
+#include "cpu_par.h"
 
 static ws_status rn_pair_forward(ws_backend *be, float *pairs, const float *obj, const float *qry,
                                  const ws_rn_args *a)
 {
     int K = a->n_obj, w = a->width, max_q = a->max_q_len > 0 ? a->max_q_len : 1;
     long items = (long)a->n_segs * max_q;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ws_cpu_threads(be))
-    for (long it = 0; it < items; it++) {
+    WS_CPU_FOR(ws_cpu_threads(be), schedule(dynamic, 1), for (long it = 0; it < items; it++) {
         const ws_attn_seg *s = &a->segs[it / max_q];
         int k = (int)(it % max_q);
         if (k >= s->q_len) continue;
@@ -26,14 +24,14 @@ static ws_status rn_pair_forward(ws_backend *be, float *pairs, const float *obj,
             for (int j = 0; j < K; j++) {
                 const float *oj = obj + (long)(s->k_off + j) * 2 * w + w;
                 float *out = pairs + ((r * K + i) * K + j) * w;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int c = 0; c < w; c++) {
                     float z = oi[c] + oj[c] + q[c];
                     out[c] = z > 0.0f ? z : 0.0f;
                 }
             }
         }
-    }
+    });
     return WS_OK;
 }
 
@@ -44,8 +42,7 @@ static ws_status rn_pair_backward(ws_backend *be, float *dobj, float *dqry,
                                   const float *dpairs, const float *pairs, const ws_rn_args *a)
 {
     int K = a->n_obj, w = a->width;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(ws_cpu_threads(be))
-    for (int sg = 0; sg < a->n_segs; sg++) {
+    WS_CPU_FOR(ws_cpu_threads(be), schedule(dynamic, 1), for (int sg = 0; sg < a->n_segs; sg++) {
         const ws_attn_seg *s = &a->segs[sg];
         for (long r = s->q_off; r < s->q_off + s->q_len; r++)
             for (int i = 0; i < K; i++) {
@@ -54,7 +51,7 @@ static ws_status rn_pair_backward(ws_backend *be, float *dobj, float *dqry,
                     long row = ((r * K + i) * K + j) * w;
                     const float *dp = dpairs + row, *h = pairs + row;
                     float *db = dobj + (long)(s->k_off + j) * 2 * w + w;
-#pragma omp simd
+                    _Pragma("omp simd")
                     for (int c = 0; c < w; c++) {
                         float dz = h[c] > 0.0f ? dp[c] : 0.0f;
                         dq[c] += dz;
@@ -63,25 +60,24 @@ static ws_status rn_pair_backward(ws_backend *be, float *dobj, float *dqry,
                     }
                 }
             }
-    }
+    });
     return WS_OK;
 }
 
 static ws_status rn_pair_sum_forward(ws_backend *be, float *out, const float *in, int n,
                                      int per, int width, float scale)
 {
-    int threads = (long)n * per * width >= WS_PAR_MIN ? ws_cpu_threads(be) : 1;
-#pragma omp parallel for num_threads(threads)
-    for (int r = 0; r < n; r++) {
+    int threads = ws_cpu_threads_for(be, (size_t)n * per * width);
+    WS_CPU_FOR(threads, , for (int r = 0; r < n; r++) {
         float *o = out + (long)r * width;
         for (int c = 0; c < width; c++) o[c] = 0.0f;
         for (int p = 0; p < per; p++) {
             const float *row = in + ((long)r * per + p) * width;
-#pragma omp simd
+            _Pragma("omp simd")
             for (int c = 0; c < width; c++) o[c] += row[c];
         }
         for (int c = 0; c < width; c++) o[c] *= scale;
-    }
+    });
     return WS_OK;
 }
 
@@ -89,38 +85,38 @@ static ws_status rn_pair_sum_backward(ws_backend *be, float *din, const float *d
                                       const float *relu_out, int n, int per, int width,
                                       float scale)
 {
-    int threads = (long)n * per * width >= WS_PAR_MIN ? ws_cpu_threads(be) : 1;
-#pragma omp parallel for num_threads(threads)
-    for (int r = 0; r < n; r++) {
+    int threads = ws_cpu_threads_for(be, (size_t)n * per * width);
+    WS_CPU_FOR(threads, , for (int r = 0; r < n; r++) {
         const float *g = dout + (long)r * width;
         for (int p = 0; p < per; p++) {
             long row = ((long)r * per + p) * width;
             float *d = din + row;
             if (relu_out) {
                 const float *h = relu_out + row;
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int c = 0; c < width; c++) d[c] += h[c] > 0.0f ? scale * g[c] : 0.0f;
             } else {
-#pragma omp simd
+                _Pragma("omp simd")
                 for (int c = 0; c < width; c++) d[c] += scale * g[c];
             }
         }
-    }
+    });
     return WS_OK;
 }
 
 static ws_status rn_relu_forward(ws_backend *be, float *out, const float *in, size_t n)
 {
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR_SIMD(threads, for (size_t i = 0; i < n; i++) out[i] = in[i] > 0.0f ? in[i] : 0.0f;);
     return WS_OK;
 }
 
 static ws_status rn_relu_backward(ws_backend *be, float *din, const float *out,
                                   const float *dout, size_t n)
 {
-#pragma omp parallel for simd num_threads(ws_cpu_threads(be)) if (n >= WS_PAR_MIN)
-    for (size_t i = 0; i < n; i++) din[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+    int threads = ws_cpu_threads_for(be, n);
+    WS_CPU_FOR_SIMD(threads,
+                    for (size_t i = 0; i < n; i++) din[i] += out[i] > 0.0f ? dout[i] : 0.0f;);
     return WS_OK;
 }
 

@@ -22,6 +22,7 @@
 
 #include "kernels/mixer_ops_simplicial2.h"
 #include "cpu_internal.h"
+#include "cpu_par.h"
 #include "cpu_math.h"
 #include "cpu_simplicial2.h"
 
@@ -151,9 +152,8 @@ ws_status ws_cpu_s2_for_units(ws_backend *be, const ws_s2_args *a, size_t per_th
     int threads = ws_cpu_threads(be), units = a->n_segs * a->n_heads;
     float *scratch = ws_cpu_scratch(be, (size_t)threads * (per_thread ? per_thread : 1));
     if (!scratch) return WS_ERR_NOMEM;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < units; t++)
-        fn(a, ctx, t, scratch + (size_t)omp_get_thread_num() * per_thread);
+    WS_CPU_FOR(threads, schedule(dynamic, 1), for (int t = 0; t < units; t++)
+        fn(a, ctx, t, scratch + (size_t)omp_get_thread_num() * per_thread););
     return WS_OK;
 }
 

@@ -17,6 +17,7 @@
 
 #include "kernels/mixer_ops_simplicial2.h"
 #include "cpu_internal.h"
+#include "cpu_par.h"
 #include "cpu_simplicial2.h"
 
 /* Ũ [k, δ²] of the k keys of u (stride ldu) under head h's B. */
@@ -105,13 +106,12 @@ ws_status ws_cpu_s2_pair_backward(ws_backend *be, const ws_s2_args *a, const ws_
 
     /* dBm_h += dŨ_hᵀ U_h over all segments, in blocks of Bm rows */
     int block = 256, blocks = (int)((sq + block - 1) / block);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int t = 0; t < heads * blocks; t++) {
+    WS_CPU_FOR(threads, schedule(dynamic, 1), for (int t = 0; t < heads * blocks; t++) {
         int h = t / blocks, r0 = (t % blocks) * block;
         int nr = (int)sq - r0 < block ? (int)sq - r0 : block;
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nr, dl, (int)rows, 1.0f,
                     sh.dut + (size_t)h * rows * sq + r0, (int)sq, sh.u + (size_t)h * rows * dl,
                     dl, 1.0f, g->db + ((long)h * sq + r0) * dl, dl);
-    }
+    });
     return WS_OK;
 }

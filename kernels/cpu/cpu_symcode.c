@@ -12,6 +12,7 @@
 
 #include "kernels/symcode.h"
 #include "cpu_internal.h"
+#include "cpu_par.h"
 
 /* The whole code of h, element e at code[e]. */
 static void code_of(uint64_t h, int d, float *code)
@@ -70,8 +71,7 @@ ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *has
         slot[i] = (int32_t)e;
     }
     /* A column sums the slots in order, as on CUDA; slot j's code is rolled by j. */
-#pragma omp parallel for num_threads(threads) if (n_rows >= 64)
-    for (int r = 0; r < n_rows; r++) {
+    WS_CPU_FOR(n_rows >= 64 ? threads : 1, , for (int r = 0; r < n_rows; r++) {
         float *y = out + (long)r * d, *own = own_codes + (size_t)omp_get_thread_num() * d;
         if (!accumulate) memset(y, 0, (size_t)d * sizeof *y);
         for (int j = 0; j < k; j++) {
@@ -87,6 +87,6 @@ ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *has
                 y[at < 0 ? at + d : at] += code[c];
             }
         }
-    }
+    });
     return WS_OK;
 }

@@ -10,12 +10,15 @@
  * process spinning on a core. Prints a table and one JSON line (which
  * bench/serving_targets.sh reads for the engine's own rates).
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive, as in worldstated)
- * unless the caller sets it.
+ * unless the caller sets it. Also prints what an OpenMP parallel region costs on
+ * one thread against the same loop outside one (why kernels/cpu/cpu_par.h runs a
+ * one-thread op with no region: a serving step at batch 1 is some 70 ops).
  *
  *   build/bench/bench_threads [--seconds S per cell, default 1] [--quiet-only]
  *                             [--batch N: that batch alone, e.g. under perf record]
  *                             [--d N: the shipped model's shape at width N, random
  *                              parameters; e.g. 128, the shape issue 15 measured] */
+#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +156,29 @@ static pid_t busy_start(void)
     return p;
 }
 
+/* µs per round of a small loop (64 floats): inside a one-thread OpenMP region,
+ * and plain. Returns a sum of the results (so that no round is optimised away). */
+static float region_cost(double *region_us, double *plain_us)
+{
+    enum { N_ROUNDS = 100000 };
+    float a[64] = {0};
+    double t0 = ws_clock_mono_s();
+    for (int k = 0; k < N_ROUNDS; k++) {
+#pragma omp parallel for num_threads(1)
+        for (int i = 0; i < 64; i++) a[i] += 1.0f;
+    }
+    double t1 = ws_clock_mono_s();
+    float sum = 0.0f;
+    for (int k = 0; k < N_ROUNDS; k++) {
+        for (int i = 0; i < 64; i++) a[i] += 1.0f;
+        sum += a[k & 63]; /* each round's loop stays */
+    }
+    double t2 = ws_clock_mono_s();
+    *region_us = (t1 - t0) / N_ROUNDS * 1e6;
+    *plain_us = (t2 - t1) / N_ROUNDS * 1e6;
+    return sum;
+}
+
 int main(int argc, char **argv)
 {
     ws_backend_prefer_passive_waits(argv);
@@ -181,6 +207,8 @@ int main(int argc, char **argv)
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
     }
+    double region_us, plain_us;
+    if (region_cost(&region_us, &plain_us) < 0.0f) return 1; /* never: the sum is positive */
     const ws_model_config *mc = ws_model_config_of(r.m);
     printf("engine forward step (d=%d, T=%d, %d+%d layers; %d instructions + %d queries per "
            "trajectory), steps/s, %ld cores, OMP_WAIT_POLICY=%s\n",
@@ -192,6 +220,8 @@ int main(int argc, char **argv)
         printf("%6d | %9.0f %9.0f %9.0f | %9.0f %9.0f %9.0f | %9.0f\n", BATCHES[i], quiet[i][0],
                quiet[i][1], quiet[i][2], busy[i][0], busy[i][1], busy[i][2], cpu1[i]);
     printf("(busy: a process spinning on a core; per CPU s: the work alone, whatever the load)\n");
+    printf("a loop of 64 floats: %.3f us in a one-thread OpenMP region, %.3f us outside one\n",
+           region_us, plain_us);
     printf("{\"bench\":\"threads\",\"d\":%d,\"instr\":%d,\"queries\":%d,\"omp_wait_policy\":\"%s\"",
            mc->d, N_INSTR, N_QUERY, getenv("OMP_WAIT_POLICY"));
     const char *modes[MODES] = {"1t", "2t", "auto"};
@@ -201,6 +231,6 @@ int main(int argc, char **argv)
                 printf(",\"%s_b%d_%s\":%.1f", load ? "busy" : "quiet", BATCHES[i], modes[k],
                        load ? busy[i][k] : quiet[i][k]);
     for (int i = 0; i < N_B; i++) printf(",\"cpu_b%d_1t\":%.1f", BATCHES[i], cpu1[i]);
-    printf("}\n");
+    printf(",\"omp_region_1t_us\":%.3f,\"plain_loop_us\":%.3f}\n", region_us, plain_us);
     return 0;
 }

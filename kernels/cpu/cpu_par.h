@@ -3,9 +3,10 @@
  *
  * Why: a libgomp parallel region ends at a barrier whose last thread wakes the
  * others with a futex system call, in a team of one too. On these (virtual)
- * machines that is about 1.5 µs a region (bench/bench_threads' batch 1: a
- * serving step is some 70 small ops on one thread, and the calls were a third of
- * its time). So an op writes its loop once, inside one of these macros, and the
+ * machines that is about 1.3-1.5 µs a region (bench/bench_threads prints it) and
+ * a serving step at batch 1 is some 70 small ops on one thread: the regions took
+ * half of its time (bench_threads batch 1: 3,300-3,500 steps/s with them, 6,900
+ * without). So an op writes its loop once, inside one of these macros, and the
  * compiler builds it twice: as an OpenMP loop for several threads and as a plain
  * loop for one. The body is the same code either way, and the ops give the same
  * bits at any thread count, so which one runs changes no result.

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/ws_clock.h"
 #include "test_server_util.h"
 #include "test_util.h"
 
@@ -250,10 +251,14 @@ static int version_of(const ws_ts_daemon *d, const char *key, int *serving)
     return v;
 }
 
-/* Labelled steps by `key` until the model's version reaches v. */
+/* Labelled steps by `key` until the model's version reaches v, for up to 2
+ * minutes: a count of steps was not enough under ASan on a loaded machine (two
+ * training jobs beside the sanitizer suite: no version after 400 steps), where
+ * each training pass and each gate evaluation take many times longer. */
 static void train_to(const ws_ts_daemon *d, const char *key, const char *id, int v)
 {
-    for (int i = 0; i < 400 && version_of(d, key, NULL) < v; i++) {
+    double until = ws_clock_mono_s() + 120.0;
+    while (version_of(d, key, NULL) < v && ws_clock_mono_s() < until) {
         ws_ts_resp r;
         post_step_as(d, key, id, "{\"fact\":[\"ann\",\"hall\"],\"value\":true}",
                      "{\"fact\":[\"ann\",\"hall\"]}", "[true]", &r);

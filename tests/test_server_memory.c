@@ -6,13 +6,13 @@
  * unrelated steps (each asking about some other, never-told fact: that changes
  * nothing), then asked again. The answers through HTTP must be those of the same
  * episodes run on models/default.safetensors through the library, kind by kind,
- * at both delays; the unrelated questions must mostly be answered "no"; and at
- * delay 1 the daemon must answer at least the floor the shipped model is known
- * to reach (tests/test_memory_shipped.c), and after the 100 unrelated steps
- * exactly what it answered at delay 1 (steps that tell nothing keep the state).
- * These floors are what the shipped model does, not what issue 11 asks (every
- * told fact at its last value and every never-told fact "no", >= 99%, after 100
- * steps): it does not reach that yet.
+ * at both delays; the unrelated questions must mostly be answered "no"; at
+ * delay 1 every told fact at its last value and every never-told fact "no" in
+ * at least 99% of the answers (what issue 11 asks of this scenario; the shipped
+ * model, stage K of scripts/train-default.sh, answers 99.4%: 2 wrong of 320),
+ * and after the 100 unrelated steps exactly what it answered at delay 1 (steps
+ * that tell nothing keep the state). These 20 sessions are a small sample: over
+ * 1,024 episodes of 8 facts bench_memory measures the same model at 98.9%.
  * Skipped (not passed) in a build that ships no model. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,8 +80,8 @@ static void test_fresh_daemon_answers_as_the_library(void **state)
         }
     printf("unrelated never-told questions answered no: %ld of %ld\n", chatter[1], chatter[0]);
     assert_int_equal(chatter[0], 20 * 101);
-    assert_true(chatter[1] >= 0.95 * chatter[0]); /* the shipped model: 99.7% */
-    assert_true(ws_probe_acc(&http, 0, 0, 7u) >= 0.96); /* the shipped model: 98.8% */
+    assert_true(chatter[1] >= 0.95 * chatter[0]);       /* the shipped model: 99.75% */
+    assert_true(ws_probe_acc(&http, 0, 0, 7u) >= 0.99); /* the shipped model: 99.4% */
     for (int kind = 0; kind < WS_PROBE_KINDS; kind++)
         assert_int_equal(http.right[0][1][kind], http.right[0][0][kind]);
     assert_int_equal(ws_ts_stop(&d), 0);

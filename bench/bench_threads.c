@@ -18,7 +18,6 @@
  *                             [--batch N: that batch alone, e.g. under perf record]
  *                             [--d N: the shipped model's shape at width N, random
  *                              parameters; e.g. 128, the shape issue 15 measured] */
-#include <omp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

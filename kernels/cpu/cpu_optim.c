@@ -10,7 +10,7 @@ ws_status ws_cpu_adamw(ws_backend *be, float *param, const float *grad, float *m
 {
     ws_cpu_packs_forget(param, n * sizeof *param);
     ws_adamw_step s = ws_adamw_step_of(a);
-    WS_CPU_FOR(n >= 4096 ? ws_cpu_threads(be) : 1, , for (size_t i = 0; i < n; i++) {
+    WS_CPU_FOR(ws_cpu_threads_for(be, n), , for (size_t i = 0; i < n; i++) {
         float g = grad[i] * a->grad_scale;
         m[i] = a->beta1 * m[i] + (1.0f - a->beta1) * g;
         v[i] = a->beta2 * v[i] + (1.0f - a->beta2) * g * g;

@@ -30,6 +30,8 @@ static inline float rmc_tanhf(float x)
     return x * p / q;
 }
 
+/* Segments are few (one per trajectory) and their rows cheap: the ops over
+ * segments take threads by their elements, like the element-wise ones. */
 static ws_status gate_forward(ws_backend *be, const ws_rmc_gate_args *a)
 {
     int d = a->d;

@@ -287,6 +287,17 @@ ws_status ws_store_vocab_count(ws_store *s, int64_t model, int64_t *n, ws_error 
 ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, size_t n,
                                 const char *const *symbols, ws_error *err);
 typedef ws_status (*ws_store_vocab_fn)(void *ctx, int64_t id, const char *symbol, size_t len);
+/* The append of several daemons growing one model's vocabulary at once: in one
+ * transaction under the model's lock, so that it never has to be tried again.
+ * When others stored symbols from first_id on first, those go to
+ * others(ctx, id, symbol, len) in id order, the caller's symbols among them
+ * are not stored again, and the rest follow them in the order given, as far as
+ * `limit` symbols in all (the caller's vocabulary's capacity): the caller
+ * rebuilds its vocabulary alike, from first_id on the others' symbols and then
+ * its own. first_id above the stored count is WS_ERR_CONFLICT. */
+ws_status ws_store_vocab_merge(ws_store *s, int64_t model, int64_t first_id, size_t n,
+                               const char *const *symbols, int64_t limit,
+                               ws_store_vocab_fn others, void *ctx, ws_error *err);
 /* Every symbol in id order (ids are checked to be 0, 1, 2, ...: a gap is
  * WS_ERR_FORMAT). */
 ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,

@@ -253,16 +253,34 @@ ws_status ws_store_vocab_count(ws_store *s, int64_t model, int64_t *n, ws_error 
     return s->ops->vocab_count(s, model, n, err);
 }
 
+static ws_status check_symbols(size_t n, const char *const *symbols, ws_error *err)
+{
+    if (!symbols) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no symbols given");
+    for (size_t i = 0; i < n; i++)
+        if (!symbols[i])
+            return ws_error_set(err, WS_ERR_INVALID, "vocabulary: symbol %zu is NULL", i);
+    return WS_OK;
+}
+
 ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, size_t n,
                                 const char *const *symbols, ws_error *err)
 {
     WS_STORE_ENTER(s, err);
     if (n == 0) return WS_OK;
-    if (!symbols) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no symbols given");
-    for (size_t i = 0; i < n; i++)
-        if (!symbols[i])
-            return ws_error_set(err, WS_ERR_INVALID, "vocabulary: symbol %zu is NULL", i);
-    return s->ops->vocab_append(s, model, first_id, n, symbols, err);
+    WS_TRY(check_symbols(n, symbols, err));
+    return s->ops->vocab_append(s, model, first_id, n, symbols, INT64_MAX, NULL, NULL, err);
+}
+
+ws_status ws_store_vocab_merge(ws_store *s, int64_t model, int64_t first_id, size_t n,
+                               const char *const *symbols, int64_t limit,
+                               ws_store_vocab_fn others, void *ctx, ws_error *err)
+{
+    WS_STORE_ENTER(s, err);
+    if (!others) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no callback for a merge");
+    if (n == 0) return WS_OK;
+    WS_TRY(check_symbols(n, symbols, err));
+    WS_STORE_LISTING(s, s->ops->vocab_append(s, model, first_id, n, symbols, limit, others, ctx,
+                                             err));
 }
 
 ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,

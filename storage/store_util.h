@@ -32,6 +32,24 @@ ws_status ws_store__step_conflict(const char *id, int64_t step, int64_t expect, 
 ws_status ws_store__vocab_conflict(int64_t model, int64_t have, int64_t first_id, ws_error *err);
 ws_status ws_store__version_conflict(int64_t model, int64_t max, ws_error *err);
 
+/* What a backend's vocabulary append needs of it (vocab_append.c), b its
+ * handle: the stored count, the symbols from an id on in id order, and an
+ * insert of symbols at ids first_id.. (UNIQUE(model, symbol) broken:
+ * WS_ERR_CONFLICT). */
+typedef struct {
+    ws_status (*count)(void *b, int64_t model, int64_t *n, ws_error *err);
+    ws_status (*load)(void *b, int64_t model, int64_t from, ws_store_vocab_fn fn, void *ctx,
+                      ws_error *err);
+    ws_status (*insert)(void *b, int64_t model, int64_t first_id, size_t n,
+                        const char *const *symbols, ws_error *err);
+} ws_store__vocab_io;
+/* The vocab_append op (store_op_list.h) inside the backend's transaction,
+ * with the model's row locked against other appenders. */
+ws_status ws_store__vocab_append(const ws_store__vocab_io *io, void *b, int64_t model,
+                                 int64_t first_id, size_t n, const char *const *symbols,
+                                 int64_t limit, ws_store_vocab_fn others, void *ctx,
+                                 ws_error *err);
+
 /* The entry check of every ws_store_* wrapper: a store, and not re-entered from
  * one of its own listing callbacks. */
 ws_status ws_store__enter(ws_store *s, ws_error *err);

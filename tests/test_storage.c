@@ -576,6 +576,66 @@ static void test_vocab(void **state)
     ws_store_close(f.s);
 }
 
+/* The merge of several daemons appending at once (ws_store_vocab_merge). */
+static ws_status refuse_vocab(void *ctx, int64_t id, const char *sym, size_t len)
+{
+    (void)ctx, (void)id, (void)sym, (void)len;
+    return WS_ERR_INVALID;
+}
+
+static void expect_vocab(ws_store *s, int64_t model, const char *const *want, int n)
+{
+    vocab_seen v = {0};
+    OK(ws_store_vocab_load(s, model, collect_vocab, &v, &e_));
+    assert_int_equal(v.n, n);
+    for (int i = 0; i < n; i++) assert_string_equal(v.syms[i], want[i]);
+}
+
+static void test_vocab_merge(void **state)
+{
+    (void)state;
+    fixture f = make_fixture("vocab_merge.db");
+    ws_error err = {0};
+    const char *ab[] = {"a", "b"}, *cd[] = {"c", "d"}, *ecf[] = {"e", "c", "f"};
+    OK(ws_store_vocab_append(f.s, f.model, 0, 2, ab, &e_));
+    /* at the stored count a merge is an append: no one else's symbols */
+    vocab_seen others = {0};
+    OK(ws_store_vocab_merge(f.s, f.model, 2, 2, cd, 100, collect_vocab, &others, &e_));
+    assert_int_equal(others.n, 0);
+    /* a daemon that saw 2 symbols merges after c, d, which it is handed, and
+     * its c is not stored twice */
+    others = (vocab_seen){.n = 2};
+    OK(ws_store_vocab_merge(f.s, f.model, 2, 3, ecf, 100, collect_vocab, &others, &e_));
+    assert_int_equal(others.n, 4);
+    assert_string_equal(others.syms[2], "c");
+    assert_string_equal(others.syms[3], "d");
+    const char *want[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+    expect_vocab(f.s, f.model, want, 6);
+
+    /* a limit of 8 symbols in all: of g, h, i after e, f only g, h fit */
+    const char *ghi[] = {"g", "h", "i"};
+    others = (vocab_seen){.n = 4};
+    OK(ws_store_vocab_merge(f.s, f.model, 4, 3, ghi, 8, collect_vocab, &others, &e_));
+    assert_int_equal(others.n, 6);
+    expect_vocab(f.s, f.model, want, 8);
+
+    /* what fails changes nothing */
+    const char *x[] = {"x"};
+    expect_status(ws_store_vocab_merge(f.s, f.model, 9, 1, x, 100, collect_vocab, &others, &err),
+                  WS_ERR_CONFLICT, &err, "merge past the stored count");
+    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, refuse_vocab, NULL, &err),
+                  WS_ERR_INVALID, &err, "callback refuses");
+    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, NULL, NULL, &err),
+                  WS_ERR_INVALID, &err, "no callback");
+    expect_status(ws_store_vocab_merge(f.s, 999, 0, 1, x, 100, collect_vocab, &others, &err),
+                  WS_ERR_NOTFOUND, &err, "unknown model");
+    /* the strict append still refuses what a merge takes */
+    expect_status(ws_store_vocab_append(f.s, f.model, 7, 1, x, &err), WS_ERR_CONFLICT, &err,
+                  "append behind the stored count");
+    expect_vocab(f.s, f.model, want, 8);
+    ws_store_close(f.s);
+}
+
 /* ---- models and versions ----------------------------------------------------- */
 
 typedef struct {
@@ -763,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_state_bit_exact),
         cmocka_unit_test(test_step_log_paging_and_labels),
         cmocka_unit_test(test_vocab),
+        cmocka_unit_test(test_vocab_merge),
         cmocka_unit_test(test_models_and_versions),
         cmocka_unit_test(test_model_of_tenant),
         cmocka_unit_test(test_leader_lock),

@@ -147,38 +147,76 @@ ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err)
     return s;
 }
 
+/* The symbols other daemons stored before this one's, as a merge hands them
+ * over (copies, in id order). */
+typedef struct {
+    ws_error *err;
+    char **sym;
+    int n, cap;
+} others_seen;
+
+static ws_status see_other(void *ctx, int64_t id, const char *symbol, size_t len)
+{
+    (void)id;
+    others_seen *o = ctx;
+    if (o->n == o->cap) {
+        int cap = o->cap ? 2 * o->cap : 16;
+        char **grown = realloc(o->sym, (size_t)cap * sizeof *grown);
+        if (!grown) return ws_error_set(o->err, WS_ERR_NOMEM, "out of memory");
+        o->sym = grown, o->cap = cap;
+    }
+    if (!(o->sym[o->n] = strndup(symbol, len)))
+        return ws_error_set(o->err, WS_ERR_NOMEM, "out of memory");
+    o->n++;
+    return WS_OK;
+}
+
+/* em's vocabulary as the merge stored it: from `stored` on the others'
+ * symbols, then this daemon's (mine[0..n)) that were not among them. */
+static ws_status take_others(ws_eng_model *em, int stored, const others_seen *o, char **mine,
+                             int n, ws_error *err)
+{
+    ws_vocab *v = ws_model_vocab(em->m);
+    ws_vocab_truncate(v, stored);
+    for (int i = 0; i < o->n; i++)
+        if (ws_vocab_id(v, o->sym[i], strlen(o->sym[i]), 1) != stored + i) {
+            ws_vocab_truncate(v, stored); /* the next merge hands them over again */
+            return ws_error_set(err, WS_ERR_FORMAT,
+                                "vocabulary: the database's symbol %d of model %lld does not fit",
+                                stored + i, (long long)em->id);
+        }
+    for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
+    return WS_OK;
+}
+
 /* On a shared store (several daemons, one database): the symbols this batch
  * added to em's vocabulary are stored now, in a transaction of their own, so
- * that their ids are the cluster's before anything is computed with them. When
- * another daemon appended first (WS_ERR_CONFLICT: the ids differ), the
- * vocabulary goes back to what was stored, takes that daemon's symbols from
- * the store, adds ours after them, and tries again; *rebuilt says the items'
- * ids must be mapped again. Symbols not stored on failure stay for the next
- * batch to store. */
+ * that their ids are the cluster's before anything is computed with them.
+ * When other daemons appended first, the store merges ours after theirs under
+ * the model's lock (so no daemon has to try again, however busy the others),
+ * and the vocabulary takes the same order; *rebuilt says the items' ids must
+ * be mapped again. Symbols not stored on failure stay for the next batch to
+ * store. */
 static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_error *err)
 {
     ws_vocab *v = ws_model_vocab(em->m);
-    for (int attempt = 0;; attempt++) {
-        int n = ws_vocab_size(v) - em->vocab_stored;
-        if (n <= 0) return WS_OK;
-        char **mine = symbols_from(v, em->vocab_stored, n);
-        if (!mine) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-        ws_status s = ws_store_vocab_append(e->st, em->id, em->vocab_stored, (size_t)n,
-                                            (const char *const *)mine, err);
-        if (s == WS_OK) em->vocab_stored += n;
-        if (s == WS_ERR_CONFLICT && attempt < WS_ENG_STEP_TRIES) {
-            s = ws_eng_vocab_refresh(e, em, err);
-            for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
-            *rebuilt = 1;
-            if (s == WS_OK) s = WS_ERR_CONFLICT; /* again, with what is left */
-        }
-        for (int i = 0; i < n; i++) free(mine[i]);
-        free(mine);
-        if (s == WS_ERR_CONFLICT && attempt >= WS_ENG_STEP_TRIES)
-            return ws_error_set(err, WS_ERR_STORAGE,
-                                "vocabulary: other daemons kept appending first, retry");
-        if (s != WS_ERR_CONFLICT) return s;
+    int stored = em->vocab_stored, n = ws_vocab_size(v) - stored;
+    if (n <= 0) return WS_OK;
+    char **mine = symbols_from(v, stored, n);
+    if (!mine) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    others_seen o = {err, NULL, 0, 0};
+    ws_status s = ws_store_vocab_merge(e->st, em->id, stored, (size_t)n, (const char *const *)mine,
+                                       ws_vocab_capacity(v), see_other, &o, err);
+    if (s == WS_OK && o.n) {
+        s = take_others(em, stored, &o, mine, n, err);
+        *rebuilt = 1;
     }
+    if (s == WS_OK) em->vocab_stored = ws_vocab_size(v);
+    for (int i = 0; i < o.n; i++) free(o.sym[i]);
+    free(o.sym);
+    for (int i = 0; i < n; i++) free(mine[i]);
+    free(mine);
+    return s;
 }
 
 /* share_vocab for every model of the batch; a model whose symbols could not be

@@ -1,13 +1,15 @@
 /* vocab.c — per-model vocabularies: symbols with dense ids 0..n-1 in order of
  * first sight, appended as the model meets new symbols (one statement per
- * append: the symbols go as one text array) and loaded whole at startup. */
+ * append: the symbols go as one text array; merged after what other daemons
+ * appended first: ws_store_vocab_merge) and loaded whole at startup. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pg_internal.h"
 
-static ws_status next_id(ws_pg *s, int64_t model, int64_t *n, ws_error *err)
+static ws_status next_id(void *b, int64_t model, int64_t *n, ws_error *err)
 {
+    ws_pg *s = b;
     return ws_pg__int_by(s, WS_PG_VOCAB_NEXT, model, n, err, "storage: counting vocabulary");
 }
 
@@ -44,39 +46,27 @@ static char *array_literal(size_t n, const char *const *symbols)
     return out;
 }
 
-ws_status ws_pg_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
-                             const char *const *symbols, ws_error *err)
+/* symbols[0..n) stored with ids first_id..; the ids checked by the caller. */
+static ws_status insert(void *b, int64_t model, int64_t first_id, size_t n,
+                        const char *const *symbols, ws_error *err)
 {
-    ws_pg *s = ws_pg_of(store);
+    ws_pg *s = b;
     char *array = array_literal(n, symbols);
     if (!array) return ws_error_set(err, WS_ERR_NOMEM, "storage: out of memory");
-    ws_pg_op op;
-    ws_status r = ws_pg__op_begin(s, &op, err);
-    if (r != WS_OK) {
-        free(array);
-        return r;
-    }
-    /* the model's row locked: one appender at a time reads the count */
     ws_pg_args a = {0};
     ws_pg__arg_int(&a, model);
-    r = ws_pg__probe(s, WS_PG_MODEL_LOCK, &a, "model", model, err);
-    int64_t have = 0;
-    if (r == WS_OK) r = next_id(s, model, &have, err);
-    if (r == WS_OK && first_id != have) r = ws_store__vocab_conflict(model, have, first_id, err);
-    if (r == WS_OK) {
-        ws_pg__arg_int(&a, first_id);
-        ws_pg__arg_text(&a, array);
-        r = ws_pg__run_n(s, WS_PG_VOCAB_INSERT, &a, NULL, err,
-                         "storage: appending to the vocabulary");
-        /* with the ids checked, the only constraint an append can break is
-         * UNIQUE(model, symbol) */
-        if (r != WS_OK && !strcmp(s->sqlstate, "23505"))
-            r = ws_error_set(err, WS_ERR_CONFLICT,
-                             "vocabulary of model %lld already has one of the %zu symbols",
-                             (long long)model, n);
-    }
+    ws_pg__arg_int(&a, first_id);
+    ws_pg__arg_text(&a, array);
+    ws_status r = ws_pg__run_n(s, WS_PG_VOCAB_INSERT, &a, NULL, err,
+                               "storage: appending to the vocabulary");
+    /* with the ids checked, the only constraint an append can break is
+     * UNIQUE(model, symbol) */
+    if (r != WS_OK && !strcmp(s->sqlstate, "23505"))
+        r = ws_error_set(err, WS_ERR_CONFLICT,
+                         "vocabulary of model %lld already has one of the %zu symbols",
+                         (long long)model, n);
     free(array);
-    return ws_pg__op_end(s, &op, r, err);
+    return r;
 }
 
 typedef struct {
@@ -97,14 +87,40 @@ static ws_status vocab_row(void *ctx, const PGresult *res, int row, ws_error *er
     return c->fn(c->ctx, id, ws_pg__text(res, row, 1), (size_t)PQgetlength(res, row, 1));
 }
 
+/* The model's symbols from id `from` on, in id order, to fn. */
+static ws_status load_from(void *b, int64_t model, int64_t from, ws_store_vocab_fn fn, void *ctx,
+                           ws_error *err)
+{
+    ws_pg_args a = {0};
+    ws_pg__arg_int(&a, model);
+    ws_pg__arg_int(&a, from);
+    vocab_load_ctx c = {model, from, fn, ctx};
+    return ws_pg__each(b, WS_PG_VOCAB_LOAD, &a, vocab_row, &c, err,
+                       "storage: loading the vocabulary");
+}
+
+static const ws_store__vocab_io io = {next_id, load_from, insert};
+
+ws_status ws_pg_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
+                             const char *const *symbols, int64_t limit, ws_store_vocab_fn others,
+                             void *ctx, ws_error *err)
+{
+    ws_pg *s = ws_pg_of(store);
+    ws_pg_op op;
+    WS_TRY(ws_pg__op_begin(s, &op, err));
+    /* the model's row locked: one appender at a time reads the count */
+    ws_pg_args a = {0};
+    ws_pg__arg_int(&a, model);
+    ws_status r = ws_pg__probe(s, WS_PG_MODEL_LOCK, &a, "model", model, err);
+    if (r == WS_OK)
+        r = ws_store__vocab_append(&io, s, model, first_id, n, symbols, limit, others, ctx, err);
+    return ws_pg__op_end(s, &op, r, err);
+}
+
 ws_status ws_pg_vocab_load(ws_store *store, int64_t model, ws_store_vocab_fn fn, void *ctx,
                            ws_error *err)
 {
     ws_pg *s = ws_pg_of(store);
     WS_TRY(ws_pg__model_exists(s, model, err));
-    ws_pg_args a = {0};
-    ws_pg__arg_int(&a, model);
-    vocab_load_ctx c = {model, 0, fn, ctx};
-    return ws_pg__each(s, WS_PG_VOCAB_LOAD, &a, vocab_row, &c, err,
-                       "storage: loading the vocabulary");
+    return load_from(s, model, 0, fn, ctx, err);
 }

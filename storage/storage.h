@@ -294,10 +294,12 @@ typedef ws_status (*ws_store_vocab_fn)(void *ctx, int64_t id, const char *symbol
  * are not stored again, and the rest follow them in the order given, as far as
  * `limit` symbols in all (the caller's vocabulary's capacity): the caller
  * rebuilds its vocabulary alike, from first_id on the others' symbols and then
- * its own. first_id above the stored count is WS_ERR_CONFLICT. */
+ * its own. *count: the stored count after it, for the caller to check its
+ * vocabulary against. first_id above the stored count is WS_ERR_CONFLICT. */
 ws_status ws_store_vocab_merge(ws_store *s, int64_t model, int64_t first_id, size_t n,
                                const char *const *symbols, int64_t limit,
-                               ws_store_vocab_fn others, void *ctx, ws_error *err);
+                               ws_store_vocab_fn others, void *ctx, int64_t *count,
+                               ws_error *err);
 /* Every symbol in id order (ids are checked to be 0, 1, 2, ...: a gap is
  * WS_ERR_FORMAT). */
 ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,

@@ -268,19 +268,23 @@ ws_status ws_store_vocab_append(ws_store *s, int64_t model, int64_t first_id, si
     WS_STORE_ENTER(s, err);
     if (n == 0) return WS_OK;
     WS_TRY(check_symbols(n, symbols, err));
-    return s->ops->vocab_append(s, model, first_id, n, symbols, INT64_MAX, NULL, NULL, err);
+    int64_t count;
+    return s->ops->vocab_append(s, model, first_id, n, symbols, INT64_MAX, NULL, NULL, &count,
+                                err);
 }
 
 ws_status ws_store_vocab_merge(ws_store *s, int64_t model, int64_t first_id, size_t n,
                                const char *const *symbols, int64_t limit,
-                               ws_store_vocab_fn others, void *ctx, ws_error *err)
+                               ws_store_vocab_fn others, void *ctx, int64_t *count,
+                               ws_error *err)
 {
     WS_STORE_ENTER(s, err);
-    if (!others) return ws_error_set(err, WS_ERR_INVALID, "vocabulary: no callback for a merge");
-    if (n == 0) return WS_OK;
+    if (!others || !count)
+        return ws_error_set(err, WS_ERR_INVALID, "vocabulary: a merge needs a callback and a count");
+    if (n == 0) return ws_store_vocab_count(s, model, count, err);
     WS_TRY(check_symbols(n, symbols, err));
     WS_STORE_LISTING(s, s->ops->vocab_append(s, model, first_id, n, symbols, limit, others, ctx,
-                                             err));
+                                             count, err));
 }
 
 ws_status ws_store_vocab_load(ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,

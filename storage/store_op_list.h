@@ -77,10 +77,12 @@ WS_STORE_OP(ws_status, model_set_current, (ws_store *s, int64_t model, int64_t v
 /* ---- vocabulary ---- */
 WS_STORE_OP(ws_status, vocab_count, (ws_store *s, int64_t model, int64_t *n, ws_error *err))
 /* n >= 1 and no symbol is NULL; others NULL: the strict append (a count
- * other than first_id is WS_ERR_CONFLICT), else ws_store_vocab_merge. */
+ * other than first_id is WS_ERR_CONFLICT), else ws_store_vocab_merge; *count
+ * the stored count after it. */
 WS_STORE_OP(ws_status, vocab_append, (ws_store *s, int64_t model, int64_t first_id, size_t n,
                                       const char *const *symbols, int64_t limit,
-                                      ws_store_vocab_fn others, void *ctx, ws_error *err))
+                                      ws_store_vocab_fn others, void *ctx, int64_t *count,
+                                      ws_error *err))
 WS_STORE_OP(ws_status, vocab_load, (ws_store *s, int64_t model, ws_store_vocab_fn fn, void *ctx,
                                     ws_error *err))
 

@@ -48,7 +48,7 @@ typedef struct {
 ws_status ws_store__vocab_append(const ws_store__vocab_io *io, void *b, int64_t model,
                                  int64_t first_id, size_t n, const char *const *symbols,
                                  int64_t limit, ws_store_vocab_fn others, void *ctx,
-                                 ws_error *err);
+                                 int64_t *count, ws_error *err);
 
 /* The entry check of every ws_store_* wrapper: a store, and not re-entered from
  * one of its own listing callbacks. */

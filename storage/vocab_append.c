@@ -55,7 +55,8 @@ static size_t fresh_symbols(merge *m, const char *const *symbols, size_t n, size
 
 static ws_status merge_after(const ws_store__vocab_io *io, void *b, int64_t model,
                              int64_t first_id, int64_t have, size_t n, const char *const *symbols,
-                             int64_t limit, ws_store_vocab_fn others, void *ctx, ws_error *err)
+                             int64_t limit, ws_store_vocab_fn others, void *ctx, int64_t *count,
+                             ws_error *err)
 {
     merge m = {others, ctx, err, NULL, 0, 0};
     const char **fresh = malloc(n * sizeof *fresh);
@@ -65,6 +66,7 @@ static ws_status merge_after(const ws_store__vocab_io *io, void *b, int64_t mode
         size_t room = limit > have ? (size_t)(limit - have) : 0;
         size_t k = fresh_symbols(&m, symbols, n, room, fresh);
         if (k) r = io->insert(b, model, have, k, fresh, err);
+        *count = have + (int64_t)k;
     }
     for (size_t i = 0; i < m.n; i++) free(m.others[i]);
     free(m.others);
@@ -75,11 +77,13 @@ static ws_status merge_after(const ws_store__vocab_io *io, void *b, int64_t mode
 ws_status ws_store__vocab_append(const ws_store__vocab_io *io, void *b, int64_t model,
                                  int64_t first_id, size_t n, const char *const *symbols,
                                  int64_t limit, ws_store_vocab_fn others, void *ctx,
-                                 ws_error *err)
+                                 int64_t *count, ws_error *err)
 {
     int64_t have = 0;
     WS_TRY(io->count(b, model, &have, err));
+    *count = have + (int64_t)n;
     if (first_id == have) return io->insert(b, model, first_id, n, symbols, err);
+    *count = have;
     if (!others || first_id > have) return ws_store__vocab_conflict(model, have, first_id, err);
-    return merge_after(io, b, model, first_id, have, n, symbols, limit, others, ctx, err);
+    return merge_after(io, b, model, first_id, have, n, symbols, limit, others, ctx, count, err);
 }

@@ -596,39 +596,52 @@ static void test_vocab_merge(void **state)
     (void)state;
     fixture f = make_fixture("vocab_merge.db");
     ws_error err = {0};
+    int64_t count = 0;
     const char *ab[] = {"a", "b"}, *cd[] = {"c", "d"}, *ecf[] = {"e", "c", "f"};
     OK(ws_store_vocab_append(f.s, f.model, 0, 2, ab, &e_));
     /* at the stored count a merge is an append: no one else's symbols */
     vocab_seen others = {0};
-    OK(ws_store_vocab_merge(f.s, f.model, 2, 2, cd, 100, collect_vocab, &others, &e_));
+    OK(ws_store_vocab_merge(f.s, f.model, 2, 2, cd, 100, collect_vocab, &others, &count, &e_));
     assert_int_equal(others.n, 0);
+    assert_int_equal(count, 4);
     /* a daemon that saw 2 symbols merges after c, d, which it is handed, and
      * its c is not stored twice */
     others = (vocab_seen){.n = 2};
-    OK(ws_store_vocab_merge(f.s, f.model, 2, 3, ecf, 100, collect_vocab, &others, &e_));
+    OK(ws_store_vocab_merge(f.s, f.model, 2, 3, ecf, 100, collect_vocab, &others, &count, &e_));
     assert_int_equal(others.n, 4);
     assert_string_equal(others.syms[2], "c");
     assert_string_equal(others.syms[3], "d");
+    assert_int_equal(count, 6);
     const char *want[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
     expect_vocab(f.s, f.model, want, 6);
 
     /* a limit of 8 symbols in all: of g, h, i after e, f only g, h fit */
     const char *ghi[] = {"g", "h", "i"};
     others = (vocab_seen){.n = 4};
-    OK(ws_store_vocab_merge(f.s, f.model, 4, 3, ghi, 8, collect_vocab, &others, &e_));
+    OK(ws_store_vocab_merge(f.s, f.model, 4, 3, ghi, 8, collect_vocab, &others, &count, &e_));
     assert_int_equal(others.n, 6);
+    assert_int_equal(count, 8);
     expect_vocab(f.s, f.model, want, 8);
+    /* nothing to add: the count all the same */
+    count = 0;
+    OK(ws_store_vocab_merge(f.s, f.model, 8, 0, NULL, 100, collect_vocab, &others, &count, &e_));
+    assert_int_equal(count, 8);
 
     /* what fails changes nothing */
     const char *x[] = {"x"};
-    expect_status(ws_store_vocab_merge(f.s, f.model, 9, 1, x, 100, collect_vocab, &others, &err),
-                  WS_ERR_CONFLICT, &err, "merge past the stored count");
-    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, refuse_vocab, NULL, &err),
+    expect_status(
+        ws_store_vocab_merge(f.s, f.model, 9, 1, x, 100, collect_vocab, &others, &count, &err),
+        WS_ERR_CONFLICT, &err, "merge past the stored count");
+    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, refuse_vocab, NULL, &count, &err),
                   WS_ERR_INVALID, &err, "callback refuses");
-    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, NULL, NULL, &err),
+    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, NULL, NULL, &count, &err),
                   WS_ERR_INVALID, &err, "no callback");
-    expect_status(ws_store_vocab_merge(f.s, 999, 0, 1, x, 100, collect_vocab, &others, &err),
-                  WS_ERR_NOTFOUND, &err, "unknown model");
+    expect_status(ws_store_vocab_merge(f.s, f.model, 7, 1, x, 100, collect_vocab, &others, NULL,
+                                       &err),
+                  WS_ERR_INVALID, &err, "no count");
+    expect_status(
+        ws_store_vocab_merge(f.s, 999, 0, 1, x, 100, collect_vocab, &others, &count, &err),
+        WS_ERR_NOTFOUND, &err, "unknown model");
     /* the strict append still refuses what a merge takes */
     expect_status(ws_store_vocab_append(f.s, f.model, 7, 1, x, &err), WS_ERR_CONFLICT, &err,
                   "append behind the stored count");

@@ -173,18 +173,17 @@ static ws_status see_other(void *ctx, int64_t id, const char *symbol, size_t len
 
 /* em's vocabulary as the merge stored it: from `stored` on the others'
  * symbols, then this daemon's (mine[0..n)) that were not among them. */
-static ws_status take_others(ws_eng_model *em, int stored, const others_seen *o, char **mine,
-                             int n, ws_error *err)
+static ws_status take_others(ws_eng_model *em, int stored, const others_seen *o, char **mine, int n,
+                             ws_error *err)
 {
     ws_vocab *v = ws_model_vocab(em->m);
     ws_vocab_truncate(v, stored);
     for (int i = 0; i < o->n; i++)
-        if (ws_vocab_id(v, o->sym[i], strlen(o->sym[i]), 1) != stored + i) {
-            ws_vocab_truncate(v, stored); /* the next merge hands them over again */
-            return ws_error_set(err, WS_ERR_FORMAT,
-                                "vocabulary: the database's symbol %d of model %lld does not fit",
+        if (ws_vocab_id(v, o->sym[i], strlen(o->sym[i]), 1) != stored + i)
+            return ws_error_set(err, WS_ERR_STORAGE,
+                                "vocabulary: the database's symbol %d of model %lld does not fit "
+                                "here, retry",
                                 stored + i, (long long)em->id);
-        }
     for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
     return WS_OK;
 }
@@ -194,9 +193,9 @@ static ws_status take_others(ws_eng_model *em, int stored, const others_seen *o,
  * that their ids are the cluster's before anything is computed with them.
  * When other daemons appended first, the store merges ours after theirs under
  * the model's lock (so no daemon has to try again, however busy the others),
- * and the vocabulary takes the same order; *rebuilt says the items' ids must
- * be mapped again. Symbols not stored on failure stay for the next batch to
- * store. */
+ * and the vocabulary takes the same order, checked against the stored count;
+ * *rebuilt says the items' ids must be mapped again. Symbols the store could
+ * not take stay for the next batch to store. */
 static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_error *err)
 {
     ws_vocab *v = ws_model_vocab(em->m);
@@ -205,13 +204,24 @@ static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_er
     char **mine = symbols_from(v, stored, n);
     if (!mine) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     others_seen o = {err, NULL, 0, 0};
+    int64_t count = 0;
     ws_status s = ws_store_vocab_merge(e->st, em->id, stored, (size_t)n, (const char *const *)mine,
-                                       ws_vocab_capacity(v), see_other, &o, err);
+                                       ws_vocab_capacity(v), see_other, &o, &count, err);
     if (s == WS_OK && o.n) {
         s = take_others(em, stored, &o, mine, n, err);
         *rebuilt = 1;
     }
-    if (s == WS_OK) em->vocab_stored = ws_vocab_size(v);
+    int differs = s == WS_OK && count != ws_vocab_size(v);
+    if (differs)
+        s = ws_error_set(err, WS_ERR_STORAGE,
+                         "vocabulary of model %lld: %lld symbols stored, %d here, retry",
+                         (long long)em->id, (long long)count, ws_vocab_size(v));
+    if (s == WS_OK) {
+        em->vocab_stored = (int)count;
+    } else if (*rebuilt || differs) { /* what is stored comes back with the next merge */
+        ws_vocab_truncate(v, stored);
+        *rebuilt = 1;
+    }
     for (int i = 0; i < o.n; i++) free(o.sym[i]);
     free(o.sym);
     for (int i = 0; i < n; i++) free(mine[i]);

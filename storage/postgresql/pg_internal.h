@@ -68,7 +68,8 @@
     X(VOCAB_NEXT, "SELECT coalesce(max(id) + 1, 0) FROM vocab WHERE model = $1")             \
     X(VOCAB_INSERT, "INSERT INTO vocab(model, id, symbol) SELECT $1::bigint, $2::bigint + u.o - 1, "\
                     "u.sym FROM unnest($3::text[]) WITH ORDINALITY AS u(sym, o)")            \
-    X(VOCAB_LOAD, "SELECT id, symbol FROM vocab WHERE model = $1 AND id >= $2 ORDER BY id")  \
+    X(VOCAB_LOAD, "SELECT id, symbol FROM vocab WHERE model = $1 AND id >= $2 "              \
+                  "ORDER BY id")                                                             \
     /* sessions */                                                                           \
     X(SESSION_FIND, "SELECT sid, step FROM sessions WHERE id = $1 AND tenant = $2")          \
     X(SESSION_LOCK, "SELECT sid, step FROM sessions WHERE id = $1 AND tenant = $2 "          \

@@ -103,7 +103,7 @@ static const ws_store__vocab_io io = {next_id, load_from, insert};
 
 ws_status ws_pg_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
                              const char *const *symbols, int64_t limit, ws_store_vocab_fn others,
-                             void *ctx, ws_error *err)
+                             void *ctx, int64_t *count, ws_error *err)
 {
     ws_pg *s = ws_pg_of(store);
     ws_pg_op op;
@@ -113,7 +113,8 @@ ws_status ws_pg_vocab_append(ws_store *store, int64_t model, int64_t first_id, s
     ws_pg__arg_int(&a, model);
     ws_status r = ws_pg__probe(s, WS_PG_MODEL_LOCK, &a, "model", model, err);
     if (r == WS_OK)
-        r = ws_store__vocab_append(&io, s, model, first_id, n, symbols, limit, others, ctx, err);
+        r = ws_store__vocab_append(&io, s, model, first_id, n, symbols, limit, others, ctx,
+                                   count, err);
     return ws_pg__op_end(s, &op, r, err);
 }
 

@@ -63,7 +63,8 @@
     /* vocabulary: ids are dense, so max(id)+1 is the count in one index probe */          \
     X(VOCAB_NEXT, "SELECT coalesce(max(id) + 1, 0) FROM vocab WHERE model = ?1")            \
     X(VOCAB_INSERT, "INSERT INTO vocab(model, id, symbol) VALUES(?1, ?2, ?3)")              \
-    X(VOCAB_LOAD, "SELECT id, symbol FROM vocab WHERE model = ?1 AND id >= ?2 ORDER BY id") \
+    X(VOCAB_LOAD, "SELECT id, symbol FROM vocab WHERE model = ?1 AND id >= ?2 "             \
+                  "ORDER BY id")                                                            \
     /* sessions */                                                                          \
     X(SESSION_FIND, "SELECT sid, step FROM sessions WHERE id = ?1 AND tenant = ?2")         \
     X(SESSION_INSERT, "INSERT INTO sessions(id, tenant, model, step, state, state_rows, "   \

@@ -84,14 +84,15 @@ static const ws_store__vocab_io io = {next_id, load_from, insert};
 
 ws_status ws_sqlite_vocab_append(ws_store *store, int64_t model, int64_t first_id, size_t n,
                                  const char *const *symbols, int64_t limit,
-                                 ws_store_vocab_fn others, void *ctx, ws_error *err)
+                                 ws_store_vocab_fn others, void *ctx, int64_t *count, ws_error *err)
 {
     ws_sqlite *s = ws_sqlite_of(store);
     ws_sqlite_op op; /* a write transaction: one appender at a time reads the count */
     WS_TRY(ws_sqlite__op_begin(s, &op, err));
     ws_status r = ws_sqlite__model_exists(s, model, err);
     if (r == WS_OK)
-        r = ws_store__vocab_append(&io, s, model, first_id, n, symbols, limit, others, ctx, err);
+        r = ws_store__vocab_append(&io, s, model, first_id, n, symbols, limit, others, ctx,
+                                   count, err);
     return ws_sqlite__op_end(s, &op, r, err);
 }
 

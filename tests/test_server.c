@@ -15,35 +15,21 @@
 #include "test_server_util.h"
 #include "test_util.h"
 
-static ws_ts_daemon D;
-static char DIR_[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
-}
+/* The daemon the tests share (ws_ts_shared_setup starts it). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
 
 static long step(const char *id, const char *key, const char *body, ws_ts_resp *r)
 {
     char p[128];
-    return ws_ts_req(&D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), key, body, r);
+    return ws_ts_req(D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), key, body, r);
 }
 
 /* worldstate_engine_idle_seconds_total from /metrics. */
 static double engine_idle_seconds(void)
 {
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/metrics", NULL, NULL, &r), 200);
     const char *name = "\nworldstate_engine_idle_seconds_total ";
     const char *v = strstr(r.body, name);
     assert_non_null(v);
@@ -56,10 +42,10 @@ static void test_flow(void **state)
 {
     (void)state;
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/readyz", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/readyz", NULL, NULL, &r), 200);
     ws_ts_resp_free(&r);
     char id[33], p[160];
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     assert_int_equal(step(id, NULL,
                           "{\"expect_step\":0,\"instructions\":[{\"fact\":[\"mary\",\"kitchen\"],\"value\":true}],"
                           "\"queries\":[{\"fact\":[\"mary\",\"kitchen\"]},{\"fact\":[\"john\",\"garden\"]}]}", &r), 200);
@@ -74,47 +60,58 @@ static void test_flow(void **state)
     assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, 2);
     ws_ts_resp_free(&r);
     /* queries alone: no state change */
-    assert_int_equal(ws_ts_req(&D, "POST", ws_ts_spath(p, sizeof p, id, "/queries"), NULL,
-                               "{\"queries\":[{\"fact\":[\"mary\",\"kitchen\"]}]}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "POST", ws_ts_spath(p, sizeof p, id, "/queries"), NULL,
+                               "{\"queries\":[{\"fact\":[\"mary\",\"kitchen\"]}]}", &r),
+                     200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, 2);
     ws_ts_resp_free(&r);
     /* labels later */
-    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
-                               "{\"labels\":[true,false]}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[true,false]}", &r),
+                     200);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
-                               "{\"labels\":[false,false]}", &r), 409);
+    assert_int_equal(ws_ts_req(D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[false,false]}", &r),
+                     409);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
-                               "{\"labels\":[true,false,true]}", &r), 400);
+    assert_int_equal(ws_ts_req(D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[true,false,true]}", &r),
+                     400);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/99/labels"), NULL,
-                               "{\"labels\":[true]}", &r), 404);
+    assert_int_equal(ws_ts_req(D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/99/labels"), NULL,
+                               "{\"labels\":[true]}", &r),
+                     404);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
-                               "{\"labels\":[false,false],\"replace\":true}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PUT", ws_ts_spath(p, sizeof p, id, "/steps/1/labels"), NULL,
+                               "{\"labels\":[false,false],\"replace\":true}", &r),
+                     200);
     ws_ts_resp_free(&r);
     /* the log, paged */
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?after=0&limit=1"), NULL, NULL, &r), 200);
+    assert_int_equal(
+        ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?after=0&limit=1"), NULL, NULL, &r),
+        200);
     const cJSON *steps = cJSON_GetObjectItem(r.json, "steps");
     assert_int_equal(cJSON_GetArraySize(steps), 1);
     assert_true(cJSON_IsArray(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 0), "labels")));
     assert_int_equal(cJSON_GetObjectItem(r.json, "next_after")->valueint, 1);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, 2);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/sessions?limit=10", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/sessions?limit=10", NULL, NULL, &r), 200);
     assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "sessions")) >= 1);
     ws_ts_resp_free(&r);
     /* models: list, create, read, tune, download */
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models", NULL, NULL, &r), 200);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL,
-                               "{\"name\":\"tiny\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
-                               "\"n_ext_layers\":1,\"vocab_cap\":64,\"d_raw\":3}}", &r), 201);
+    assert_int_equal(ws_ts_req(D, "POST", "/v1/models", NULL,
+                               "{\"name\":\"tiny\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":"
+                               "4,\"n_upd_layers\":1,"
+                               "\"n_ext_layers\":1,\"vocab_cap\":64,\"d_raw\":3}}",
+                               &r),
+                     201);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL, "{\"name\":\"tiny\"}", &r), 409);
+    assert_int_equal(ws_ts_req(D, "POST", "/v1/models", NULL, "{\"name\":\"tiny\"}", &r), 409);
     ws_ts_resp_free(&r);
     /* mixer fields: names, not numbers; each slot takes only its own mixers */
     static const char *const bad_mixers[] = {
@@ -125,42 +122,46 @@ static void test_flow(void **state)
         "{\"name\":\"bad\",\"config\":{\"s2_tau\":\"1\"}}",
     };
     for (size_t i = 0; i < sizeof bad_mixers / sizeof bad_mixers[0]; i++) {
-        assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL, bad_mixers[i], &r), 400);
+        assert_int_equal(ws_ts_req(D, "POST", "/v1/models", NULL, bad_mixers[i], &r), 400);
         ws_ts_resp_free(&r);
     }
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bad", NULL, NULL, &r), 404);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/bad", NULL, NULL, &r), 404);
     ws_ts_resp_free(&r);
     /* a model with other mixers: created, recorded by name, and it serves steps */
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL,
+    assert_int_equal(ws_ts_req(D, "POST", "/v1/models", NULL,
                                "{\"name\":\"mixed\",\"config\":{\"d\":16,\"n_heads\":2,"
                                "\"n_state\":6,\"n_upd_layers\":1,\"n_ext_layers\":1,"
                                "\"upd_mixer\":\"rmc\",\"ext_mixer\":\"simplicial2\","
-                               "\"s2_dim\":8,\"s2_tau\":0.125}}", &r), 201);
+                               "\"s2_dim\":8,\"s2_tau\":0.125}}",
+                               &r),
+                     201);
     cJSON *mc = cJSON_GetObjectItem(r.json, "config");
     assert_string_equal(cJSON_GetObjectItem(mc, "upd_mixer")->valuestring, "rmc");
     assert_string_equal(cJSON_GetObjectItem(mc, "ext_mixer")->valuestring, "simplicial2");
     assert_true(cJSON_GetObjectItem(mc, "s2_tau")->valuedouble == 0.125);
     ws_ts_resp_free(&r);
     char mid[33];
-    assert_int_equal(ws_ts_session(&D, NULL, "mixed", mid), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "mixed", mid), 201);
     assert_int_equal(step(mid, NULL, "{\"instructions\":[{\"fact\":[\"a\",\"b\"],\"value\":true}],"
                               "\"queries\":[{\"fact\":[\"a\",\"b\"]}]}", &r), 200);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "answers")), 1);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/tiny/training", NULL, "{\"enabled\":false,\"lr\":0.01}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PATCH", "/v1/models/tiny/training", NULL,
+                               "{\"enabled\":false,\"lr\":0.01}", &r),
+                     200);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r.json, "enabled")));
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/tiny", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/tiny", NULL, NULL, &r), 200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "version")->valueint, 1);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/tiny/checkpoint", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/tiny/checkpoint", NULL, NULL, &r), 200);
     assert_true(r.len > 8 && strstr(r.body + 8, "worldstate-model-1"));
     ws_ts_resp_free(&r);
     char vid[33];
-    assert_int_equal(ws_ts_session(&D, NULL, "tiny", vid), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "tiny", vid), 201);
     assert_int_equal(step(vid, NULL, "{\"instructions\":[{\"vector\":[1,2,3],\"value\":true}],\"queries\":[{\"vector\":[1,2,3]}]}", &r), 200);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/metrics", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "worldstate_steps_total"));
     assert_non_null(strstr(r.body, "worldstate_model_version{model=\"tiny\"} 1"));
     /* the states just committed are held for the sessions' next steps (--state-cache) */
@@ -178,9 +179,9 @@ static void test_flow(void **state)
     assert_true(idle1 - idle0 >= 0.2);
     assert_true(idle1 - idle0 <= t1 - t0 + 1e-3);
     /* delete */
-    assert_int_equal(ws_ts_req(&D, "DELETE", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 204);
+    assert_int_equal(ws_ts_req(D, "DELETE", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 204);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 404);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 404);
     ws_ts_resp_free(&r);
 }
 
@@ -194,7 +195,8 @@ static void fetch_state(const char *id, float **out, size_t *n)
 {
     char p[160];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/state"), NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/state"), NULL, NULL, &r),
+                     200);
     *n = r.len / sizeof(float);
     *out = malloc(r.len ? r.len : 1);
     memcpy(*out, r.body, r.len);
@@ -207,7 +209,7 @@ static void test_matches_model(void **state)
     static const char *facts[][2] = {{"anna", "hall"}, {"bob", "attic"}, {"anna", "attic"}};
     char id[33];
     ws_ts_resp r1, r2;
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     assert_int_equal(step(id, NULL, "{\"instructions\":[{\"fact\":[\"anna\",\"hall\"],\"value\":true},"
                                     "{\"fact\":[\"bob\",\"attic\"],\"value\":true}],"
                                     "\"queries\":[{\"fact\":[\"anna\",\"hall\"]},{\"fact\":[\"anna\",\"attic\"]}]}", &r1), 200);
@@ -290,7 +292,7 @@ static void test_restart(void **state)
     size_t n[N];
     ws_ts_resp r;
     for (int s = 0; s < N; s++) {
-        assert_int_equal(ws_ts_session(&D, NULL, "default", ids[s]), 201);
+        assert_int_equal(ws_ts_session(D, NULL, "default", ids[s]), 201);
         for (int t = 0; t <= s; t++) {
             char body[200];
             snprintf(body, sizeof body, "{\"instructions\":[{\"fact\":[\"x%d\",\"y%d\"],\"value\":%s}]}", s, t,
@@ -300,8 +302,8 @@ static void test_restart(void **state)
         }
         fetch_state(ids[s], &before[s], &n[s]);
     }
-    assert_int_equal(ws_ts_stop(&D), 0);
-    assert_int_equal(ws_ts_start(&D, DIR_, NULL), 0);
+    assert_int_equal(ws_ts_stop(D), 0);
+    assert_int_equal(ws_ts_start(D, DIR_, NULL), 0);
     for (int s = 0; s < N; s++) {
         float *after;
         size_t na;
@@ -309,7 +311,8 @@ static void test_restart(void **state)
         fetch_state(ids[s], &after, &na);
         assert_int_equal(na, n[s]);
         assert_memory_equal(after, before[s], na * sizeof(float));
-        assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, ids[s], ""), NULL, NULL, &r), 200);
+        assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, ids[s], ""), NULL, NULL, &r),
+                         200);
         assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, s + 1);
         ws_ts_resp_free(&r);
         free(after);
@@ -323,12 +326,16 @@ static void test_bad_input(void **state)
     (void)state;
     char id[33], vid[33], p[160];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", NULL,
-                               "{\"name\":\"vec\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
-                               "\"n_ext_layers\":1,\"vocab_cap\":64,\"d_raw\":3}}", &r), 201);
+    assert_int_equal(
+        ws_ts_req(
+            D, "POST", "/v1/models", NULL,
+            "{\"name\":\"vec\",\"config\":{\"d\":16,\"n_heads\":2,\"n_state\":4,\"n_upd_layers\":1,"
+            "\"n_ext_layers\":1,\"vocab_cap\":64,\"d_raw\":3}}",
+            &r),
+        201);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
-    assert_int_equal(ws_ts_session(&D, NULL, "vec", vid), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "vec", vid), 201);
     assert_int_equal(step(id, NULL, "{\"instructions\":[{\"fact\":[\"a\",\"b\"],\"value\":true}]}", &r), 200);
     ws_ts_resp_free(&r);
     assert_int_equal(step(vid, NULL, "{\"instructions\":[{\"vector\":[1,2,3],\"value\":true}]}", &r), 200);
@@ -403,9 +410,9 @@ static void test_bad_input(void **state)
     ws_ts_resp_free(&r);
     assert_int_equal(step("nope", NULL, "{}", &r), 404);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PATCH", ws_ts_spath(p, sizeof p, id, ""), NULL, "{}", &r), 405);
+    assert_int_equal(ws_ts_req(D, "PATCH", ws_ts_spath(p, sizeof p, id, ""), NULL, "{}", &r), 405);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v2/nothing", NULL, NULL, &r), 404);
+    assert_int_equal(ws_ts_req(D, "GET", "/v2/nothing", NULL, NULL, &r), 404);
     ws_ts_resp_free(&r);
     assert_int_equal(step(id, "wsk_wrong", "{}", &r), 401);
     ws_ts_resp_free(&r);
@@ -418,7 +425,8 @@ static void test_bad_input(void **state)
     assert_memory_equal(s1, s0, n0 * sizeof(float));
     assert_int_equal(nv1, nv0);
     assert_memory_equal(v1, v0, nv0 * sizeof(float));
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, NULL, &r),
+                     200);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "steps")), 1);
     ws_ts_resp_free(&r);
     free(s0), free(s1), free(v0), free(v1);
@@ -448,7 +456,7 @@ static void test_one_session_concurrent(void **state)
     (void)state;
     enum { THREADS = 8 };
     char id[33], p[160];
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     pthread_t th[THREADS];
     hammer_arg args[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -462,7 +470,9 @@ static void test_one_session_concurrent(void **state)
     }
     assert_int_equal(ok, THREADS * 5);
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?limit=1000"), NULL, NULL, &r), 200);
+    assert_int_equal(
+        ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/steps?limit=1000"), NULL, NULL, &r),
+        200);
     const cJSON *steps = cJSON_GetObjectItem(r.json, "steps");
     assert_int_equal(cJSON_GetArraySize(steps), THREADS * 5);
     for (int i = 0; i < THREADS * 5; i++)
@@ -480,37 +490,40 @@ static void test_tenants(void **state)
     assert_int_equal(ws_ts_key_create(dir, "alice", 0, ka, sizeof ka), 0);
     assert_int_equal(ws_ts_key_create(dir, "bob", 0, kb, sizeof kb), 0);
     assert_int_equal(ws_ts_key_create(dir, "ops", 1, kadm, sizeof kadm), 0);
-    ws_ts_daemon saved = D;
-    assert_int_equal(ws_ts_start(&D, dir, NULL), 0);
+    ws_ts_daemon saved = *D;
+    assert_int_equal(ws_ts_start(D, dir, NULL), 0);
     char id[33], p[160];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 401);
-    assert_int_equal(ws_ts_session(&D, "wsk_0000", "default", id), 401);
-    assert_int_equal(ws_ts_session(&D, ka, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 401);
+    assert_int_equal(ws_ts_session(D, "wsk_0000", "default", id), 401);
+    assert_int_equal(ws_ts_session(D, ka, "default", id), 201);
     assert_int_equal(step(id, ka, "{\"instructions\":[{\"fact\":[\"k\"],\"value\":true}]}", &r), 200);
     ws_ts_resp_free(&r);
     static const char *const m[][3] = {{"GET", "", NULL}, {"GET", "/state", NULL}, {"GET", "/steps", NULL},
                                        {"POST", "/steps", "{}"}, {"POST", "/queries", "{\"queries\":[]}"},
                                        {"PUT", "/steps/1/labels", "{\"labels\":[true]}"}, {"DELETE", "", NULL}};
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-        assert_int_equal(ws_ts_req(&D, m[i][0], ws_ts_spath(p, sizeof p, id, m[i][1]), kb, m[i][2], &r), 404);
+        assert_int_equal(
+            ws_ts_req(D, m[i][0], ws_ts_spath(p, sizeof p, id, m[i][1]), kb, m[i][2], &r), 404);
         ws_ts_resp_free(&r);
     }
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/sessions", kb, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/sessions", kb, NULL, &r), 200);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.json, "sessions")), 0);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, ""), ka, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, ""), ka, NULL, &r), 200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, 1);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", ka, "{\"name\":\"m2\"}", &r), 403);
+    assert_int_equal(ws_ts_req(D, "POST", "/v1/models", ka, "{\"name\":\"m2\"}", &r), 403);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/default/training", kb, "{\"enabled\":false}", &r), 403);
+    assert_int_equal(
+        ws_ts_req(D, "PATCH", "/v1/models/default/training", kb, "{\"enabled\":false}", &r), 403);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/default/training", kadm, "{\"enabled\":true}", &r), 200);
+    assert_int_equal(
+        ws_ts_req(D, "PATCH", "/v1/models/default/training", kadm, "{\"enabled\":true}", &r), 200);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_stop(&D), 0);
+    assert_int_equal(ws_ts_stop(D), 0);
     ws_ts_cleanup(dir);
-    D = saved;
+    *D = saved;
 }
 
 /* The route table's answers: 405 names the path's methods in Allow, HEAD is
@@ -520,7 +533,7 @@ static void test_routes(void **state)
     (void)state;
     char id[33], p[160], allow[128], len[32];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     static const char *const wrong[][3] = {
         {"PATCH", "", "GET, HEAD, DELETE, OPTIONS"},
         {"DELETE", "/steps", "GET, HEAD, POST, OPTIONS"},
@@ -529,7 +542,7 @@ static void test_routes(void **state)
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
         ws_ts_spath(p, sizeof p, id, wrong[i][1]);
-        assert_int_equal(ws_ts_req(&D, wrong[i][0], p, NULL, "{}", &r), 405);
+        assert_int_equal(ws_ts_req(D, wrong[i][0], p, NULL, "{}", &r), 405);
         assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));
         assert_string_equal(allow, wrong[i][2]);
         const cJSON *e = cJSON_GetObjectItem(r.json, "error");
@@ -541,7 +554,7 @@ static void test_routes(void **state)
                                            {"PUT", "/v1/models/default/training", "PATCH, OPTIONS"},
                                            {"POST", "/healthz", "GET, HEAD, OPTIONS"}};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        assert_int_equal(ws_ts_req(&D, other[i][0], other[i][1], NULL, NULL, &r), 405);
+        assert_int_equal(ws_ts_req(D, other[i][0], other[i][1], NULL, NULL, &r), 405);
         assert_true(ws_ts_header(&r, "Allow", allow, sizeof allow));
         assert_string_equal(allow, other[i][2]);
         ws_ts_resp_free(&r);
@@ -550,27 +563,27 @@ static void test_routes(void **state)
     static const char *const heads[] = {"", "/state", "/steps"};
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
         ws_ts_spath(p, sizeof p, id, heads[i]);
-        assert_int_equal(ws_ts_req(&D, "GET", p, NULL, NULL, &r), 200);
+        assert_int_equal(ws_ts_req(D, "GET", p, NULL, NULL, &r), 200);
         size_t get_len = r.len;
         ws_ts_resp_free(&r);
-        assert_int_equal(ws_ts_req(&D, "HEAD", p, NULL, NULL, &r), 200);
+        assert_int_equal(ws_ts_req(D, "HEAD", p, NULL, NULL, &r), 200);
         assert_int_equal(r.len, 0);
         assert_true(ws_ts_header(&r, "Content-Length", len, sizeof len));
         assert_int_equal(strtoul(len, NULL, 10), get_len);
         ws_ts_resp_free(&r);
     }
-    assert_int_equal(ws_ts_req(&D, "HEAD", "/healthz", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "HEAD", "/healthz", NULL, NULL, &r), 200);
     assert_int_equal(r.len, 0);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "HEAD", "/v1/sessions/0123456789abcdef0123456789abcdef",
-                               NULL, NULL, &r), 404);
+    assert_int_equal(
+        ws_ts_req(D, "HEAD", "/v1/sessions/0123456789abcdef0123456789abcdef", NULL, NULL, &r), 404);
     assert_int_equal(r.len, 0);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "HEAD", ws_ts_spath(p, sizeof p, id, "/queries"), NULL, NULL,
-                               &r), 405);
+    assert_int_equal(ws_ts_req(D, "HEAD", ws_ts_spath(p, sizeof p, id, "/queries"), NULL, NULL, &r),
+                     405);
     ws_ts_resp_free(&r);
     /* /metrics: the row's name, HEAD counted with its GET, a 405 with the path's rows */
-    assert_int_equal(ws_ts_req(&D, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/metrics", NULL, NULL, &r), 200);
     assert_non_null(strstr(r.body, "_requests_total{route=\"state\",status=\"200\"}"));
     assert_null(strstr(r.body, "{route=\"state\",status=\"405\"}"));
     assert_non_null(strstr(r.body, "{route=\"labels\",status=\"405\"} 1"));
@@ -589,5 +602,5 @@ int main(void)
         cmocka_unit_test(test_tenants),
         cmocka_unit_test(test_routes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

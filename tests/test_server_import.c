@@ -16,8 +16,9 @@
 #include "test_server_util.h"
 #include "test_util.h"
 
-static ws_ts_daemon D;
-static char DIR_[256];
+/* The daemon the tests share (started by setup, stopped by ws_ts_shared_teardown). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
 static char ADMIN[128], USER[128];
 
 static const char *const SYMS[] = {"anna", "hall", "bob", "attic", "carl"};
@@ -25,19 +26,11 @@ static const char *const SYMS[] = {"anna", "hall", "bob", "attic", "carl"};
 static int setup(void **state)
 {
     (void)state;
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
+    ws_ts_tmpdir(ws_ts_shared_dir, sizeof ws_ts_shared_dir);
     /* Keys from the start: the refusals need a key that is not an admin's. */
     if (ws_ts_key_create(DIR_, "ops", 1, ADMIN, sizeof ADMIN) != 0) return -1;
     if (ws_ts_key_create(DIR_, "acme", 0, USER, sizeof USER) != 0) return -1;
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
+    return ws_ts_start(D, DIR_, NULL);
 }
 
 static ws_model_config tiny_config(int d)
@@ -93,7 +86,7 @@ static long import_bytes(const char *name, const char *key, const char *body, si
 {
     char p[256];
     snprintf(p, sizeof p, "/v1/models/%s/import", name);
-    return ws_ts_http(&D, "POST", p, key, body, len, r);
+    return ws_ts_http(D, "POST", p, key, body, len, r);
 }
 
 static long import_file(const char *name, const char *path, ws_ts_resp *r)
@@ -130,7 +123,7 @@ static ws_model *download(const char *name, ws_backend *be, long *version)
     char p[256], file[320];
     snprintf(p, sizeof p, "/v1/models/%s/checkpoint", name);
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", p, ADMIN, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", p, ADMIN, NULL, &r), 200);
     snprintf(file, sizeof file, "%s.download", DIR_);
     spit(file, r.body, r.len);
     ws_ts_resp_free(&r);
@@ -140,7 +133,7 @@ static ws_model *download(const char *name, ws_backend *be, long *version)
     remove(file);
     if (version) { /* the model's current version, as listed */
         snprintf(p, sizeof p, "/v1/models/%s", name);
-        assert_int_equal(ws_ts_req(&D, "GET", p, ADMIN, NULL, &r), 200);
+        assert_int_equal(ws_ts_req(D, "GET", p, ADMIN, NULL, &r), 200);
         *version = (long)num_of(r.json, "version");
         ws_ts_resp_free(&r);
     }
@@ -173,7 +166,7 @@ static void test_shipped_default(void **state)
     const char *blob = getenv("WS_SHIPPED_DEFAULT");
     struct stat sb;
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default", ADMIN, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default", ADMIN, NULL, &r), 200);
     if (!blob || stat(blob, &sb) != 0 || sb.st_size == 0) {
         assert_string_equal(str_of(r.json, "origin"), "random");
         ws_ts_resp_free(&r);
@@ -202,14 +195,14 @@ static void test_shipped_default(void **state)
 static long step(const char *id, const char *body, ws_ts_resp *r)
 {
     char p[128];
-    return ws_ts_req(&D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), ADMIN, body, r);
+    return ws_ts_req(D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), ADMIN, body, r);
 }
 
 static float *fetch_state(const char *id, size_t n)
 {
     char p[128];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/state"), ADMIN, NULL, &r),
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/state"), ADMIN, NULL, &r),
                      200);
     assert_int_equal(r.len, n * sizeof(float));
     float *w = malloc(r.len);
@@ -276,7 +269,7 @@ static void test_import_new_model(void **state)
                                                  "enabled"))); /* default settings */
     ws_ts_resp_free(&r);
 
-    assert_int_equal(ws_ts_session(&D, ADMIN, "tiny", SID), 201);
+    assert_int_equal(ws_ts_session(D, ADMIN, "tiny", SID), 201);
     static const int in1[][2] = {{0, 1}, {2, 3}}, q1[][2] = {{0, 1}, {0, 3}};
     static const int in2[][2] = {{0, 3}}, q2[][2] = {{0, 3}, {2, 3}};
     ws_ts_resp r1, r2;
@@ -361,7 +354,7 @@ static void test_import_new_version(void **state)
 static char *snapshot(void)
 {
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models", ADMIN, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models", ADMIN, NULL, &r), 200);
     char dir[320];
     snprintf(dir, sizeof dir, "%s/models", DIR_);
     struct dirent **names;
@@ -410,7 +403,7 @@ static long import_too_large(ws_ts_resp *r)
 {
     memset(r, 0, sizeof *r);
     char url[256], auth[200];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/models/huge/import", D.port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/models/huge/import", D->port);
     snprintf(auth, sizeof auth, "Authorization: Bearer %s", ADMIN);
     CURL *c = curl_easy_init();
     assert_non_null(c);
@@ -447,7 +440,7 @@ static void test_refusals_change_nothing(void **state)
     static const char *const zed[] = {"zed"};
     make_ckpt(other_vocab, tiny_config(16), 9, zed, 1, 0);
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/tiny", ADMIN, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/tiny", ADMIN, NULL, &r), 200);
     ws_ts_resp_free(&r);
     size_t len;
     char *bytes = slurp(good, &len);
@@ -506,5 +499,5 @@ int main(void)
         cmocka_unit_test(test_import_new_version),
         cmocka_unit_test(test_refusals_change_nothing),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, ws_ts_shared_teardown);
 }

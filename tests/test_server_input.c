@@ -15,23 +15,9 @@
 #include "test_util.h"
 #include "utf8_cases.h"
 
-static ws_ts_daemon D;
-static char DIR_[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
-}
+/* The daemon the tests share (ws_ts_shared_setup starts it). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
 
 /* A refusal: the status, UTF-8 JSON with {"error":{"code","message"}}, the code. */
 static void assert_error(const ws_ts_resp *r, long status, const char *code)
@@ -53,7 +39,7 @@ static const char *message(const ws_ts_resp *r)
 static long step(const char *id, const char *body, size_t len, ws_ts_resp *r)
 {
     char p[128];
-    return ws_ts_http(&D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, body, len, r);
+    return ws_ts_http(D, "POST", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, body, len, r);
 }
 
 /* Item 2: every invalid UTF-8 form in a symbol is refused (all were 200). */
@@ -62,7 +48,7 @@ static void test_utf8_symbols(void **state)
     (void)state;
     char id[33], body[256];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     for (int i = 0; i < WS_UTF8_N_BAD; i++) {
         int n = snprintf(body, sizeof body,
                          "{\"instructions\":[{\"fact\":[\"a%sb\",\"c\"],\"value\":true}]}",
@@ -82,7 +68,7 @@ static void test_utf8_symbols(void **state)
     }
     /* The session is untouched, and the edges of the valid range are symbols. */
     char p[128];
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, ""), NULL, NULL, &r), 200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "step")->valueint, 0);
     ws_ts_resp_free(&r);
     for (int i = 0; i < WS_UTF8_N_GOOD; i++) {
@@ -92,7 +78,7 @@ static void test_utf8_symbols(void **state)
         assert_int_equal(step(id, body, (size_t)n, &r), 200);
         ws_ts_resp_free(&r);
     }
-    assert_int_equal(ws_ts_req(&D, "GET", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, NULL, &r),
+    assert_int_equal(ws_ts_req(D, "GET", ws_ts_spath(p, sizeof p, id, "/steps"), NULL, NULL, &r),
                      200);
     assert_true(ws_utf8_valid((const unsigned char *)r.body, r.len));
     assert_non_null(strstr(r.body, "a\xF4\x8F\xBF\xBF"));
@@ -106,18 +92,18 @@ static void test_nul_and_controls(void **state)
     (void)state;
     char id[33];
     ws_ts_resp r;
-    ws_ts_req(&D, "POST", "/v1/sessions", NULL, "{\"model\":\"default\\u0000x\"}", &r);
+    ws_ts_req(D, "POST", "/v1/sessions", NULL, "{\"model\":\"default\\u0000x\"}", &r);
     assert_error(&r, 400, "invalid_request");
     assert_non_null(strstr(message(&r), "\"model\""));
     ws_ts_resp_free(&r);
-    ws_ts_req(&D, "POST", "/v1/sessions", NULL, "{\"model\\u0000\":\"default\"}", &r);
+    ws_ts_req(D, "POST", "/v1/sessions", NULL, "{\"model\\u0000\":\"default\"}", &r);
     assert_error(&r, 400, "invalid_request");
     ws_ts_resp_free(&r);
-    ws_ts_req(&D, "POST", "/v1/sessions", NULL, "{\"model\":\"def\\u0001ault\"}", &r);
+    ws_ts_req(D, "POST", "/v1/sessions", NULL, "{\"model\":\"def\\u0001ault\"}", &r);
     assert_error(&r, 400, "invalid_request");
     assert_non_null(strstr(message(&r), "model contains a control character"));
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     const char *nul = "{\"instructions\":[{\"fact\":[\"a\\u0000b\",\"c\"],\"value\":true}]}";
     step(id, nul, strlen(nul), &r);
     assert_error(&r, 400, "invalid_request");
@@ -140,7 +126,7 @@ static void test_nul_and_controls(void **state)
     ws_ts_resp_free(&r);
     /* a body with a NUL byte in it */
     const char zero[] = "{\"model\":\"default\"}\0x";
-    ws_ts_http(&D, "POST", "/v1/sessions", NULL, zero, sizeof zero - 1, &r);
+    ws_ts_http(D, "POST", "/v1/sessions", NULL, zero, sizeof zero - 1, &r);
     assert_error(&r, 400, "bad_json");
     ws_ts_resp_free(&r);
 }
@@ -172,7 +158,7 @@ static void test_numbers(void **state)
     (void)state;
     char id[33];
     ws_ts_resp r;
-    assert_int_equal(ws_ts_session(&D, NULL, "default", id), 201);
+    assert_int_equal(ws_ts_session(D, NULL, "default", id), 201);
     const char *bad[] = {"{\"expect_step\":00}", "{\"expect_step\":\x01 0}",
                          "{\"expect_step\":-0.}", "{\"expect_step\":0e}", "{\"expect_step\":0.0.0}",
                          "{\"queries\":[{\"vector\":[1.]}]}", "{\"queries\":[{\"vector\":[.5]}]}",
@@ -201,19 +187,19 @@ static void test_lr_stored(void **state)
     (void)state;
     ws_ts_resp r;
     const char *path = "/v1/models/default/training";
-    ws_ts_req(&D, "PATCH", path, NULL, "{\"lr\":1e-46}", &r);
+    ws_ts_req(D, "PATCH", path, NULL, "{\"lr\":1e-46}", &r);
     assert_error(&r, 400, "invalid_request");
     ws_ts_resp_free(&r);
     /* the smallest float: accepted, so the next start must take it */
-    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"lr\":1.5e-45}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"lr\":1.5e-45}", &r), 200);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_stop(&D), 0);
-    assert_int_equal(ws_ts_start(&D, DIR_, NULL), 0);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_stop(D), 0);
+    assert_int_equal(ws_ts_start(D, DIR_, NULL), 0);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
     double lr = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "training"), "lr")->valuedouble;
     assert_true(lr > 0 && lr < 2e-45);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"lr\":0.001}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"lr\":0.001}", &r), 200);
     ws_ts_resp_free(&r);
 }
 
@@ -221,7 +207,7 @@ static void test_lr_stored(void **state)
 static int rehearsal_now(void)
 {
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
     const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "training"), "rehearsal");
     assert_true(cJSON_IsNumber(v));
     int n = v->valueint;
@@ -241,18 +227,18 @@ static void test_rehearsal_setting(void **state)
                          "{\"rehearsal\":\"8\"}", "{\"rehearsal\":true}", "{\"rehearsal\":null}",
                          "{\"rehearsal\":8,\"lr\":-1}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ws_ts_req(&D, "PATCH", path, NULL, bad[i], &r);
+        ws_ts_req(D, "PATCH", path, NULL, bad[i], &r);
         assert_error(&r, 400, "invalid_request");
         ws_ts_resp_free(&r);
         assert_int_equal(rehearsal_now(), 0);
     }
-    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"rehearsal\":8}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"rehearsal\":8}", &r), 200);
     assert_int_equal(cJSON_GetObjectItem(r.json, "rehearsal")->valueint, 8);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_stop(&D), 0);
-    assert_int_equal(ws_ts_start(&D, DIR_, NULL), 0);
+    assert_int_equal(ws_ts_stop(D), 0);
+    assert_int_equal(ws_ts_start(D, DIR_, NULL), 0);
     assert_int_equal(rehearsal_now(), 8);
-    assert_int_equal(ws_ts_req(&D, "PATCH", path, NULL, "{\"rehearsal\":0}", &r), 200);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"rehearsal\":0}", &r), 200);
     ws_ts_resp_free(&r);
 }
 
@@ -261,7 +247,7 @@ static size_t raw_http(const char *request, char *out, size_t cap)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)D.port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)D->port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     assert_int_equal(write(fd, request, strlen(request)), (ssize_t)strlen(request));
@@ -288,12 +274,12 @@ static void test_framing(void **state)
                            "/v1/models/default%00x", "/v1%2Fmodels", "/v1/models%00/x"};
     for (int i = 0; i < 5; i++) {
         ws_ts_resp r;
-        ws_ts_req(&D, "GET", paths[i], NULL, NULL, &r);
+        ws_ts_req(D, "GET", paths[i], NULL, NULL, &r);
         assert_error(&r, 404, "not_found");
         ws_ts_resp_free(&r);
     }
     ws_ts_resp r; /* other escapes still decode */
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/defaul%74", NULL, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/defaul%74", NULL, NULL, &r), 200);
     ws_ts_resp_free(&r);
 }
 
@@ -305,5 +291,5 @@ int main(void)
         cmocka_unit_test(test_framing),      cmocka_unit_test(test_key_note),
         cmocka_unit_test(test_rehearsal_setting),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

@@ -15,8 +15,10 @@
 #include "test_server_util.h"
 #include "test_util.h"
 
-static ws_ts_daemon D;
-static char DIR_[256], ALICE[128], BOB[128], OPS[128];
+/* The daemon the tests share (started by setup, stopped by ws_ts_shared_teardown). */
+static ws_ts_daemon *const D = &ws_ts_shared;
+static const char *const DIR_ = ws_ts_shared_dir;
+static char ALICE[128], BOB[128], OPS[128];
 
 /* Symbols only one tenant ever sends. */
 #define ALICE_SYM "alice-patient-zorbex"
@@ -26,26 +28,18 @@ static char DIR_[256], ALICE[128], BOB[128], OPS[128];
 static int setup(void **state)
 {
     (void)state;
-    ws_ts_tmpdir(DIR_, sizeof DIR_);
+    ws_ts_tmpdir(ws_ts_shared_dir, sizeof ws_ts_shared_dir);
     if (ws_ts_key_create(DIR_, "alice", 0, ALICE, sizeof ALICE) != 0) return -1;
     if (ws_ts_key_create(DIR_, "bob", 0, BOB, sizeof BOB) != 0) return -1;
     if (ws_ts_key_create(DIR_, "ops", 1, OPS, sizeof OPS) != 0) return -1;
-    return ws_ts_start(&D, DIR_, NULL);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (ws_ts_stop(&D) != 0) return -1;
-    ws_ts_cleanup(DIR_);
-    return 0;
+    return ws_ts_start(D, DIR_, NULL);
 }
 
 /* The status of one request, its response freed. */
 static long status_of(const char *method, const char *path, const char *key, const char *body)
 {
     ws_ts_resp r;
-    long st = ws_ts_req(&D, method, path, key, body, &r);
+    long st = ws_ts_req(D, method, path, key, body, &r);
     ws_ts_resp_free(&r);
     return st;
 }
@@ -55,7 +49,7 @@ static char *body_of(const char *method, const char *path, const char *key, cons
                      long want)
 {
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, method, path, key, body, &r), want);
+    assert_int_equal(ws_ts_req(D, method, path, key, body, &r), want);
     char *b = strdup(r.body);
     assert_non_null(b);
     ws_ts_resp_free(&r);
@@ -86,7 +80,7 @@ static void session_refused_as_missing(const char *key, const char *hidden, cons
 static int lists(const char *key, const char *name)
 {
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models", key, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models", key, NULL, &r), 200);
     int found = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(r.json, "models"))
@@ -99,7 +93,7 @@ static int lists(const char *key, const char *name)
 static void tell(const char *key, const char *model, const char *sym)
 {
     char id[33], p[160], body[512];
-    assert_int_equal(ws_ts_session(&D, key, model, id), 201);
+    assert_int_equal(ws_ts_session(D, key, model, id), 201);
     snprintf(body, sizeof body,
              "{\"instructions\":[{\"fact\":[\"%s\",\"location\",\"attic\"],\"value\":true}],"
              "\"queries\":[{\"fact\":[\"%s\",\"location\",\"attic\"]}],\"labels\":[true]}",
@@ -127,7 +121,7 @@ static double model_status(const char *name, const char *field)
     char p[160];
     ws_ts_resp r;
     snprintf(p, sizeof p, "/v1/models/%s", name);
-    assert_int_equal(ws_ts_req(&D, "GET", p, OPS, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", p, OPS, NULL, &r), 200);
     double v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "status"), field)->valuedouble;
     ws_ts_resp_free(&r);
     return v;
@@ -138,14 +132,14 @@ static void test_checkpoint_admin_only(void **state)
 {
     (void)state;
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", BOB, NULL, &r), 403);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default/checkpoint", BOB, NULL, &r), 403);
     assert_string_equal(error_code(&r),
                         "forbidden");
     assert_null(memmem(r.body, r.len, "worldstate-model-1", 18));
     ws_ts_resp_free(&r);
     assert_int_equal(status_of("HEAD", "/v1/models/default/checkpoint", ALICE, NULL), 403);
     assert_int_equal(status_of("GET", "/v1/models/default/checkpoint", NULL, NULL), 401);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &r), 200);
     assert_non_null(memmem(r.body, r.len, "worldstate-model-1", 18));
     ws_ts_resp_free(&r);
 }
@@ -163,19 +157,23 @@ static void test_create_for_tenant(void **state)
         "{\"name\":\"nobody-m\",\"tenant\":\"bad name!\"}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", OPS, bad[i], &r), 400);
+        assert_int_equal(ws_ts_req(D, "POST", "/v1/models", OPS, bad[i], &r), 400);
         assert_string_equal(error_code(&r),
                             "invalid_request");
         ws_ts_resp_free(&r);
     }
     assert_int_equal(status_of("GET", "/v1/models/nobody-m", OPS, NULL), 404);
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", OPS,
-                               "{\"name\":\"shared-small\",\"tenant\":null," SMALL "}", &r), 201);
+    assert_int_equal(ws_ts_req(D, "POST", "/v1/models", OPS,
+                               "{\"name\":\"shared-small\",\"tenant\":null," SMALL "}", &r),
+                     201);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(r.json, "tenant")));
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_req(&D, "POST", "/v1/models", OPS,
-                               "{\"name\":\"bobs\",\"tenant\":\"bob\",\"training\":{\"update_every\":1}," SMALL "}",
-                               &r), 201);
+    assert_int_equal(
+        ws_ts_req(D, "POST", "/v1/models", OPS,
+                  "{\"name\":\"bobs\",\"tenant\":\"bob\",\"training\":{\"update_every\":1}," SMALL
+                  "}",
+                  &r),
+        201);
     assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "bob");
     ws_ts_resp_free(&r);
 }
@@ -204,7 +202,7 @@ static void test_tenant_model_apart(void **state)
     assert_int_equal(status_of("GET", "/v1/models/bobs/checkpoint", ALICE, NULL), 403);
     assert_int_equal(status_of("PATCH", "/v1/models/bobs/training", ALICE, "{\"enabled\":false}"), 403);
     ws_ts_resp r;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bobs", BOB, NULL, &r), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/bobs", BOB, NULL, &r), 200);
     assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "bob");
     ws_ts_resp_free(&r);
 
@@ -247,21 +245,23 @@ static void test_tenant_model_apart(void **state)
     /* the checkpoint: bob's model's next version carries its vocabulary (an
      * admin imports its own checkpoint back: the stored symbols are merged in) */
     ws_ts_resp ck, imp;
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bobs/checkpoint", OPS, NULL, &ck), 200);
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/bobs/import", OPS, ck.body, ck.len, &imp), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/bobs/checkpoint", OPS, NULL, &ck), 200);
+    assert_int_equal(ws_ts_http(D, "POST", "/v1/models/bobs/import", OPS, ck.body, ck.len, &imp),
+                     200);
     assert_string_equal(cJSON_GetObjectItem(imp.json, "tenant")->valuestring, "bob"); /* still bob's */
     ws_ts_resp_free(&imp);
     ws_ts_resp_free(&ck);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/bobs/checkpoint", OPS, NULL, &ck), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/bobs/checkpoint", OPS, NULL, &ck), 200);
     assert_non_null(memmem(ck.body, ck.len, BOB_SYM, strlen(BOB_SYM)));
     assert_null(memmem(ck.body, ck.len, ALICE_SYM, strlen(ALICE_SYM)));
     ws_ts_resp_free(&ck);
     /* the shared default's: alice's symbol is in it, for any admin to read */
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &ck), 200);
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/default/import", OPS, ck.body, ck.len, &imp), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &ck), 200);
+    assert_int_equal(ws_ts_http(D, "POST", "/v1/models/default/import", OPS, ck.body, ck.len, &imp),
+                     200);
     ws_ts_resp_free(&imp);
     ws_ts_resp_free(&ck);
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &ck), 200);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default/checkpoint", OPS, NULL, &ck), 200);
     assert_non_null(memmem(ck.body, ck.len, ALICE_SYM, strlen(ALICE_SYM)));
     ws_ts_resp_free(&ck);
 }
@@ -274,25 +274,31 @@ static void test_import_for_tenant(void **state)
     (void)state;
     ws_ts_resp ck, r;
     /* a checkpoint no tenant has talked to (its vocabulary is empty) */
-    assert_int_equal(ws_ts_req(&D, "GET", "/v1/models/shared-small/checkpoint", OPS, NULL, &ck), 200);
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=nobody", OPS, ck.body,
-                                ck.len, &r), 400);
+    assert_int_equal(ws_ts_req(D, "GET", "/v1/models/shared-small/checkpoint", OPS, NULL, &ck),
+                     200);
+    assert_int_equal(
+        ws_ts_http(D, "POST", "/v1/models/alices/import?tenant=nobody", OPS, ck.body, ck.len, &r),
+        400);
     assert_string_equal(error_code(&r),
                         "invalid_request");
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=alice", ALICE, ck.body,
-                                ck.len, &r), 403);
+    assert_int_equal(
+        ws_ts_http(D, "POST", "/v1/models/alices/import?tenant=alice", ALICE, ck.body, ck.len, &r),
+        403);
     ws_ts_resp_free(&r);
     assert_int_equal(status_of("GET", "/v1/models/alices", OPS, NULL), 404); /* nothing made */
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=alice", OPS, ck.body,
-                                ck.len, &r), 201);
+    assert_int_equal(
+        ws_ts_http(D, "POST", "/v1/models/alices/import?tenant=alice", OPS, ck.body, ck.len, &r),
+        201);
     assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "alice");
     ws_ts_resp_free(&r);
     /* its next version: with no tenant or alice, kept alice's; another tenant is refused */
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import?tenant=bob", OPS, ck.body,
-                                ck.len, &r), 409);
+    assert_int_equal(
+        ws_ts_http(D, "POST", "/v1/models/alices/import?tenant=bob", OPS, ck.body, ck.len, &r),
+        409);
     ws_ts_resp_free(&r);
-    assert_int_equal(ws_ts_http(&D, "POST", "/v1/models/alices/import", OPS, ck.body, ck.len, &r), 200);
+    assert_int_equal(ws_ts_http(D, "POST", "/v1/models/alices/import", OPS, ck.body, ck.len, &r),
+                     200);
     assert_string_equal(cJSON_GetObjectItem(r.json, "tenant")->valuestring, "alice");
     assert_int_equal(cJSON_GetObjectItem(r.json, "version")->valueint, 2);
     ws_ts_resp_free(&r);
@@ -310,5 +316,5 @@ int main(void)
         cmocka_unit_test(test_tenant_model_apart),
         cmocka_unit_test(test_import_for_tenant),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, ws_ts_shared_teardown);
 }

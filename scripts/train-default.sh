@@ -158,6 +158,13 @@ run --resume "$OUT/stage-i.ckpt" --seed 53 --lr 1.5e-4 --warmup 100 --min-lr-rat
 # the same from J at a peak of 4e-5 over 3,900 s ended a little lower (K = 16
 # 94.0%, K = 4 after 10 chatter steps 90.7%), and worlds of 4 to 16 facts
 # trailed both after 40 minutes and were stopped: not kept.
+# Not kept, after it: stage K's task again from K's checkpoint with its AdamW
+# state (seed 67, a peak of 8e-5, warmup 100, cosine over 4,500 s, 1 thread
+# alone, 129,848 iterations). bench_memory (1,024 episodes, seeds 5 and 7)
+# K = 8 / 16 from 98.9 / 94.4% to 99.1 / 94.8%; seed 11, 384 episodes K = 8
+# with one fact a step 97.8 -> 98.2%; but K = 4 told-true after 10 chatter
+# steps 92.3 -> 89.3% and the end-to-end slice 99.4 -> 99.1%: too little
+# gained, and a figure README states lost.
 echo "stage K: stage J's task again, from J's parameters (6300 s)"
 run --resume "$OUT/stage-j.safetensors" --seed 61 --lr 1.2e-4 --warmup 300 --min-lr-ratio 0.1 \
   --seconds 6300 --live-facts 24 --live-facts-min 6 --instr-per-step 6 --chatter-rate 0.5 \

@@ -81,8 +81,10 @@ ws_status ws_store__vocab_append(const ws_store__vocab_io *io, void *b, int64_t 
 {
     int64_t have = 0;
     WS_TRY(io->count(b, model, &have, err));
-    *count = have + (int64_t)n;
-    if (first_id == have) return io->insert(b, model, first_id, n, symbols, err);
+    if (first_id == have) {
+        *count = have + (int64_t)n;
+        return io->insert(b, model, first_id, n, symbols, err);
+    }
     *count = have;
     if (!others || first_id > have) return ws_store__vocab_conflict(model, have, first_id, err);
     return merge_after(io, b, model, first_id, have, n, symbols, limit, others, ctx, count, err);

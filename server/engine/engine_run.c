@@ -147,44 +147,25 @@ ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err)
     return s;
 }
 
-/* The symbols other daemons stored before this one's, as a merge hands them
- * over (copies, in id order). */
+/* The merge's callback: the symbols other daemons stored from `stored` on
+ * take the same ids here, in id order (the vocabulary cut back to `stored` at
+ * the first of them). */
 typedef struct {
+    ws_eng_model *em;
+    int stored, n;
     ws_error *err;
-    char **sym;
-    int n, cap;
 } others_seen;
 
-static ws_status see_other(void *ctx, int64_t id, const char *symbol, size_t len)
+static ws_status take_other(void *ctx, int64_t id, const char *symbol, size_t len)
 {
-    (void)id;
     others_seen *o = ctx;
-    if (o->n == o->cap) {
-        int cap = o->cap ? 2 * o->cap : 16;
-        char **grown = realloc(o->sym, (size_t)cap * sizeof *grown);
-        if (!grown) return ws_error_set(o->err, WS_ERR_NOMEM, "out of memory");
-        o->sym = grown, o->cap = cap;
-    }
-    if (!(o->sym[o->n] = strndup(symbol, len)))
-        return ws_error_set(o->err, WS_ERR_NOMEM, "out of memory");
-    o->n++;
-    return WS_OK;
-}
-
-/* em's vocabulary as the merge stored it: from `stored` on the others'
- * symbols, then this daemon's (mine[0..n)) that were not among them. */
-static ws_status take_others(ws_eng_model *em, int stored, const others_seen *o, char **mine, int n,
-                             ws_error *err)
-{
-    ws_vocab *v = ws_model_vocab(em->m);
-    ws_vocab_truncate(v, stored);
-    for (int i = 0; i < o->n; i++)
-        if (ws_vocab_id(v, o->sym[i], strlen(o->sym[i]), 1) != stored + i)
-            return ws_error_set(err, WS_ERR_STORAGE,
-                                "vocabulary: the database's symbol %d of model %lld does not fit "
-                                "here, retry",
-                                stored + i, (long long)em->id);
-    for (int i = 0; i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
+    ws_vocab *v = ws_model_vocab(o->em->m);
+    if (!o->n++) ws_vocab_truncate(v, o->stored);
+    if (ws_vocab_id(v, symbol, len, 1) != id)
+        return ws_error_set(o->err, WS_ERR_STORAGE,
+                            "vocabulary: the database's symbol %lld of model %lld does not fit "
+                            "here, retry",
+                            (long long)id, (long long)o->em->id);
     return WS_OK;
 }
 
@@ -203,27 +184,22 @@ static ws_status share_vocab(ws_engine *e, ws_eng_model *em, int *rebuilt, ws_er
     if (n <= 0) return WS_OK;
     char **mine = symbols_from(v, stored, n);
     if (!mine) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    others_seen o = {err, NULL, 0, 0};
+    others_seen o = {em, stored, 0, err};
     int64_t count = 0;
     ws_status s = ws_store_vocab_merge(e->st, em->id, stored, (size_t)n, (const char *const *)mine,
-                                       ws_vocab_capacity(v), see_other, &o, &count, err);
-    if (s == WS_OK && o.n) {
-        s = take_others(em, stored, &o, mine, n, err);
-        *rebuilt = 1;
-    }
+                                       ws_vocab_capacity(v), take_other, &o, &count, err);
+    if (s == WS_OK) /* this daemon's own after the others', as the store put them */
+        for (int i = 0; o.n && i < n; i++) ws_vocab_id(v, mine[i], strlen(mine[i]), 1);
     int differs = s == WS_OK && count != ws_vocab_size(v);
     if (differs)
         s = ws_error_set(err, WS_ERR_STORAGE,
                          "vocabulary of model %lld: %lld symbols stored, %d here, retry",
                          (long long)em->id, (long long)count, ws_vocab_size(v));
-    if (s == WS_OK) {
+    if (s == WS_OK)
         em->vocab_stored = (int)count;
-    } else if (*rebuilt || differs) { /* what is stored comes back with the next merge */
+    else if (o.n || differs) /* what is stored comes back with the next merge */
         ws_vocab_truncate(v, stored);
-        *rebuilt = 1;
-    }
-    for (int i = 0; i < o.n; i++) free(o.sym[i]);
-    free(o.sym);
+    if (o.n || differs) *rebuilt = 1;
     for (int i = 0; i < n; i++) free(mine[i]);
     free(mine);
     return s;

@@ -15,6 +15,7 @@
  *   input is refused and changes nothing, a version whose file retention
  *   removed is 409, an earlier version becomes current and answers the next
  *   step, and online training goes on publishing above the greatest version. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,25 @@ static void train_to(const ws_ts_daemon *d, const char *key, const char *id, int
     assert_true(version_of(d, key, NULL) >= v);
 }
 
+/* Files in dir/models whose names start with prefix, and of them how many have
+ * a temporary name (".tmp.": a staged candidate, a retired version). */
+static int model_files(const char *dir, const char *prefix, int *temporary)
+{
+    char models[300];
+    snprintf(models, sizeof models, "%s/models", dir);
+    DIR *d = opendir(models);
+    assert_non_null(d);
+    int n = 0;
+    *temporary = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) continue;
+        n++;
+        *temporary += strstr(de->d_name, ".tmp.") != NULL;
+    }
+    closedir(d);
+    return n;
+}
+
 static void test_rollback_route(void **state)
 {
     (void)state;
@@ -364,6 +384,11 @@ static void test_rollback_route(void **state)
     ws_ts_resp_free(&r);
     assert_true(now > top);
     assert_int_equal(ws_ts_stop(&d), 0);
+    /* Retention: version 1 and the newest 4 files; the retired ones removed
+     * by the training thread, none left under a temporary name. */
+    int temporary = 0;
+    assert_int_equal(model_files(dir, "default-v", &temporary), 5);
+    assert_int_equal(temporary, 0);
     assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
     assert_int_equal(version_of(&d, admin, &serving), top);
     assert_int_equal(serving, top);

@@ -255,6 +255,9 @@ static ws_status propose(ws_eng_trainer *t, int64_t line, int64_t *version, ws_e
     c->params = NULL;
     if (s != WS_OK && unlink(c->staged) != 0 && errno != ENOENT)
         ws_log(WS_LOG_WARN, "cannot remove %s: %s", c->staged, strerror(errno));
+    if (c->retired[0] && unlink(c->retired) != 0 && errno != ENOENT)
+        ws_log(WS_LOG_WARN, "cannot remove old checkpoint %s: %s", c->retired, strerror(errno));
+    c->retired[0] = '\0';
     return s;
 }
 
@@ -597,12 +600,14 @@ const ws_eng_candidate *ws_eng_trainer_candidate(ws_eng_trainer *t)
     return c;
 }
 
-void ws_eng_trainer_verdict(ws_eng_trainer *t, ws_status s, int64_t version, const ws_error *err)
+void ws_eng_trainer_verdict(ws_eng_trainer *t, ws_status s, int64_t version, const ws_error *err,
+                            const char *retired)
 {
     pthread_mutex_lock(&t->mu);
     t->verdict = s;
     t->verdict_version = version;
     if (err) t->verdict_err = *err;
+    snprintf(t->cand.retired, sizeof t->cand.retired, "%s", retired ? retired : "");
     t->cand_state = CAND_ANSWERED;
     atomic_store(&t->waiting, 0);
     pthread_cond_broadcast(&t->cv);

@@ -36,11 +36,15 @@ typedef struct {
     struct ws_eng_history *history;
 } ws_eng_trainer_config;
 
+/* A checkpoint's path and a temporary suffix (engine_models.c, retention). */
+#define WS_ENG_RETIRED_PATH (WS_SRV_PATH_MAX + 200)
+
 /* A candidate version the gate passed, waiting for the engine thread to
  * publish it: its checkpoint (parameters only) written and synced at `staged`,
  * its SHA-256, and its parameters on the host (ws_model_n_params floats). */
 typedef struct {
     char staged[WS_SRV_PATH_MAX + 160];
+    char retired[WS_ENG_RETIRED_PATH]; /* from the verdict: to remove, or "" */
     char sha256[65];
     float *params;
 } ws_eng_candidate;
@@ -76,8 +80,11 @@ int ws_eng_trainer_waiting(ws_eng_trainer *t);
 const ws_eng_candidate *ws_eng_trainer_candidate(ws_eng_trainer *t);
 /* The engine's answer to the candidate: s == WS_OK published as `version` (its
  * staged file renamed into place); otherwise not (err says why; the staged file
- * is the trainer's to remove, and training goes on from the served version). */
-void ws_eng_trainer_verdict(ws_eng_trainer *t, ws_status s, int64_t version, const ws_error *err);
+ * is the trainer's to remove, and training goes on from the served version).
+ * retired (may be NULL or ""): a file the publication retired, for this thread
+ * to remove (an unlink of a checkpoint took the engine thread 0.9-1.3 ms). */
+void ws_eng_trainer_verdict(ws_eng_trainer *t, ws_status s, int64_t version, const ws_error *err,
+                            const char *retired);
 /* The gate's counts and last decision (any thread). */
 void ws_eng_trainer_gate(ws_eng_trainer *t, ws_engine_gate_info *out);
 

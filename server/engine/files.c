@@ -61,6 +61,11 @@ ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err)
 {
     /* mkstemp made it 0600, and so it stays: a checkpoint is the daemon's alone */
     WS_TRY(ws_srv_sync_path(tmp, O_RDONLY, err));
+    return ws_srv_file_place(tmp, dst, err);
+}
+
+ws_status ws_srv_file_place(const char *tmp, const char *dst, ws_error *err)
+{
     if (rename(tmp, dst) != 0)
         return ws_error_set(err, WS_ERR_IO, "cannot rename %s to %s: %s", tmp, dst,
                             strerror(errno));

@@ -23,5 +23,7 @@ ws_status ws_srv_sync_path(const char *path, int flags, ws_error *err);
 /* Makes the finished temporary file tmp durable under the name dst: fsync,
  * rename, fsync of the folder (a crash leaves the old dst or the whole new one). */
 ws_status ws_srv_file_commit(const char *tmp, const char *dst, ws_error *err);
+/* The same for a tmp its writer already synced: rename, fsync of the folder. */
+ws_status ws_srv_file_place(const char *tmp, const char *dst, ws_error *err);
 
 #endif

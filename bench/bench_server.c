@@ -3,7 +3,8 @@
  * Starts the daemon (built beside this benchmark) on a temporary data dir,
  * creates a small model over the API, and runs `clients` concurrent sessions,
  * each a thread posting steps (2 instructions, 2 queries) back to back on a
- * keep-alive connection, for `seconds`; once with batching off (--max-batch 1)
+ * keep-alive connection (http_raw.c: no HTTP library, whose CPU the daemon
+ * would lose on a small machine), for `seconds`; once with batching off (--max-batch 1)
  * and once on (--max-batch 64). Prints steps/s and p50/p99 latency per mode,
  * next to the SQLite group-commit ceiling measured in the same run (the same
  * state blob size: 1 step per transaction vs 64), and one JSON line.
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "daemon_proc.h"
+#include "http_raw.h"
 #include "storage/storage.h"
 #include "base/ws_clock.h"
 
@@ -129,13 +131,14 @@ typedef struct {
 static void *client_main(void *arg)
 {
     client *cl = arg;
-    CURL *c = curl_easy_init();
+    http_raw c;
+    http_raw_init(&c, cl->port);
     char id[4096], resp[4096], path[128], body[1024];
     snprintf(body, sizeof body, "{\"model\":\"%s\"}", default_model && !wide_d ? "default" : model_name);
-    long created = c ? post(c, cl->port, "/v1/sessions", body, id) : 0;
+    long created = http_raw_request(&c, "POST", "/v1/sessions", body, id, sizeof id);
     if (created != 201) {
         if (atomic_fetch_add(cl->errors, 1) == 0) fprintf(stderr, "bench_server: session create: HTTP %ld\n", created);
-        if (c) curl_easy_cleanup(c);
+        http_raw_close(&c);
         return NULL;
     }
     char *q = strstr(id, "\"id\":\"");
@@ -143,7 +146,7 @@ static void *client_main(void *arg)
     for (int t = 0; ws_clock_mono_s() < cl->until; t++) {
         step_body(body, sizeof body, t);
         double t0 = ws_clock_mono_s();
-        long st = post(c, cl->port, path, body, resp);
+        long st = http_raw_request(&c, "POST", path, body, resp, sizeof resp);
         double dt = ws_clock_mono_s() - t0;
         if (st != 200) {
             if (atomic_fetch_add(cl->errors, 1) == 0)
@@ -158,7 +161,7 @@ static void *client_main(void *arg)
         }
         cl->lat[cl->n++] = dt;
     }
-    curl_easy_cleanup(c);
+    http_raw_close(&c);
     return NULL;
 }
 
@@ -193,24 +196,23 @@ static double proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The p50 of GET /healthz on one keep-alive connection: what HTTP alone costs. */
+/* The p50 of GET /healthz on one keep-alive connection of the load's client:
+ * what HTTP alone costs. */
 static double http_floor_ms(int port)
 {
     enum { N = 200 };
     double lat[N];
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", port);
-    CURL *c = curl_easy_init();
-    if (!c) return 0;
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    http_raw c;
+    http_raw_init(&c, port);
     for (int i = 0; i < N; i++) {
         double t0 = ws_clock_mono_s();
-        curl_easy_perform(c);
+        if (http_raw_request(&c, "GET", "/healthz", NULL, NULL, 0) != 200) {
+            http_raw_close(&c);
+            return 0;
+        }
         lat[i] = ws_clock_mono_s() - t0;
     }
-    curl_easy_cleanup(c);
+    http_raw_close(&c);
     qsort(lat, N, sizeof *lat, cmp_double);
     return 1e3 * lat[N / 2];
 }

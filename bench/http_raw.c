@@ -63,6 +63,16 @@ static const char *header(const char *head, const char *name)
     return NULL;
 }
 
+/* Bytes src[0..n) of a body at offset `at` into out[cap], as far as it holds
+ * them (NUL-terminated; out may be NULL). */
+static void keep(char *out, size_t cap, size_t at, const char *src, size_t n)
+{
+    if (!out || at + 1 >= cap) return;
+    size_t k = n < cap - 1 - at ? n : cap - 1 - at;
+    memcpy(out + at, src, k);
+    out[at + k] = '\0';
+}
+
 /* One request and its answer on a connected h; 0 when none came whole. */
 static long exchange(http_raw *h, const char *req, size_t req_len, char *out, size_t cap)
 {
@@ -83,21 +93,13 @@ static long exchange(http_raw *h, const char *req, size_t req_len, char *out, si
     if (sscanf(head, "HTTP/1.%*d %ld", &status) != 1 || !len_v) return 0;
     size_t body_len = (size_t)strtoul(len_v, NULL, 10), got = have - (size_t)(end + 4 - head);
     if (got > body_len) return 0; /* nothing was asked for after this answer */
-    if (out && cap) {
-        size_t k = got < cap - 1 ? got : cap - 1;
-        memcpy(out, end + 4, k);
-        out[k] = '\0';
-    }
+    keep(out, cap, 0, end + 4, got);
     char sink[4096];
     while (got < body_len) { /* the rest of the body: kept as far as out holds it */
         size_t want = body_len - got < sizeof sink ? body_len - got : sizeof sink;
         ssize_t k = recv(h->fd, sink, want, 0);
         if (k <= 0) return 0;
-        if (out && got < cap - 1) {
-            size_t c = (size_t)k < cap - 1 - got ? (size_t)k : cap - 1 - got;
-            memcpy(out + got, sink, c);
-            out[got + c] = '\0';
-        }
+        keep(out, cap, got, sink, (size_t)k);
         got += (size_t)k;
     }
     return status;

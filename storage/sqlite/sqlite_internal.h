@@ -115,8 +115,7 @@ typedef struct {
     pthread_t ckpt_thread;
     atomic_int ckpt_state;
     sqlite3 *ckpt_db; /* the checkpoint threads' connection: opened by the first, kept */
-    int ckpt_caught_up_at; /* the WAL's pages when the committing thread last caught up */
-    int ckpt_started_at;   /* the WAL's pages when the last checkpoint thread started */
+    int ckpt_at;      /* the WAL's pages when the last checkpoint (thread or catch-up) began */
 } ws_sqlite;
 
 /* The handle of an op's ws_store (every ws_store the ops see is a ws_sqlite). */

@@ -65,9 +65,8 @@ static void *ckpt_main(void *arg)
 }
 
 /* The WAL copied and started over on the committing thread (see the top). */
-static void catch_up(ws_sqlite *s, sqlite3 *db, const char *name, int pages)
+static void catch_up(sqlite3 *db, const char *name)
 {
-    s->ckpt_caught_up_at = pages;
     (void)sqlite3_busy_timeout(db, 0);
     (void)sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, NULL, NULL);
     (void)sqlite3_busy_timeout(db, WS_STORE_BUSY_TIMEOUT_MS);
@@ -77,17 +76,16 @@ static void catch_up(ws_sqlite *s, sqlite3 *db, const char *name, int pages)
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
     ws_sqlite *s = arg;
-    if (pages < WS_SQLITE_WAL_MAX_PAGES) s->ckpt_caught_up_at = 0;
     if (pages < WS_SQLITE_CKPT_PAGES || atomic_load(&s->ckpt_state) == CKPT_RUNNING)
         return SQLITE_OK;
-    if (pages >= s->ckpt_started_at && pages < s->ckpt_started_at + WS_SQLITE_CKPT_PAGES)
-        return SQLITE_OK;
+    /* the WAL grown by CKPT_PAGES since the last checkpoint began, or started over */
+    if (pages >= s->ckpt_at && pages < s->ckpt_at + WS_SQLITE_CKPT_PAGES) return SQLITE_OK;
     ws_sqlite__ckpt_join(s);
-    if (pages >= WS_SQLITE_WAL_MAX_PAGES && pages >= s->ckpt_caught_up_at + WS_SQLITE_CKPT_PAGES) {
-        catch_up(s, db, name, pages);
+    s->ckpt_at = pages;
+    if (pages >= WS_SQLITE_WAL_MAX_PAGES) {
+        catch_up(db, name);
         return SQLITE_OK;
     }
-    s->ckpt_started_at = pages;
     atomic_store(&s->ckpt_state, CKPT_RUNNING);
     if (pthread_create(&s->ckpt_thread, NULL, ckpt_main, s) != 0) {
         atomic_store(&s->ckpt_state, CKPT_NONE);

@@ -200,6 +200,12 @@ def main():
     ap.add_argument("--config", default=None,
                     help="a model config (JSON) to create through the API and teach, instead of the "
                          "shipped default (e.g. a small one: the ctest's)")
+    ap.add_argument("--checkpoint", default=None,
+                    help="a model file (safetensors) to import through the API and teach, instead of "
+                         "the shipped default")
+    ap.add_argument("--scope", choices=("all", "symbols"), default="all",
+                    help="what online training changes: every parameter (default) or the symbols' "
+                         "corrections alone")
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     a = ap.parse_args()
 
@@ -212,13 +218,17 @@ def main():
         if a.config:
             MODEL = "rules"
             c.create_model(MODEL, config=json.loads(a.config), seed=7)
+        elif a.checkpoint:
+            MODEL = "rules"
+            c.import_model(MODEL, a.checkpoint)
         before_ckpt = os.path.join(data, "before.safetensors")
         with open(before_ckpt, "wb") as f:
             f.write(c.get_checkpoint(MODEL)[1])
         training = c.set_training(MODEL, enabled=True, lr=a.lr, update_every=a.update_every,
                                   self_supervised=a.self_supervised == "on", gate=a.gate == "on",
                                   gate_tolerance=a.gate_tolerance, recall_queries=a.recall_queries,
-                                  negative_queries=a.negative_queries, rehearsal=a.rehearsal)
+                                  negative_queries=a.negative_queries, rehearsal=a.rehearsal,
+                                  scope=a.scope)
         print("training settings:", json.dumps(training))
         used = set()
         train_rng = random.Random(a.seed)

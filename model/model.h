@@ -300,6 +300,9 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay;
     float clip_norm; /* <= 0: no clipping */
     float grad_scale; /* gradients are multiplied by this (e.g. 1/update_every) */
+    const char *only; /* NULL: every tensor steps; else only the tensor of this name
+                         (its gradient alone is clipped; the rest keep their values
+                         and moments) */
 } ws_optim_config;
 
 ws_optim_config ws_optim_config_default(void);

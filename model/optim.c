@@ -15,7 +15,12 @@ ws_status ws_model_adamw_step(ws_model *m, const ws_optim_config *oc, float *gra
 {
     ws_backend *be = m->be;
     float sumsq = 0.0f;
-    ws_status st = be->ops->sum_squares(be, m->scalar_dev, m->grads, m->n_params);
+    const ws_tensor_info *only = oc->only ? ws_model_tensor_by_name(m, oc->only) : NULL;
+    if (oc->only && !only)
+        return ws_error_set(err, WS_ERR_INVALID, "optim: no tensor %s", oc->only);
+    ws_status st =
+        only ? be->ops->sum_squares(be, m->scalar_dev, m->grads + only->offset, only->numel)
+             : be->ops->sum_squares(be, m->scalar_dev, m->grads, m->n_params);
     if (st == WS_OK) st = ws_backend_download(be, &sumsq, m->scalar_dev, sizeof sumsq);
     if (st != WS_OK) return ws_error_set(err, st, "optim: gradient norm failed");
     float norm = sqrtf(sumsq) * oc->grad_scale;
@@ -34,6 +39,7 @@ ws_status ws_model_adamw_step(ws_model *m, const ws_optim_config *oc, float *gra
                        .step = m->optim_steps + 1, .grad_scale = scale};
     for (int i = 0; i < m->n_tensors; i++) {
         const ws_tensor_info *t = &m->tensors[i];
+        if (only && t != only) continue;
         a.weight_decay = t->decay ? oc->weight_decay : 0.0f;
         st = be->ops->adamw(be, m->params + t->offset, m->grads + t->offset,
                             m->adam_m + t->offset, m->adam_v + t->offset, t->numel, &a);

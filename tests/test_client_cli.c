@@ -422,6 +422,11 @@ static void test_commands(void **state)
     assert_true(num_of(j, "holdout") == 0.25 && num_of(j, "gate_tolerance") == 0.05);
     assert_int_equal(num_of(j, "update_every"), 4); /* kept */
     cJSON_Delete(j);
+    j = cli_json(D, 0, "training small --scope symbols");
+    assert_string_equal(str_of(j, "scope"), "symbols");
+    assert_int_equal(num_of(j, "negative_queries"), 2); /* kept */
+    cJSON_Delete(j);
+    cJSON_Delete(cli_json(D, 2, "training small --scope weights"));
     cJSON_Delete(cli_json(D, 2, "training small --gate --no-gate"));
     cJSON_Delete(cli_json(D, 1, "training small --holdout 0.9")); /* the server's range */
     snprintf(path, sizeof path, "%s/small.safetensors", DIR_);

@@ -203,43 +203,68 @@ static void test_lr_stored(void **state)
     ws_ts_resp_free(&r);
 }
 
-/* The model's stored "rehearsal" setting, as GET /v1/models/default says. */
-static int rehearsal_now(void)
+/* Whether the model's stored training setting `name`, as GET /v1/models/default
+ * says, prints as `want` (JSON). */
+static int training_is(const char *name, const char *want)
 {
     ws_ts_resp r;
     assert_int_equal(ws_ts_req(D, "GET", "/v1/models/default", NULL, NULL, &r), 200);
-    const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "training"), "rehearsal");
-    assert_true(cJSON_IsNumber(v));
-    int n = v->valueint;
+    char *v =
+        cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(r.json, "training"), name));
+    assert_non_null(v);
+    int same = !strcmp(v, want);
+    free(v);
     ws_ts_resp_free(&r);
-    return n;
+    return same;
 }
 
-/* rehearsal: an integer in [0, 8] (the training pass's trajectories), off by
- * default; anything else refused with nothing changed; kept across a start. */
-static void test_rehearsal_setting(void **state)
+/* A training setting: each of `bad` refused with nothing changed (the field
+ * stays at `first`), `good` taken, kept across a start, then `first` again. */
+static void check_setting(const char *name, const char *first, const char *good,
+                          const char *const *bad, size_t n_bad)
 {
-    (void)state;
     ws_ts_resp r;
     const char *path = "/v1/models/default/training";
-    assert_int_equal(rehearsal_now(), 0);
-    const char *bad[] = {"{\"rehearsal\":9}",   "{\"rehearsal\":-1}",   "{\"rehearsal\":1.5}",
-                         "{\"rehearsal\":\"8\"}", "{\"rehearsal\":true}", "{\"rehearsal\":null}",
-                         "{\"rehearsal\":8,\"lr\":-1}"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char body[96];
+    assert_true(training_is(name, first));
+    for (size_t i = 0; i < n_bad; i++) {
         ws_ts_req(D, "PATCH", path, NULL, bad[i], &r);
         assert_error(&r, 400, "invalid_request");
         ws_ts_resp_free(&r);
-        assert_int_equal(rehearsal_now(), 0);
+        assert_true(training_is(name, first));
     }
-    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"rehearsal\":8}", &r), 200);
-    assert_int_equal(cJSON_GetObjectItem(r.json, "rehearsal")->valueint, 8);
+    snprintf(body, sizeof body, "{\"%s\":%s}", name, good);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, body, &r), 200);
     ws_ts_resp_free(&r);
+    assert_true(training_is(name, good));
     assert_int_equal(ws_ts_stop(D), 0);
     assert_int_equal(ws_ts_start(D, DIR_, NULL), 0);
-    assert_int_equal(rehearsal_now(), 8);
-    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, "{\"rehearsal\":0}", &r), 200);
+    assert_true(training_is(name, good));
+    snprintf(body, sizeof body, "{\"%s\":%s}", name, first);
+    assert_int_equal(ws_ts_req(D, "PATCH", path, NULL, body, &r), 200);
     ws_ts_resp_free(&r);
+}
+
+/* rehearsal: an integer in [0, 8] (the training pass's trajectories), off by
+ * default. */
+static void test_rehearsal_setting(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"rehearsal\":9}",          "{\"rehearsal\":-1}",
+                         "{\"rehearsal\":1.5}",        "{\"rehearsal\":\"8\"}",
+                         "{\"rehearsal\":true}",       "{\"rehearsal\":null}",
+                         "{\"rehearsal\":8,\"lr\":-1}"};
+    check_setting("rehearsal", "0", "8", bad, sizeof bad / sizeof bad[0]);
+}
+
+/* scope: "all" (the default) or "symbols", nothing else. */
+static void test_scope_setting(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"scope\":\"weights\"}", "{\"scope\":\"SYMBOLS\"}",
+                         "{\"scope\":1}",           "{\"scope\":null}",
+                         "{\"scope\":\"\"}",        "{\"scope\":\"symbols\",\"lr\":-1}"};
+    check_setting("scope", "\"all\"", "\"symbols\"", bad, sizeof bad / sizeof bad[0]);
 }
 
 /* One raw HTTP exchange (curl would not send these); the reply into out. */
@@ -286,10 +311,10 @@ static void test_framing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_utf8_symbols), cmocka_unit_test(test_nul_and_controls),
-        cmocka_unit_test(test_numbers),      cmocka_unit_test(test_lr_stored),
-        cmocka_unit_test(test_framing),      cmocka_unit_test(test_key_note),
-        cmocka_unit_test(test_rehearsal_setting),
+        cmocka_unit_test(test_utf8_symbols),      cmocka_unit_test(test_nul_and_controls),
+        cmocka_unit_test(test_numbers),           cmocka_unit_test(test_lr_stored),
+        cmocka_unit_test(test_framing),           cmocka_unit_test(test_key_note),
+        cmocka_unit_test(test_rehearsal_setting), cmocka_unit_test(test_scope_setting),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

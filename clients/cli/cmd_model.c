@@ -17,13 +17,14 @@
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] "             \
     "[--recall-queries N]\n"                                                                   \
     "       [--self-supervised | --no-self-supervised] [--negative-queries N] [--holdout X]\n" \
-    "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N]"
+    "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N] [--scope all|symbols]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
     int enable, disable, self_sup, no_self_sup, gate, no_gate;
     double lr, holdout, gate_tolerance;
     long long update_every, recall_queries, negative_queries, rehearsal;
+    const char *scope;
 } training_flags;
 
 /* clang-format off */
@@ -36,7 +37,7 @@ typedef struct {
         {"--negative-queries", CLI_INT, &(tf).negative_queries}, \
         {"--holdout", CLI_NUM, &(tf).holdout}, {"--gate", CLI_FLAG, &(tf).gate}, \
         {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}, \
-        {"--rehearsal", CLI_INT, &(tf).rehearsal}
+        {"--rehearsal", CLI_INT, &(tf).rehearsal}, {"--scope", CLI_STR, &(tf).scope}
 /* clang-format on */
 
 #define UNSET LLONG_MIN
@@ -77,6 +78,8 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
         return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries, "
                                 "--negative-queries, --holdout, --gate-tolerance and --rehearsal "
                                 ">= 0");
+    if (tf->scope && strcmp(tf->scope, "all") && strcmp(tf->scope, "symbols"))
+        return cli_usage(usage, "--scope is all or symbols");
     *p = WS_CLIENT_TRAINING_KEEP;
     p->enabled = either(tf->enable, tf->disable);
     p->self_supervised = either(tf->self_sup, tf->no_self_sup);
@@ -88,9 +91,10 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
     if (tf->holdout != -1) p->holdout = tf->holdout;
     if (tf->gate_tolerance != -1) p->gate_tolerance = tf->gate_tolerance;
     if (tf->rehearsal != UNSET) p->rehearsal = (int)tf->rehearsal;
+    if (tf->scope) snprintf(p->scope, sizeof p->scope, "%s", tf->scope);
     *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0 ||
            p->self_supervised >= 0 || p->negative_queries >= 0 || p->holdout >= 0 || p->gate >= 0 ||
-           p->gate_tolerance >= 0 || p->rehearsal >= 0;
+           p->gate_tolerance >= 0 || p->rehearsal >= 0 || p->scope[0];
     return CLI_EXIT_OK;
 }
 
@@ -104,6 +108,9 @@ static void print_training(const char *label, const ws_client_training *t)
            t->gate ? "on" : "off", t->gate_tolerance);
     if (t->rehearsal >= 0)
         printf("%-14s rehearsal: %d trajectories of the task memory a pass\n", "", t->rehearsal);
+    if (t->scope[0])
+        printf("%-14s scope: %s\n", "",
+               strcmp(t->scope, "symbols") ? "every parameter" : "the symbols' corrections alone");
 }
 
 static void print_model(const ws_client_model *m)

@@ -56,7 +56,9 @@ cJSON *cli_training_json(const ws_client_training *t)
     o = cli_json_item(o, "gate", cJSON_CreateBool(t->gate));
     o = cli_json_num(o, "gate_tolerance", t->gate_tolerance);
     if (t->rehearsal < 0) return o; /* an older server */
-    return cli_json_num(o, "rehearsal", t->rehearsal);
+    o = cli_json_num(o, "rehearsal", t->rehearsal);
+    if (!t->scope[0]) return o; /* an older server */
+    return cli_json_item(o, "scope", cJSON_CreateString(t->scope));
 }
 
 static cJSON *status_json(const ws_client_model_status *st)

@@ -28,14 +28,20 @@
  * what was told), else a random tuple of pool symbols, with a brand-new symbol
  * in it one time in four. A generated tuple that happens to be a told fact is
  * labelled and kinded as that fact. No baselines, no groups.
+ *   Slot worlds (exclusive_rate > 0): that share of worlds are instead the slot
+ * worlds of memory_slots.h (entities with one value of an exclusive relation at
+ * a time, its symbol marked by the last overflow id of the vocabulary): what a
+ * model needs so that online training can teach it a deployment's one-place
+ * rule by moving one symbol's correction (api.md, Rules from labels).
  *
  * Defaults: live_facts 32, live_facts_min 1, max_arity 4, instr_per_step 4,
- * override_rate 0.25, active_rate 0.5, n_queries 16, chatter_rate 0 (none). */
+ * override_rate 0.25, active_rate 0.5, n_queries 16, chatter_rate 0 (none),
+ * exclusive_rate 0 (none). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "task_impl.h"
+#include "memory_slots.h"
 
 enum { MEM_ARITY = 4, MEM_MAX_FACTS = 4096, MEM_MAX_INSTR = 64, MEM_MAX_QUERIES = 4096 };
 
@@ -53,10 +59,13 @@ typedef struct {
     mem_fact *facts;       /* [K] */
     int *told_idx;         /* [K] indices of told facts */
     int *touched;          /* [K] step stamp: one instruction per fact and step */
+    int is_slot;           /* a slot world: `slot` below, nothing above */
+    ws_slot_world slot;
 } mem_world;
 
 typedef struct {
-    mem_world *w; /* [n_slots] */
+    mem_world *w;   /* [n_slots] */
+    int32_t marker; /* the exclusive relation's id in slot worlds */
 } mem_data;
 
 static void mem_defaults(ws_task_params *p)
@@ -69,12 +78,12 @@ static void mem_defaults(ws_task_params *p)
     p->active_rate = 0.5f;
     p->n_queries = 16;
     p->chatter_rate = 0.0f;
+    p->exclusive_rate = 0.0f;
 }
 
 static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
 {
-    (void)v; /* fresh symbols have no vocabulary id */
-    const ws_task_params *p = &t->p;
+    const ws_task_params *p = &t->p; /* fresh symbols have no vocabulary id */
     if (p->live_facts < 1 || p->live_facts > MEM_MAX_FACTS || p->live_facts_min < 1 ||
         p->live_facts_min > p->live_facts)
         return ws_error_set(err, WS_ERR_INVALID,
@@ -88,16 +97,21 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
                             MEM_MAX_INSTR);
     if (!(p->override_rate >= 0 && p->override_rate <= 1) ||
         !(p->active_rate >= 0 && p->active_rate <= 1) ||
-        !(p->chatter_rate >= 0 && p->chatter_rate <= 1))
-        return ws_error_set(
-            err, WS_ERR_INVALID,
-            "task memory: override_rate, active_rate and chatter_rate must be in [0, 1]");
+        !(p->chatter_rate >= 0 && p->chatter_rate <= 1) ||
+        !(p->exclusive_rate >= 0 && p->exclusive_rate <= 1))
+        return ws_error_set(err, WS_ERR_INVALID,
+                            "task memory: override_rate, active_rate, chatter_rate and "
+                            "exclusive_rate must be in [0, 1]");
     if (p->n_queries < 0 || p->n_queries > MEM_MAX_QUERIES)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: n_queries must be in [0, %d]",
                             MEM_MAX_QUERIES);
     mem_data *d = calloc(1, sizeof *d);
     if (!d) return ws_error_set(err, WS_ERR_NOMEM, "task memory: out of memory");
     t->data = d;
+    if (p->exclusive_rate > 0) { /* a vocabulary has at least one overflow id */
+        d->marker = ws_vocab_capacity(v) + ws_vocab_n_overflow(v) - 1;
+        if (d->marker > t->max_id) t->max_id = d->marker;
+    }
     d->w = calloc((size_t)t->n_slots, sizeof *d->w);
     if (!d->w) return ws_error_set(err, WS_ERR_NOMEM, "task memory: out of memory");
     size_t k = (size_t)p->live_facts;
@@ -182,6 +196,8 @@ static void mem_reset(ws_task *t, int slot)
     w->rate = p->active_rate * pow(10.0, -3.0 * ws_task_rng_uniform(r));
     /* drawn only when asked for, so worlds without chatter keep their streams */
     w->chatter = p->chatter_rate > 0 ? p->chatter_rate * ws_task_rng_uniform(r) : 0.0;
+    w->is_slot = p->exclusive_rate > 0 && ws_task_rng_uniform(r) < p->exclusive_rate;
+    if (w->is_slot) ws_slot_reset(&w->slot, r);
 }
 
 /* Appends a fact's symbols as ws_syms. */
@@ -264,6 +280,9 @@ static ws_status mem_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info
     mem_world *w = &d->w[slot];
     ws_task_rng *r = &t->rng[slot];
     int step = t->steps[slot], n_info = 0;
+    if (w->is_slot)
+        return ws_slot_step(&w->slot, r, step, d->marker, t->p.instr_per_step, t->p.n_queries, b,
+                            info, &n_info);
     WS_TRY(instructions(t, w, r, step, b));
     int n_told_q = w->n_told > 0 ? t->p.n_queries / 2 : 0;
     for (int q = 0; q < t->p.n_queries; q++) {

@@ -66,6 +66,8 @@ typedef struct {
                                  log-uniform in [active_rate/1000, active_rate] */
     float chatter_rate;       /* a world's rate of steps that also tell a fact of fresh,
                                  never-asked symbols: uniform in [0, chatter_rate] */
+    float exclusive_rate;     /* share of worlds that are slot worlds (an exclusive
+                                 relation; tasks/memory_slots.h) */
 } ws_task_params;
 
 /* Fills *out with a task's defaults (the issue's experiments): returns 1, or 0
@@ -76,7 +78,7 @@ typedef struct {
  *   life:    density 0.35, intervention_rate 2.0
  *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0
  *   memory:  live_facts 32 (min 1), max_arity 4, instr_per_step 4, override_rate 0.25,
- *            active_rate 0.5, n_queries 16, chatter_rate 0 */
+ *            active_rate 0.5, n_queries 16, chatter_rate 0, exclusive_rate 0 */
 int ws_task_params_default(const char *name, ws_task_params *out);
 /* The built-in tasks' names, in order; NULL past the last. */
 const char *ws_task_name(int i);

@@ -21,7 +21,13 @@ typedef struct {
     int gate;             /* candidates are evaluated before they are published */
     float gate_tolerance; /* accuracy a candidate may lose on the probe or the replay */
     int rehearsal;        /* trajectories of the built-in task memory trained beside each pass */
+    int scope;            /* what an AdamW step changes: WS_SRV_SCOPE_* */
 } ws_srv_training;
+
+/* The parameters online training changes: all of them, or only the symbols'
+ * learned corrections (embed.sym), so that the network, and with it what it
+ * does with symbols it has never seen, stays as served. */
+enum { WS_SRV_SCOPE_ALL = 0, WS_SRV_SCOPE_SYMBOLS = 1 };
 
 /* The fields of a ws_srv_training, as bits (a partial update names its fields). */
 enum {
@@ -34,7 +40,8 @@ enum {
     WS_SRV_TRAINING_HOLDOUT = 64,
     WS_SRV_TRAINING_GATE = 128,
     WS_SRV_TRAINING_GATE_TOLERANCE = 256,
-    WS_SRV_TRAINING_REHEARSAL = 512
+    WS_SRV_TRAINING_REHEARSAL = 512,
+    WS_SRV_TRAINING_SCOPE = 1024
 };
 #define WS_SRV_REHEARSAL_MAX 8 /* the training pass's trajectories (ws_online_shape) */
 

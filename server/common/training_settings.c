@@ -2,6 +2,7 @@
  * object of the API and of the models table): defaults, strict parsing, JSON. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 
@@ -22,7 +23,8 @@ ws_srv_training ws_srv_training_default(void)
                              .holdout = 0.125f,
                              .gate = 1,
                              .gate_tolerance = 0.02f,
-                             .rehearsal = 0};
+                             .rehearsal = 0,
+                             .scope = WS_SRV_SCOPE_ALL};
 }
 
 void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsigned fields)
@@ -37,7 +39,10 @@ void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsi
     if (fields & WS_SRV_TRAINING_GATE) t->gate = from->gate;
     if (fields & WS_SRV_TRAINING_GATE_TOLERANCE) t->gate_tolerance = from->gate_tolerance;
     if (fields & WS_SRV_TRAINING_REHEARSAL) t->rehearsal = from->rehearsal;
+    if (fields & WS_SRV_TRAINING_SCOPE) t->scope = from->scope;
 }
+
+static const char *const scope_names[] = {"all", "symbols"};
 
 /* A float setting as stored (ws_srv_training_json): the float's shortest
  * decimal form, not its double expansion. */
@@ -73,10 +78,12 @@ ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *
 ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, unsigned *fields,
                                        ws_error *err)
 {
-    static const char *const names[] = {
-        "enabled",          "lr",      "update_every", "recall_queries", "self_supervised",
-        "negative_queries", "holdout", "gate",         "gate_tolerance",
-        "rehearsal",        NULL};
+    static const char *const names[] = {"enabled",         "lr",
+                                        "update_every",    "recall_queries",
+                                        "self_supervised", "negative_queries",
+                                        "holdout",         "gate",
+                                        "gate_tolerance",  "rehearsal",
+                                        "scope",           NULL};
     if (!cJSON_IsObject(obj))
         return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
     WS_TRY(ws_json_only(obj, names, err));
@@ -138,6 +145,15 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         n.rehearsal = (int)x;
         got |= WS_SRV_TRAINING_REHEARSAL;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "scope"))) {
+        const char *name = cJSON_GetStringValue(v);
+        int i = 0;
+        while (name && i < 2 && strcmp(name, scope_names[i])) i++;
+        if (!name || i == 2)
+            return ws_error_set(err, WS_ERR_INVALID, "scope must be \"all\" or \"symbols\"");
+        n.scope = i;
+        got |= WS_SRV_TRAINING_SCOPE;
+    }
     *t = n;
     *fields = got;
     return WS_OK;
@@ -157,5 +173,6 @@ cJSON *ws_srv_training_json(const ws_srv_training *t)
     cJSON_AddBoolToObject(o, "gate", t->gate);
     cJSON_AddNumberToObject(o, "gate_tolerance", as_stored(t->gate_tolerance));
     cJSON_AddNumberToObject(o, "rehearsal", t->rehearsal);
+    cJSON_AddStringToObject(o, "scope", scope_names[t->scope]);
     return o;
 }

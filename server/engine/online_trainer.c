@@ -632,6 +632,7 @@ ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_train
     ws_optim_config oc = ws_optim_config_default();
     oc.lr = tr->lr;
     oc.grad_scale = 1.0f / (float)t->calls; /* the mean over the accumulated passes */
+    oc.only = tr->scope == WS_SRV_SCOPE_SYMBOLS ? "embed.sym" : NULL;
     float gn = 0;
     WS_TRY(ws_model_adamw_step(m, &oc, &gn, err));
     pthread_mutex_lock(&t->mu);

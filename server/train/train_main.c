@@ -89,6 +89,8 @@ static const ws_cli_opt flags[] = {
         "memory: how often a step tells once all was told"),
     NUM("chatter-rate", WS_OPT_FLOAT, tp.chatter_rate, 0, 1, "X",
         "memory: most often a step also tells an unasked fact of fresh symbols"),
+    NUM("exclusive-rate", WS_OPT_FLOAT, tp.exclusive_rate, 0, 1, "X",
+        "memory: share of worlds with an exclusive relation"),
     NUM("queries", WS_OPT_INT, tp.n_queries, 0, 4096, "N", "memory: queries a step"),
     NUM("batch", WS_OPT_INT, tc.batch, 1, 65536, "N", "trajectory slots"),
     NUM("rollout", WS_OPT_INT, tc.rollout, 1, 1e6, "N", "steps a trajectory (fixed lifetime)"),

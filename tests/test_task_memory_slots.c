@@ -1,0 +1,183 @@
+/* test_task_memory_slots.c — the memory task's slot worlds (tasks/memory_slots.h):
+ * an exclusive relation whose symbol carries the marker id (the vocabulary's
+ * last overflow id) and a plain one without it. Every instruction is replayed
+ * into the rule's own bookkeeping — an entity holds one value of the exclusive
+ * relation, so a new one makes the old one false; plain facts hold as told —
+ * and every query's label and kind must agree with it. The places left (told
+ * true once, false now, never told false) must be asked, or the worlds teach no
+ * rule. Worlds with and without the relation mix at exclusive_rate, and the
+ * same seed gives the same bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_rig.h"
+#include "test_util.h"
+
+enum { MAX_FACTS = 512 };
+
+/* A fact of a slot world: (entity, relation, value) hashes, the relation's id. */
+typedef struct {
+    uint64_t h[3];
+    int32_t rel_id;
+    int value, ever_true;
+} slot_fact;
+
+typedef struct {
+    slot_fact f[MAX_FACTS];
+    int n;
+} facts;
+
+static slot_fact read_fact(const rig *r, const ws_fact_list *l, int i)
+{
+    slot_fact f = {{0}, 0, 0, 0};
+    const int32_t *ids = l->ids + (long)i * r->b->S;
+    const uint64_t *h = l->hash + (long)i * r->b->S;
+    for (int j = 0; j < 3; j++) {
+        assert_true(h[j] != 0);
+        if (j != 1) assert_int_equal(ids[j], -1); /* only the relation may carry an id */
+        f.h[j] = h[j];
+    }
+    assert_int_equal(h[3], 0); /* three symbols */
+    f.rel_id = ids[1];
+    return f;
+}
+
+static slot_fact *find(facts *t, const slot_fact *f)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!memcmp(t->f[i].h, f->h, sizeof f->h)) return &t->f[i];
+    return NULL;
+}
+
+/* Tells f: a new value of the exclusive relation makes the entity's others false. */
+static void tell(facts *t, slot_fact f, int32_t marker)
+{
+    if (f.value && f.rel_id == marker)
+        for (int i = 0; i < t->n; i++)
+            if (t->f[i].h[0] == f.h[0] && t->f[i].h[1] == f.h[1]) t->f[i].value = 0;
+    slot_fact *old = find(t, &f);
+    if (!old) {
+        assert_true(t->n < MAX_FACTS);
+        old = &t->f[t->n++];
+        *old = f;
+    }
+    old->value = f.value;
+    old->ever_true |= f.value;
+}
+
+typedef struct {
+    int worlds, slot_worlds, excl_q, plain_q, left_q, current_q;
+} tally;
+
+static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t marker, tally *c)
+{
+    facts *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    assert_int_equal(ws_task_reset(r->t, slot, seed), WS_OK);
+    int is_slot = -1;
+    for (int s = 1; s <= steps; s++) {
+        rig_step(r, slot);
+        int ni = ws_batch_n_instr(r->b);
+        if (is_slot < 0) { /* a slot world places every entity at once */
+            is_slot =
+                r->b->S >= 4 && ni > 0 && r->b->instr.hash[3] == 0 && r->b->instr.ids[1] == marker;
+            if (!is_slot) break; /* the memory task's own worlds: test_tasks */
+            assert_true(ni >= 2 && ni <= 4);
+        }
+        for (int i = 0; i < ni; i++) {
+            slot_fact f = read_fact(r, &r->b->instr, i);
+            assert_true(f.rel_id == marker || f.rel_id == -1);
+            f.value = r->b->instr.value[i];
+            tell(t, f, marker);
+        }
+        for (int q = 0; q < ws_batch_n_query(r->b); q++) {
+            slot_fact f = read_fact(r, &r->b->query, q);
+            const slot_fact *k = find(t, &f);
+            int want = k && k->value;
+            assert_int_equal(r->b->query.value[q], want);
+            assert_int_equal(r->info[q].kind, k ? WS_QK_TOLD : WS_QK_UNTOLD);
+            c->excl_q += f.rel_id == marker;
+            c->plain_q += f.rel_id == -1;
+            c->left_q += k && f.rel_id == marker && k->ever_true && !k->value;
+            c->current_q += want && f.rel_id == marker;
+        }
+    }
+    c->worlds++;
+    c->slot_worlds += is_slot == 1;
+    free(t);
+}
+
+static void test_slot_worlds(void **state)
+{
+    (void)state;
+    ws_task_params p = rig_params("memory");
+    p.exclusive_rate = 1.0f;
+    rig r;
+    rig_open(&r, &p, 2);
+    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
+    tally c = {0};
+    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 100 + (uint64_t)w, 30, marker, &c);
+    printf("slot worlds: %d of %d; queries: %d exclusive (%d current, %d left), %d plain\n",
+           c.slot_worlds, c.worlds, c.excl_q, c.current_q, c.left_q, c.plain_q);
+    assert_int_equal(c.slot_worlds, c.worlds);
+    assert_true(c.excl_q > c.plain_q / 2 && c.plain_q > c.excl_q / 2);
+    assert_true(c.left_q > c.excl_q / 10 && c.current_q > c.excl_q / 4);
+    rig_close(&r);
+
+    /* Half the worlds at 0.5; none at 0 (the default). */
+    p.exclusive_rate = 0.5f;
+    rig_open(&r, &p, 1);
+    c = (tally){0};
+    for (int w = 0; w < 200; w++) check_world(&r, 0, 7000 + (uint64_t)w, 1, marker, &c);
+    assert_true(c.slot_worlds > 60 && c.slot_worlds < 140);
+    rig_close(&r);
+}
+
+static void test_slot_worlds_repeat(void **state)
+{
+    (void)state;
+    ws_task_params p = rig_params("memory");
+    p.exclusive_rate = 0.5f;
+    rig a, b;
+    rig_open(&a, &p, 3);
+    rig_open(&b, &p, 1);
+    for (int w = 0; w < 6; w++) {
+        assert_int_equal(ws_task_reset(a.t, w % 3, 40 + (uint64_t)w), WS_OK);
+        assert_int_equal(ws_task_reset(b.t, 0, 40 + (uint64_t)w), WS_OK);
+        for (int s = 0; s < 12; s++) {
+            rig_blob x = {0}, y = {0};
+            rig_step(&a, w % 3);
+            rig_step(&b, 0);
+            rig_snapshot(&a, &x);
+            rig_snapshot(&b, &y);
+            assert_int_equal(x.n, y.n);
+            assert_memory_equal(x.p, y.p, x.n);
+            free(x.p);
+            free(y.p);
+        }
+    }
+    rig_close(&a);
+    rig_close(&b);
+}
+
+static void test_slot_worlds_refused(void **state)
+{
+    (void)state;
+    ws_task_params p = rig_params("memory");
+    p.exclusive_rate = 1.5f;
+    ws_vocab *v;
+    assert_int_equal(ws_vocab_new(&v, 64, 4), WS_OK);
+    rig_expect_new_fails(&p, v, WS_ERR_INVALID);
+    p.exclusive_rate = -0.1f;
+    rig_expect_new_fails(&p, v, WS_ERR_INVALID);
+    ws_vocab_free(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_slot_worlds),
+                                       cmocka_unit_test(test_slot_worlds_repeat),
+                                       cmocka_unit_test(test_slot_worlds_refused)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

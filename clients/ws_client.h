@@ -256,8 +256,8 @@ typedef struct {
                        server, or (a patch) keep */
 } ws_client_training;
 
-/* Training fields to change: enabled < 0, lr <= 0, update_every <= 0 and
- * the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
+/* Training fields to change: enabled < 0, lr <= 0, update_every <= 0, scope ""
+ * and the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
 typedef ws_client_training ws_client_training_patch;
 #define WS_CLIENT_TRAINING_KEEP \
     ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, ""})

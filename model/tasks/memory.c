@@ -83,7 +83,7 @@ static void mem_defaults(ws_task_params *p)
 
 static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
 {
-    const ws_task_params *p = &t->p; /* fresh symbols have no vocabulary id */
+    const ws_task_params *p = &t->p;
     if (p->live_facts < 1 || p->live_facts > MEM_MAX_FACTS || p->live_facts_min < 1 ||
         p->live_facts_min > p->live_facts)
         return ws_error_set(err, WS_ERR_INVALID,
@@ -108,7 +108,9 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
     mem_data *d = calloc(1, sizeof *d);
     if (!d) return ws_error_set(err, WS_ERR_NOMEM, "task memory: out of memory");
     t->data = d;
-    if (p->exclusive_rate > 0) { /* a vocabulary has at least one overflow id */
+    /* Fresh symbols have no vocabulary id; only the slot worlds' marker has one,
+     * the last overflow id (every vocabulary has at least one). */
+    if (p->exclusive_rate > 0) {
         d->marker = ws_vocab_capacity(v) + ws_vocab_n_overflow(v) - 1;
         if (d->marker > t->max_id) t->max_id = d->marker;
     }
@@ -141,12 +143,6 @@ static void mem_destroy(ws_task *t)
 }
 
 static int mem_max_queries(const ws_task *t) { return t->p.n_queries; }
-
-static uint64_t fresh_symbol(ws_task_rng *r)
-{
-    uint64_t h = ws_task_rng_next(r);
-    return h ? h : 1;
-}
 
 /* The fact with exactly these pool symbols, or -1. */
 static int find_fact(const mem_world *w, const int *sym, int arity)
@@ -181,7 +177,7 @@ static void mem_reset(ws_task *t, int slot)
     int k = (int)exp(lo + (hi - lo) * ws_task_rng_uniform(r));
     k = k < p->live_facts_min ? p->live_facts_min : k > p->live_facts ? p->live_facts : k;
     w->n_pool = 2 * k + 4;
-    for (int i = 0; i < w->n_pool; i++) w->pool[i] = fresh_symbol(r);
+    for (int i = 0; i < w->n_pool; i++) w->pool[i] = ws_task_rng_symbol(r);
     for (w->k = 0; w->k < k; w->k++) { /* find_fact searches the facts drawn so far */
         mem_fact *f = &w->facts[w->k];
         do {
@@ -225,7 +221,7 @@ static ws_status chatter(mem_world *w, ws_task_rng *r, int max_arity, ws_batch *
     if (!(w->chatter > 0) || ws_task_rng_uniform(r) >= w->chatter) return WS_OK;
     int arity = 1 + (int)ws_task_rng_below(r, (uint32_t)max_arity);
     ws_sym syms[MEM_ARITY];
-    for (int j = 0; j < arity; j++) syms[j] = (ws_sym){-1, fresh_symbol(r)};
+    for (int j = 0; j < arity; j++) syms[j] = (ws_sym){-1, ws_task_rng_symbol(r)};
     return ws_batch_add_instr_syms(b, syms, arity, ws_task_rng_bit(r));
 }
 
@@ -271,7 +267,7 @@ static void negative(const mem_world *w, ws_task_rng *r, int max_arity, int *sym
     }
     *arity = 1 + (int)ws_task_rng_below(r, (uint32_t)max_arity);
     draw_tuple(r, w, *arity, sym);
-    if (ws_task_rng_below(r, 4) == 0) *extra = fresh_symbol(r);
+    if (ws_task_rng_below(r, 4) == 0) *extra = ws_task_rng_symbol(r);
 }
 
 static ws_status mem_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info)

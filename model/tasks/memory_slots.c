@@ -2,12 +2,6 @@
  * exclusive relation at a time (memory_slots.h says what they tell and ask). */
 #include "memory_slots.h"
 
-static uint64_t fresh(ws_task_rng *r)
-{
-    uint64_t h = ws_task_rng_next(r);
-    return h ? h : 1;
-}
-
 static int draw_in(ws_task_rng *r, int lo, int hi)
 {
     return lo + (int)ws_task_rng_below(r, (uint32_t)(hi - lo + 1));
@@ -18,16 +12,25 @@ void ws_slot_reset(ws_slot_world *w, ws_task_rng *r)
     w->n_ent = draw_in(r, 2, SLOT_MAX_ENT);
     w->n_val = draw_in(r, 3, SLOT_MAX_VAL);
     w->n_obj = draw_in(r, 2, SLOT_MAX_OBJ);
-    for (int i = 0; i < w->n_ent; i++) w->ent[i] = fresh(r);
-    for (int i = 0; i < w->n_val; i++) w->val[i] = fresh(r);
-    for (int i = 0; i < w->n_obj; i++) w->obj[i] = fresh(r);
-    w->rel_excl = fresh(r);
-    w->rel_plain = fresh(r);
+    for (int i = 0; i < w->n_ent; i++) w->ent[i] = ws_task_rng_symbol(r);
+    for (int i = 0; i < w->n_val; i++) w->val[i] = ws_task_rng_symbol(r);
+    for (int i = 0; i < w->n_obj; i++) w->obj[i] = ws_task_rng_symbol(r);
+    w->rel_excl = ws_task_rng_symbol(r);
+    w->rel_plain = ws_task_rng_symbol(r);
     for (int e = 0; e < w->n_ent; e++) {
         w->where[e] = -1;
         w->visited[e] = 0;
         for (int o = 0; o < w->n_obj; o++) w->has[e][o] = -1;
     }
+}
+
+/* A value of the exclusive relation that entity e does not hold now. */
+static int other_value(const ws_slot_world *w, ws_task_rng *r, int e)
+{
+    int v;
+    do v = (int)ws_task_rng_below(r, (uint32_t)w->n_val);
+    while (v == w->where[e]);
+    return v;
 }
 
 /* (entity, relation, x) as ws_syms: the exclusive relation with the marker id. */
@@ -51,12 +54,8 @@ static ws_status place(ws_slot_world *w, int e, int v, int value, int32_t marker
 static ws_status happen(ws_slot_world *w, ws_task_rng *r, int e, int32_t marker, ws_batch *b)
 {
     double u = ws_task_rng_uniform(r);
-    if (u < 0.65 || (u < 0.7 && w->where[e] < 0)) {
-        int v;
-        do v = (int)ws_task_rng_below(r, (uint32_t)w->n_val);
-        while (v == w->where[e]);
-        return place(w, e, v, 1, marker, b);
-    }
+    if (u < 0.65 || (u < 0.7 && w->where[e] < 0))
+        return place(w, e, other_value(w, r, e), 1, marker, b);
     if (u < 0.7) return place(w, e, w->where[e], 0, marker, b);
     int o = (int)ws_task_rng_below(r, (uint32_t)w->n_obj);
     int *h = &w->has[e][o];
@@ -77,10 +76,7 @@ static int asked_value(const ws_slot_world *w, ws_task_rng *r, int e)
         while (!(left >> v & 1));
         return v;
     }
-    int v;
-    do v = (int)ws_task_rng_below(r, (uint32_t)w->n_val);
-    while (v == w->where[e]);
-    return v;
+    return other_value(w, r, e);
 }
 
 ws_status ws_slot_step(ws_slot_world *w, ws_task_rng *r, int step, int32_t marker,

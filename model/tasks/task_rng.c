@@ -44,6 +44,12 @@ double ws_task_rng_uniform(ws_task_rng *r)
 
 int ws_task_rng_bit(ws_task_rng *r) { return (int)(ws_task_rng_next(r) >> 63); }
 
+uint64_t ws_task_rng_symbol(ws_task_rng *r)
+{
+    uint64_t h = ws_task_rng_next(r);
+    return h ? h : 1;
+}
+
 /* Knuth's product of uniforms: exact, and cheap for the small means tasks use. */
 static int poisson_small(ws_task_rng *r, double mean)
 {

@@ -21,6 +21,9 @@ uint32_t ws_task_rng_below(ws_task_rng *r, uint32_t n);
 double ws_task_rng_uniform(ws_task_rng *r);
 /* A fair coin: 0 or 1. */
 int ws_task_rng_bit(ws_task_rng *r);
+/* A fresh symbol's hash: any value but 0 (which a batch reads as "take it from
+ * the vocabulary"). */
+uint64_t ws_task_rng_symbol(ws_task_rng *r);
 /* min(Poisson(mean), cap) for a finite mean >= 0; the cap also bounds the work. */
 int ws_task_rng_poisson(ws_task_rng *r, double mean, int cap);
 /* Uniform sample of k distinct values of [0, n) (k <= n), in random order, in

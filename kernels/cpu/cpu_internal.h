@@ -27,10 +27,18 @@ typedef struct {
 
 #define WS_CPU_CODES 4096 /* a power of two */
 
-/* Forgets the packed weights (cpu_linear.c) that [p, p + bytes) overlaps. Every
- * op that writes memory a weight or a bias can be in (upload, copy, fill, adamw,
- * scale, release) calls it, on any CPU backend: their memory is one. */
+/* Packed weights (cpu_linear.c packs them, cpu_packs.c keeps them).
+ * ws_cpu_packs_forget forgets those that [p, p + bytes) overlaps: every op that
+ * writes memory a weight or a bias can be in (upload, copy, fill, adamw, scale,
+ * release) calls it, on any CPU backend: their memory is one. ws_cpu_pack_find:
+ * the kept pack of (w, bias, in_dim, out_dim), or NULL. ws_cpu_pack_keep keeps
+ * wt (floats long, malloc'ed) as that pack and returns it, or the pack another
+ * thread kept first (wt freed), or NULL when the table is full (wt still the
+ * caller's). */
 void ws_cpu_packs_forget(const void *p, size_t bytes);
+float *ws_cpu_pack_find(const float *w, const float *bias, int in_dim, int out_dim);
+float *ws_cpu_pack_keep(float *wt, size_t floats, const float *w, const float *bias, int in_dim,
+                        int out_dim);
 
 /* Returns scratch of at least n floats, or NULL when out of memory. */
 float *ws_cpu_scratch(ws_backend *be, size_t n);

@@ -18,7 +18,6 @@
  * into din and dW, every element in a fixed order (bit-identical at any thread
  * count). */
 #include <omp.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,27 +168,7 @@ static void add_tile(float *y, int ldy, int rows, int w, const float *const *x, 
 
 /* W transposed and zero-padded to ldw columns ([in_dim][ldw]), then the padded
  * bias: what the tiles read. Packing costs as much as the products of a few
- * rows, so packs are kept while W and the bias are unchanged: one table for
- * every CPU backend (their memory is one, and a test writes through one backend
- * what another reads), under a lock (the engine's and the training thread's
- * backends run at once). A pack is freed only when its weights are written or
- * freed, which no thread does while another computes with them; when the table
- * is full, weights are packed into the caller's scratch for each call. */
-typedef struct {
-    const float *w, *bias;
-    int in_dim, out_dim;
-    float *wt;
-    size_t floats;
-} lin_pack;
-
-#define LIN_PACKS      256
-#define LIN_PACK_FLOATS ((size_t)16 << 20) /* 64 MB */
-
-static pthread_mutex_t packs_lock = PTHREAD_MUTEX_INITIALIZER;
-static lin_pack packs[LIN_PACKS];
-static int n_packs;
-static size_t pack_floats;
-
+ * rows, so packs are kept while W and the bias are unchanged (cpu_packs.c). */
 static void pack(float *wt, const float *w, const float *bias, int in_dim, int out_dim, int ldw)
 {
     /* in blocks of LIN_VEC rows of W: each of them is read in order, a line at a time */
@@ -209,50 +188,17 @@ static void pack(float *wt, const float *w, const float *bias, int in_dim, int o
 static const float *pack_of(float *scratch, const float *w, const float *bias, int in_dim,
                             int out_dim, int ldw)
 {
+    const float *kept = ws_cpu_pack_find(w, bias, in_dim, out_dim);
+    if (kept) return kept;
     size_t floats = (size_t)(in_dim + 1) * ldw;
-    pthread_mutex_lock(&packs_lock);
-    for (int i = 0; i < n_packs; i++) {
-        const lin_pack *p = &packs[i];
-        if (p->w == w && p->bias == bias && p->in_dim == in_dim && p->out_dim == out_dim) {
-            pthread_mutex_unlock(&packs_lock);
-            return p->wt;
-        }
-    }
-    float *wt = NULL;
-    if (n_packs < LIN_PACKS && pack_floats + floats <= LIN_PACK_FLOATS &&
-        (wt = malloc(floats * sizeof *wt))) {
+    float *wt = malloc(floats * sizeof *wt);
+    if (wt) {
         pack(wt, w, bias, in_dim, out_dim, ldw);
-        packs[n_packs++] = (lin_pack){.w = w, .bias = bias, .in_dim = in_dim,
-                                      .out_dim = out_dim, .wt = wt, .floats = floats};
-        pack_floats += floats;
+        if ((kept = ws_cpu_pack_keep(wt, floats, w, bias, in_dim, out_dim))) return kept;
+        free(wt); /* the table is full */
     }
-    pthread_mutex_unlock(&packs_lock);
-    if (wt) return wt;
     pack(scratch, w, bias, in_dim, out_dim, ldw);
     return scratch;
-}
-
-static int overlaps(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
-{
-    uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
-    return a0 < b0 + b_bytes && b0 < a0 + a_bytes;
-}
-
-void ws_cpu_packs_forget(const void *p, size_t bytes)
-{
-    pthread_mutex_lock(&packs_lock);
-    for (int i = 0; i < n_packs;) {
-        lin_pack *k = &packs[i];
-        if (!overlaps(p, bytes, k->w, (size_t)k->in_dim * k->out_dim * sizeof(float)) &&
-            !(k->bias && overlaps(p, bytes, k->bias, (size_t)k->out_dim * sizeof(float)))) {
-            i++;
-            continue;
-        }
-        pack_floats -= k->floats;
-        free(k->wt);
-        *k = packs[--n_packs];
-    }
-    pthread_mutex_unlock(&packs_lock);
 }
 
 ws_status ws_cpu_linear_forward(ws_backend *be, float *out, const float *in, const float *w,

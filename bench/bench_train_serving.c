@@ -5,7 +5,8 @@
  * load twice: online training off, then on (the model's default settings).
  * Each client is a thread with its own session posting labelled steps back to
  * back — 4 instructions and 8 queries of 2-3 symbols, the true answers as
- * labels — through the C client library, for `seconds` per round. Prints step p50/p99
+ * labels — on a keep-alive connection of its own (http_raw.c), for `seconds`
+ * per round; the settings and counts go through the C client library. Prints step p50/p99
  * (ms) and steps/s side by side, the ratio on/off, and, with training on, the
  * examples the training thread trained per second and those it dropped (its
  * buffer full), from GET /v1/models/default; then one JSON line.
@@ -25,76 +26,105 @@
 #include "base/ws_clock.h"
 #include "clients/ws_client.h"
 #include "daemon_proc.h"
+#include "http_raw.h"
 
 #define N_INSTR 4
 #define N_QUERY 8
 #define MAX_PHASES 8
 
 typedef struct {
-    const ws_client *c;
+    int port;
     char session[WS_CLIENT_ID_LEN + 1];
     int index;
     double until;
-    double *lat; /* seconds per step: cap of them */
+    double *lat; /* seconds per step: n of them, room for cap */
     int n, cap, errors;
 } load_client;
 
-/* Step t of client k: entity e moves to a new place (told: the new one true,
- * the old one false), a colour is told; queries ask the told facts and some
- * never told, labelled with the truth. */
-static void make_step(int k, int t, char sym[N_INSTR + N_QUERY][3][24], ws_client_step_req *req,
-                      ws_client_instruction *in, ws_client_fact *q, char *ptr[][3], int *labels)
+/* Appends the fact (symbols sym[0..arity)) to body at *n as a JSON array. */
+static void put_fact(char *body, size_t cap, size_t *n, char sym[3][24], int arity)
+{
+    for (int s = 0; s < arity && *n < cap; s++)
+        *n += (size_t)snprintf(body + *n, cap - *n, "%s\"%s\"", s ? "," : "[", sym[s]);
+    if (*n < cap) *n += (size_t)snprintf(body + *n, cap - *n, "]");
+}
+
+/* Step t of client k as the JSON body of POST .../steps: entity e moves to a
+ * new place (told: the new one true, the old one false), a colour is told;
+ * queries ask the told facts and some never told, labelled with the truth. */
+static void step_body(int k, int t, char *body, size_t cap)
 {
     int e = t % 5, place = t % 7, old = (t + 6) % 7;
+    char sym[N_INSTR + N_QUERY][3][24];
+    int arity[N_INSTR + N_QUERY], value[N_INSTR];
     for (int i = 0; i < N_INSTR; i++) {
-        int arity = i < 2 ? 3 : 2;
+        arity[i] = i < 2 ? 3 : 2;
+        value[i] = i != 1;
         snprintf(sym[i][0], 24, "c%de%d", k, (e + i) % 5);
         if (i < 2)
             snprintf(sym[i][1], 24, "at");
         else
             snprintf(sym[i][1], 24, "colour%d", t % 3);
         snprintf(sym[i][2], 24, "p%d", i == 1 ? old : place);
-        for (int s = 0; s < 3; s++) ptr[i][s] = sym[i][s];
-        in[i] = (ws_client_instruction){{ptr[i], arity, NULL, 0}, i != 1};
     }
     for (int i = 0; i < N_QUERY; i++) {
         int r = N_INSTR + i, told = i < N_INSTR;
-        int arity = told ? in[i].fact.n_symbols : 2 + i % 2;
-        for (int s = 0; s < 3; s++) {
+        arity[r] = told ? arity[i] : 2 + i % 2;
+        for (int s = 0; s < 3; s++)
             if (told)
                 snprintf(sym[r][s], 24, "%s", sym[i][s]);
             else
                 snprintf(sym[r][s], 24, "c%dn%d_%d", k, t % 97, i * 3 + s); /* never told */
-            ptr[r][s] = sym[r][s];
-        }
-        q[i] = (ws_client_fact){ptr[r], arity, NULL, 0};
-        labels[i] = told ? in[i].value : 0;
     }
-    *req = (ws_client_step_req){WS_CLIENT_NO_STEP, in, N_INSTR, q, N_QUERY, 1, labels};
+    size_t n = (size_t)snprintf(body, cap, "{\"instructions\":[");
+    for (int i = 0; i < N_INSTR && n < cap; i++) {
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"fact\":", i ? "," : "");
+        put_fact(body, cap, &n, sym[i], arity[i]);
+        if (n < cap)
+            n += (size_t)snprintf(body + n, cap - n, ",\"value\":%s}", value[i] ? "true" : "false");
+    }
+    if (n < cap) n += (size_t)snprintf(body + n, cap - n, "],\"queries\":[");
+    for (int i = 0; i < N_QUERY && n < cap; i++) {
+        n += (size_t)snprintf(body + n, cap - n, "%s{\"fact\":", i ? "," : "");
+        put_fact(body, cap, &n, sym[N_INSTR + i], arity[N_INSTR + i]);
+        if (n < cap) n += (size_t)snprintf(body + n, cap - n, "}");
+    }
+    if (n < cap) n += (size_t)snprintf(body + n, cap - n, "],\"labels\":[");
+    for (int i = 0; i < N_QUERY && n < cap; i++)
+        n += (size_t)snprintf(body + n, cap - n, "%s%s", i ? "," : "",
+                              i < N_INSTR && value[i] ? "true" : "false");
+    if (n < cap) snprintf(body + n, cap - n, "]}");
 }
 
+/* A client's steps over raw HTTP (http_raw.c, as bench_server's): the load's
+ * own CPU is taken from the daemon on the same cores, and a library's share
+ * of it would weigh on both loads' latencies. */
 static void *client_main(void *arg)
 {
     load_client *cl = arg;
-    char sym[N_INSTR + N_QUERY][3][24], *ptr[N_INSTR + N_QUERY][3];
-    ws_client_instruction in[N_INSTR];
-    ws_client_fact q[N_QUERY];
-    int labels[N_QUERY];
+    http_raw h;
+    http_raw_init(&h, cl->port);
+    char path[96], body[2048], resp[4096];
+    snprintf(path, sizeof path, "/v1/sessions/%s/steps", cl->session);
     for (int t = 0; ws_clock_mono_s() < cl->until; t++) {
-        ws_client_step_req req;
-        make_step(cl->index, t, sym, &req, in, q, ptr, labels);
-        ws_client_answers a = {0};
-        ws_client_error err = {0};
+        step_body(cl->index, t, body, sizeof body);
         double t0 = ws_clock_mono_s();
-        ws_client_status s = ws_client_step(cl->c, cl->session, &req, &a, &err);
+        long st = http_raw_request(&h, "POST", path, body, resp, sizeof resp);
         double dt = ws_clock_mono_s() - t0;
-        ws_client_answers_free(&a);
-        if (s != WS_CLIENT_OK) {
-            if (cl->errors++ == 0) fprintf(stderr, "bench_train_serving: step: %s\n", err.message);
+        if (st != 200) {
+            if (cl->errors++ == 0)
+                fprintf(stderr, "bench_train_serving: step: HTTP %ld: %s\n", st, resp);
             continue;
         }
-        if (cl->n < cl->cap) cl->lat[cl->n++] = dt; /* else the round is over its bound */
+        if (cl->n == cl->cap) {
+            int cap = cl->cap ? 2 * cl->cap : 4096;
+            double *l = realloc(cl->lat, sizeof *l * (size_t)cap);
+            if (!l) break;
+            cl->lat = l, cl->cap = cap;
+        }
+        cl->lat[cl->n++] = dt;
     }
+    http_raw_close(&h);
     return NULL;
 }
 
@@ -140,7 +170,7 @@ static int set_training(const ws_client *c, int enabled)
 
 /* One round of ph's load: `clients` new sessions for `seconds`; its step
  * latencies are added to ph's. */
-static int run_round(const ws_client *c, phase *ph, double seconds)
+static int run_round(const ws_client *c, int port, phase *ph, double seconds)
 {
     int k = ph->clients;
     load_client *cl = calloc((size_t)k, sizeof *cl);
@@ -151,11 +181,7 @@ static int run_round(const ws_client *c, phase *ph, double seconds)
         ws_client_error err = {0};
         ok = ws_client_session_create(c, NULL, &s, &err) == WS_CLIENT_OK;
         if (!ok) fprintf(stderr, "bench_train_serving: session: %s\n", err.message);
-        /* more than a client's steps on loopback (a few hundred a second at most) */
-        int cap = (int)(seconds * 2000);
-        cl[i] = (load_client){
-            .c = c, .index = i, .cap = cap, .lat = malloc(sizeof(double) * (size_t)cap)};
-        ok = ok && cl[i].lat;
+        cl[i] = (load_client){.port = port, .index = i}; /* lat grows as it fills */
         snprintf(cl[i].session, sizeof cl[i].session, "%s", s.id);
     }
     int64_t tr0 = 0, dr0 = 0, up0 = 0, pu0 = 0, tr1 = 0, dr1 = 0, up1 = 0, pu1 = 0;
@@ -258,7 +284,8 @@ int main(int argc, char **argv)
      * changes meanwhile weighs on both alike */
     for (int i = 0; i < n && !failed; i += 2)
         for (int r = 0; r < rounds && !failed; r++)
-            failed = run_round(c, &ph[i], seconds) != 0 || run_round(c, &ph[i + 1], seconds) != 0;
+            failed = run_round(c, d.port, &ph[i], seconds) != 0 ||
+                     run_round(c, d.port, &ph[i + 1], seconds) != 0;
     ws_client_free(c);
     daemon_stop(&d);
     if (failed) {

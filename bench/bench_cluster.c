@@ -35,6 +35,7 @@
 #include "base/ws_clock.h"
 #include "clients/ws_client.h"
 #include "daemon_proc.h"
+#include "latencies.h"
 
 enum { MAX_NODES = 3, MAX_CLIENTS = 256 };
 
@@ -138,8 +139,8 @@ static void pg_stop(void)
 typedef struct {
     const char *url;
     double until;
-    double *lat; /* seconds, acknowledged steps */
-    long n, cap, errors;
+    ws_bench_lat lat; /* acknowledged steps */
+    long errors;
 } client;
 
 static void *client_main(void *arg)
@@ -176,13 +177,7 @@ static void *client_main(void *arg)
         double dt = ws_clock_mono_s() - t0;
         step = a.step;
         ws_client_answers_free(&a);
-        if (cl->n == cl->cap) {
-            long cap = cl->cap ? 2 * cl->cap : 1024;
-            double *l = realloc(cl->lat, sizeof *l * (size_t)cap);
-            if (!l) break;
-            cl->lat = l, cl->cap = cap;
-        }
-        cl->lat[cl->n++] = dt;
+        if (ws_bench_lat_push(&cl->lat, dt) != 0) break;
     }
     ws_client_free(c);
     return NULL;
@@ -254,7 +249,7 @@ static void run_load(int port, const daemon_proc *nodes, int n, pid_t haproxy, c
     long total = 0;
     for (int i = 0; i < clients; i++) {
         if (th[i]) pthread_join(th[i], NULL);
-        total += cl[i].n;
+        total += cl[i].lat.n;
         r->errors += cl[i].errors;
     }
     double node1 = 0, batches1 = 0, stmts1 = 0;
@@ -265,9 +260,9 @@ static void run_load(int port, const daemon_proc *nodes, int n, pid_t haproxy, c
     double *all = malloc(sizeof *all * (size_t)(total ? total : 1));
     long k = 0;
     for (int i = 0; i < clients; i++) {
-        if (all) memcpy(all + k, cl[i].lat, sizeof *all * (size_t)cl[i].n);
-        k += cl[i].n;
-        free(cl[i].lat);
+        if (all) memcpy(all + k, cl[i].lat.v, sizeof *all * (size_t)cl[i].lat.n);
+        k += cl[i].lat.n;
+        free(cl[i].lat.v);
     }
     if (all && total) qsort(all, (size_t)total, sizeof *all, cmp_double);
     r->steps = total;

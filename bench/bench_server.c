@@ -36,6 +36,7 @@
 
 #include "daemon_proc.h"
 #include "http_raw.h"
+#include "latencies.h"
 #include "storage/storage.h"
 #include "base/ws_clock.h"
 
@@ -123,8 +124,7 @@ static void step_body(char *body, size_t cap, int t)
 typedef struct {
     int port;
     double until;
-    double *lat;
-    int n, cap;
+    ws_bench_lat lat;
     atomic_int *errors;
 } client;
 
@@ -153,13 +153,7 @@ static void *client_main(void *arg)
                 fprintf(stderr, "bench_server: first failed step: HTTP %ld after %.1f ms: %s\n", st, 1e3 * dt, resp);
             continue;
         }
-        if (cl->n == cl->cap) {
-            int cap = cl->cap ? 2 * cl->cap : 1024;
-            double *l = realloc(cl->lat, sizeof *l * (size_t)cap);
-            if (!l) break;
-            cl->lat = l, cl->cap = cap;
-        }
-        cl->lat[cl->n++] = dt;
+        if (ws_bench_lat_push(&cl->lat, dt) != 0) break;
     }
     http_raw_close(&c);
     return NULL;
@@ -279,16 +273,16 @@ static int run_load(const char *base, const char *max_batch, const char *wait_us
     long n = 0;
     for (int i = 0; ok && i < clients; i++) {
         pthread_join(th[i], NULL);
-        n += cl[i].n;
+        n += cl[i].lat.n;
     }
     double elapsed = ws_clock_mono_s() - t0, cpu = proc_cpu_s(d.pid) - cpu0;
     out->steps_per_cpu_s = cpu0 >= 0 && cpu > 0 ? (double)n / cpu : 0;
     double *all = ok ? malloc(sizeof *all * (size_t)(n ? n : 1)) : NULL;
     long k = 0;
     for (int i = 0; cl && i < clients; i++) {
-        if (all) memcpy(all + k, cl[i].lat, sizeof *all * (size_t)cl[i].n);
-        k += cl[i].n;
-        free(cl[i].lat);
+        if (all) memcpy(all + k, cl[i].lat.v, sizeof *all * (size_t)cl[i].lat.n);
+        k += cl[i].lat.n;
+        free(cl[i].lat.v);
     }
     if (all && n) {
         qsort(all, (size_t)n, sizeof *all, cmp_double);

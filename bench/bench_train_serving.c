@@ -27,6 +27,7 @@
 #include "clients/ws_client.h"
 #include "daemon_proc.h"
 #include "http_raw.h"
+#include "latencies.h"
 
 #define N_INSTR 4
 #define N_QUERY 8
@@ -37,8 +38,8 @@ typedef struct {
     char session[WS_CLIENT_ID_LEN + 1];
     int index;
     double until;
-    double *lat; /* seconds per step: n of them, room for cap */
-    int n, cap, errors;
+    ws_bench_lat lat;
+    int errors;
 } load_client;
 
 /* Appends the fact (symbols sym[0..arity)) to body at *n as a JSON array. */
@@ -116,13 +117,7 @@ static void *client_main(void *arg)
                 fprintf(stderr, "bench_train_serving: step: HTTP %ld: %s\n", st, resp);
             continue;
         }
-        if (cl->n == cl->cap) {
-            int cap = cl->cap ? 2 * cl->cap : 4096;
-            double *l = realloc(cl->lat, sizeof *l * (size_t)cap);
-            if (!l) break;
-            cl->lat = l, cl->cap = cap;
-        }
-        cl->lat[cl->n++] = dt;
+        if (ws_bench_lat_push(&cl->lat, dt) != 0) break;
     }
     http_raw_close(&h);
     return NULL;
@@ -196,16 +191,16 @@ static int run_round(const ws_client *c, int port, phase *ph, double seconds)
     ph->seconds += ws_clock_mono_s() - t0;
     ok = ok && model_counts(c, &tr1, &dr1, &up1, &pu1) == 0;
     long n = ph->steps;
-    for (int i = 0; cl && i < k; i++) n += cl[i].n, ph->errors += cl[i].errors;
+    for (int i = 0; cl && i < k; i++) n += cl[i].lat.n, ph->errors += cl[i].errors;
     double *all = realloc(ph->lat, sizeof *all * (size_t)(n ? n : 1));
     if (all) ph->lat = all;
     for (int i = 0; all && cl && i < k; i++) {
-        memcpy(all + ph->steps, cl[i].lat, sizeof *all * (size_t)cl[i].n);
-        ph->steps += cl[i].n;
+        memcpy(all + ph->steps, cl[i].lat.v, sizeof *all * (size_t)cl[i].lat.n);
+        ph->steps += cl[i].lat.n;
     }
     ph->trained += tr1 - tr0, ph->dropped += dr1 - dr0;
     ph->updates += up1 - up0, ph->published += pu1 - pu0;
-    for (int i = 0; cl && i < k; i++) free(cl[i].lat);
+    for (int i = 0; cl && i < k; i++) free(cl[i].lat.v);
     free(cl);
     free(th);
     return ok && all && ph->steps ? 0 : -1;

@@ -8,6 +8,7 @@
 typedef struct {
     double q, q_ok, groups, groups_ok, boards, boards_ok, recall, recall_ok;
     double told, told_ok, untold, untold_ok;
+    double slot[WS_QS_N], slot_ok[WS_QS_N];
     double b_ok[WS_TASK_MAX_BASELINES], b_boards_ok[WS_TASK_MAX_BASELINES];
     double b_untold_ok[WS_TASK_MAX_BASELINES];
 } tally;
@@ -29,6 +30,8 @@ static void score(tally *s, const float *probs, const float *labels, const ws_qu
         if (info[i].kind == WS_QK_RECALL) s->recall++, s->recall_ok += ok;
         if (info[i].kind == WS_QK_TOLD) s->told++, s->told_ok += ok;
         if (info[i].kind == WS_QK_UNTOLD) s->untold++, s->untold_ok += ok;
+        if (info[i].slot > WS_QS_NONE && info[i].slot < WS_QS_N)
+            s->slot[info[i].slot]++, s->slot_ok[info[i].slot] += ok;
         for (int k = 0; k < n_baselines; k++) {
             int bok = (info[i].baseline[k] >= 0.5f) == truth;
             s->b_ok[k] += bok;
@@ -107,6 +110,7 @@ ws_status ws_evaluate(ws_exec *x, const ws_task_params *task, const ws_eval_conf
         p->recall_acc = ratio(s->recall_ok, s->recall);
         p->told_acc = ratio(s->told_ok, s->told);
         p->untold_acc = ratio(s->untold_ok, s->untold);
+        for (int k = 0; k < WS_QS_N; k++) p->slot_acc[k] = ratio(s->slot_ok[k], s->slot[k]);
         for (int k = 0; k < WS_TASK_MAX_BASELINES; k++) {
             p->baseline_acc[k] = k < nb ? ratio(s->b_ok[k], s->q) : -1.0;
             p->baseline_exact[k] = k < nb ? ratio(s->b_boards_ok[k], s->boards) : -1.0;
@@ -130,13 +134,26 @@ static void cell(FILE *f, double v)
     else fprintf(f, "  %7.2f%%", 100.0 * v);
 }
 
+/* The slot-world columns (WS_QS_*, from 1), by name: printed when any point has one. */
+static const char *const slot_names[WS_QS_N] = {NULL, "current", "left", "plain"};
+
+static int has_slots(const ws_eval_point *pts, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int k = 1; k < WS_QS_N; k++)
+            if (pts[i].slot_acc[k] >= 0) return 1;
+    return 0;
+}
+
 void ws_eval_print(FILE *f, const ws_task_params *task, const ws_eval_point *pts, int n,
                    const char *label)
 {
+    int slots = has_slots(pts, n);
     fprintf(f, "%s on %s\n  %7s  %8s  %8s  %8s  %8s  %8s  %8s", label, task->name, "horizon",
             "acc", "group", "exact", "recall", "told", "untold");
     for (int k = 0; k < WS_TASK_MAX_BASELINES; k++)
         if (pts[0].baseline_acc[k] >= 0) fprintf(f, "  %8s  %8s", "base-acc", "b-exact");
+    for (int k = 1; slots && k < WS_QS_N; k++) fprintf(f, "  %8s", slot_names[k]);
     fprintf(f, "\n");
     for (int i = 0; i < n; i++) {
         const ws_eval_point *p = &pts[i];
@@ -145,6 +162,7 @@ void ws_eval_print(FILE *f, const ws_task_params *task, const ws_eval_point *pts
         cell(f, p->told_acc), cell(f, p->untold_acc);
         for (int k = 0; k < WS_TASK_MAX_BASELINES; k++)
             if (p->baseline_acc[k] >= 0) cell(f, p->baseline_acc[k]), cell(f, p->baseline_exact[k]);
+        for (int k = 1; slots && k < WS_QS_N; k++) cell(f, p->slot_acc[k]);
         fprintf(f, "\n");
     }
     fprintf(f, "{\"eval\":\"%s\",\"task\":\"%s\",\"points\":[", label, task->name);
@@ -159,6 +177,8 @@ void ws_eval_print(FILE *f, const ws_task_params *task, const ws_eval_point *pts
                 fprintf(f, ",\"baseline%d_acc\":%.5f,\"baseline%d_exact\":%.5f,"
                            "\"baseline%d_untold\":%.5f",
                         k, p->baseline_acc[k], k, p->baseline_exact[k], k, p->baseline_untold[k]);
+        for (int k = 1; slots && k < WS_QS_N; k++)
+            fprintf(f, ",\"slot_%s_acc\":%.5f", slot_names[k], p->slot_acc[k]);
         fprintf(f, "}");
     }
     fprintf(f, "]}\n");

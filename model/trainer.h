@@ -88,6 +88,7 @@ typedef struct {
     double exact_acc;     /* trajectory steps with every query right */
     double recall_acc;    /* WS_QK_RECALL queries (-1 if none) */
     double told_acc, untold_acc; /* WS_QK_TOLD / WS_QK_UNTOLD (-1 if none) */
+    double slot_acc[WS_QS_N];    /* by WS_QS_* (slot worlds' told queries; -1 if none) */
     double baseline_acc[WS_TASK_MAX_BASELINES];
     double baseline_exact[WS_TASK_MAX_BASELINES];
     double baseline_untold[WS_TASK_MAX_BASELINES];

@@ -5,8 +5,10 @@
  * relation, so a new one makes the old one false; plain facts hold as told —
  * and every query's label and kind must agree with it. The places left (told
  * true once, false now, never told false) must be asked, or the worlds teach no
- * rule. Worlds with and without the relation mix at exclusive_rate, and the
- * same seed gives the same bytes. */
+ * rule; a told query is tagged current, left or plain as the bookkeeping has
+ * it. Worlds with and without the relation mix at exclusive_rate, steps tell
+ * as often and as much as slot_active and slot_single say, and the same seed
+ * gives the same bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,7 @@ static void tell(facts *t, slot_fact f, int32_t marker)
 
 typedef struct {
     int worlds, slot_worlds, excl_q, plain_q, left_q, current_q;
+    int later, active, single; /* steps after the first; those telling; telling one thing */
 } tally;
 
 static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t marker, tally *c)
@@ -84,6 +87,10 @@ static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t mark
                 r->b->S >= 4 && ni > 0 && r->b->instr.hash[3] == 0 && r->b->instr.ids[1] == marker;
             if (!is_slot) break; /* the memory task's own worlds: test_tasks */
             assert_true(ni >= 2 && ni <= 4);
+        } else {
+            c->later++;
+            c->active += ni > 0;
+            c->single += ni == 1;
         }
         for (int i = 0; i < ni; i++) {
             slot_fact f = read_fact(r, &r->b->instr, i);
@@ -97,6 +104,12 @@ static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t mark
             int want = k && k->value;
             assert_int_equal(r->b->query.value[q], want);
             assert_int_equal(r->info[q].kind, k ? WS_QK_TOLD : WS_QK_UNTOLD);
+            int what = !k               ? WS_QS_NONE
+                       : f.rel_id == -1 ? WS_QS_PLAIN
+                       : want           ? WS_QS_CURRENT
+                       : k->ever_true   ? WS_QS_LEFT
+                                        : WS_QS_NONE;
+            assert_int_equal(r->info[q].slot, what);
             c->excl_q += f.rel_id == marker;
             c->plain_q += f.rel_id == -1;
             c->left_q += k && f.rel_id == marker && k->ever_true && !k->value;
@@ -132,6 +145,40 @@ static void test_slot_worlds(void **state)
     for (int w = 0; w < 200; w++) check_world(&r, 0, 7000 + (uint64_t)w, 1, marker, &c);
     assert_true(c.slot_worlds > 60 && c.slot_worlds < 140);
     rig_close(&r);
+}
+
+/* slot_active: how often a later step tells; slot_single: how often a telling
+ * step tells one thing (else 1..instr_per_step things, as by default). */
+static void test_slot_worlds_calm(void **state)
+{
+    (void)state;
+    ws_task_params p = rig_params("memory");
+    p.exclusive_rate = 1.0f;
+    struct {
+        float active, single;
+        double lo_active, hi_active, lo_single;
+    } cases[] = {{0.8f, 0.0f, 0.72, 0.88, 0.0}, /* the defaults */
+                 {0.6f, 0.7f, 0.52, 0.68, 0.7},
+                 {0.0f, 0.0f, 0.0, 0.0, 0.0},
+                 {1.0f, 1.0f, 1.0, 1.0, 1.0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        p.slot_active = cases[k].active;
+        p.slot_single = cases[k].single;
+        rig r;
+        rig_open(&r, &p, 1);
+        int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
+        tally c = {0};
+        for (int w = 0; w < 60; w++) check_world(&r, 0, 900 + (uint64_t)w, 30, marker, &c);
+        double active = (double)c.active / c.later;
+        double single = c.active ? (double)c.single / c.active : 0;
+        printf("slot_active %.1f slot_single %.1f: %.3f of later steps tell, %.3f of those one "
+               "thing\n",
+               cases[k].active, cases[k].single, active, single);
+        assert_true(active >= cases[k].lo_active && active <= cases[k].hi_active);
+        assert_true(single >= cases[k].lo_single);
+        if (cases[k].single == 0.0f && cases[k].active > 0) assert_true(single < 0.6);
+        rig_close(&r);
+    }
 }
 
 static void test_slot_worlds_repeat(void **state)
@@ -171,13 +218,19 @@ static void test_slot_worlds_refused(void **state)
     rig_expect_new_fails(&p, v, WS_ERR_INVALID);
     p.exclusive_rate = -0.1f;
     rig_expect_new_fails(&p, v, WS_ERR_INVALID);
+    p.exclusive_rate = 0.5f;
+    p.slot_active = 1.5f;
+    rig_expect_new_fails(&p, v, WS_ERR_INVALID);
+    p.slot_active = 0.8f;
+    p.slot_single = -0.1f;
+    rig_expect_new_fails(&p, v, WS_ERR_INVALID);
     ws_vocab_free(v);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_slot_worlds),
-                                       cmocka_unit_test(test_slot_worlds_repeat),
-                                       cmocka_unit_test(test_slot_worlds_refused)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slot_worlds), cmocka_unit_test(test_slot_worlds_calm),
+        cmocka_unit_test(test_slot_worlds_repeat), cmocka_unit_test(test_slot_worlds_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,7 @@
  *
  * Defaults: live_facts 32, live_facts_min 1, max_arity 4, instr_per_step 4,
  * override_rate 0.25, active_rate 0.5, n_queries 16, chatter_rate 0 (none),
- * exclusive_rate 0 (none). */
+ * exclusive_rate 0 (none), slot_active 0.8, slot_single 0. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +79,8 @@ static void mem_defaults(ws_task_params *p)
     p->n_queries = 16;
     p->chatter_rate = 0.0f;
     p->exclusive_rate = 0.0f;
+    p->slot_active = 0.8f;
+    p->slot_single = 0.0f;
 }
 
 static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
@@ -98,10 +100,12 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
     if (!(p->override_rate >= 0 && p->override_rate <= 1) ||
         !(p->active_rate >= 0 && p->active_rate <= 1) ||
         !(p->chatter_rate >= 0 && p->chatter_rate <= 1) ||
-        !(p->exclusive_rate >= 0 && p->exclusive_rate <= 1))
+        !(p->exclusive_rate >= 0 && p->exclusive_rate <= 1) ||
+        !(p->slot_active >= 0 && p->slot_active <= 1) ||
+        !(p->slot_single >= 0 && p->slot_single <= 1))
         return ws_error_set(err, WS_ERR_INVALID,
-                            "task memory: override_rate, active_rate, chatter_rate and "
-                            "exclusive_rate must be in [0, 1]");
+                            "task memory: override_rate, active_rate, chatter_rate, "
+                            "exclusive_rate, slot_active and slot_single must be in [0, 1]");
     if (p->n_queries < 0 || p->n_queries > MEM_MAX_QUERIES)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: n_queries must be in [0, %d]",
                             MEM_MAX_QUERIES);
@@ -276,9 +280,7 @@ static ws_status mem_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info
     mem_world *w = &d->w[slot];
     ws_task_rng *r = &t->rng[slot];
     int step = t->steps[slot], n_info = 0;
-    if (w->is_slot)
-        return ws_slot_step(&w->slot, r, step, d->marker, t->p.instr_per_step, t->p.n_queries, b,
-                            info, &n_info);
+    if (w->is_slot) return ws_slot_step(&w->slot, r, step, d->marker, &t->p, b, info, &n_info);
     WS_TRY(instructions(t, w, r, step, b));
     int n_told_q = w->n_told > 0 ? t->p.n_queries / 2 : 0;
     for (int q = 0; q < t->p.n_queries; q++) {
@@ -297,7 +299,7 @@ static ws_status mem_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info
         fact_syms(w, sym, arity, extra, syms);
         WS_TRY(ws_batch_add_query_syms(b, syms, arity, told ? w->facts[i].value : 0));
         if (info)
-            info[n_info++] = (ws_query_info){told ? WS_QK_TOLD : WS_QK_UNTOLD, -1, {0}};
+            info[n_info++] = (ws_query_info){.kind = told ? WS_QK_TOLD : WS_QK_UNTOLD, .group = -1};
     }
     return WS_OK;
 }

@@ -79,35 +79,46 @@ static int asked_value(const ws_slot_world *w, ws_task_rng *r, int e)
     return other_value(w, r, e);
 }
 
+/* How many entities an active step tells about. slot_single is drawn only when
+ * set, so that worlds without it keep their streams. */
+static int told_count(ws_task_rng *r, const ws_task_params *p)
+{
+    if (p->slot_single > 0 && ws_task_rng_uniform(r) < p->slot_single) return 1;
+    return draw_in(r, 1, p->instr_per_step);
+}
+
 ws_status ws_slot_step(ws_slot_world *w, ws_task_rng *r, int step, int32_t marker,
-                       int instr_per_step, int n_queries, ws_batch *b, ws_query_info *info,
-                       int *n_info)
+                       const ws_task_params *p, ws_batch *b, ws_query_info *info, int *n_info)
 {
     if (step == 1) {
         for (int e = 0; e < w->n_ent; e++)
             WS_TRY(place(w, e, (int)ws_task_rng_below(r, (uint32_t)w->n_val), 1, marker, b));
-    } else if (ws_task_rng_uniform(r) < 0.8) {
-        int idx[SLOT_MAX_ENT], n = draw_in(r, 1, instr_per_step);
+    } else if (ws_task_rng_uniform(r) < p->slot_active) {
+        int idx[SLOT_MAX_ENT], n = told_count(r, p);
         n = n < w->n_ent ? n : w->n_ent;
         ws_task_rng_sample(r, idx, w->n_ent, n); /* distinct entities */
         for (int i = 0; i < n; i++) WS_TRY(happen(w, r, idx[i], marker, b));
     }
-    for (int q = 0; q < n_queries; q++) {
+    for (int q = 0; q < p->n_queries; q++) {
         int e = (int)ws_task_rng_below(r, (uint32_t)w->n_ent), excl = ws_task_rng_bit(r);
-        int x, label, told;
+        int x, label, told, what;
         if (excl) {
             x = asked_value(w, r, e);
             label = w->where[e] == x;
             told = w->visited[e] >> x & 1;
+            what = label ? WS_QS_CURRENT : told ? WS_QS_LEFT : WS_QS_NONE;
         } else {
             x = (int)ws_task_rng_below(r, (uint32_t)w->n_obj);
             label = w->has[e][x] == 1;
             told = w->has[e][x] >= 0;
+            what = told ? WS_QS_PLAIN : WS_QS_NONE;
         }
         ws_sym s[3];
         fact(w, e, excl, x, marker, s);
         WS_TRY(ws_batch_add_query_syms(b, s, 3, label));
-        if (info) info[(*n_info)++] = (ws_query_info){told ? WS_QK_TOLD : WS_QK_UNTOLD, -1, {0}};
+        if (info)
+            info[(*n_info)++] = (ws_query_info){
+                .kind = told ? WS_QK_TOLD : WS_QK_UNTOLD, .group = -1, .slot = what};
     }
     return WS_OK;
 }

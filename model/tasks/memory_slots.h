@@ -12,14 +12,16 @@
  * need only move a deployment's own relation symbol (`location`) there.
  *
  * Step 1 places every entity (one value each, told true). Later steps are active
- * with probability 0.8 and carry 1..instr_per_step instructions about distinct
- * entities: a move (a new value told true, the old one left unsaid; 65%), leaving
+ * with probability slot_active (0.8 by default) and carry instructions about
+ * distinct entities, one with probability slot_single (0 by default), else
+ * 1..instr_per_step: a move (a new value told true, the old one left unsaid; 65%), leaving
  * (the value held told false; 5%), or a plain fact told (a new one true with
  * probability 0.7, a told one flipped or re-told alike; 30%).
  * Queries, n_queries a step, each about a random entity: half the exclusive
  * relation (its value now, else a value it left, else any other), half the plain
  * one (a random object); labels are the true state, kind TOLD for a fact ever
- * told, else UNTOLD. */
+ * told, else UNTOLD; a told one is also tagged (ws_query_info.slot) CURRENT
+ * (the value held now), LEFT (held before, not now) or PLAIN. */
 #ifndef WS_MEMORY_SLOTS_H
 #define WS_MEMORY_SLOTS_H
 
@@ -38,9 +40,9 @@ typedef struct {
 
 void ws_slot_reset(ws_slot_world *w, ws_task_rng *r);
 /* Appends step `step` (1 = the first) of w to b; marker is the exclusive
- * relation's vocabulary id. info/n_info as ws_task_query. */
+ * relation's vocabulary id; p the task's (instr_per_step, n_queries,
+ * slot_active, slot_single). info/n_info as ws_task_query. */
 ws_status ws_slot_step(ws_slot_world *w, ws_task_rng *r, int step, int32_t marker,
-                       int instr_per_step, int n_queries, ws_batch *b, ws_query_info *info,
-                       int *n_info);
+                       const ws_task_params *p, ws_batch *b, ws_query_info *info, int *n_info);
 
 #endif

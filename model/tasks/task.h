@@ -68,6 +68,8 @@ typedef struct {
                                  never-asked symbols: uniform in [0, chatter_rate] */
     float exclusive_rate;     /* share of worlds that are slot worlds (an exclusive
                                  relation; tasks/memory_slots.h) */
+    float slot_active;        /* slot worlds: how often a step after the first tells */
+    float slot_single;        /* slot worlds: how often a telling step tells one thing */
 } ws_task_params;
 
 /* Fills *out with a task's defaults (the issue's experiments): returns 1, or 0
@@ -78,13 +80,17 @@ typedef struct {
  *   life:    density 0.35, intervention_rate 2.0
  *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0
  *   memory:  live_facts 32 (min 1), max_arity 4, instr_per_step 4, override_rate 0.25,
- *            active_rate 0.5, n_queries 16, chatter_rate 0, exclusive_rate 0 */
+ *            active_rate 0.5, n_queries 16, chatter_rate 0, exclusive_rate 0,
+ *            slot_active 0.8, slot_single 0 */
 int ws_task_params_default(const char *name, ws_task_params *out);
 /* The built-in tasks' names, in order; NULL past the last. */
 const char *ws_task_name(int i);
 
 /* What a query is, for evaluation beyond plain accuracy. */
 enum { WS_QK_PLAIN = 0, WS_QK_RECALL = 1, WS_QK_TOLD = 2, WS_QK_UNTOLD = 3 };
+/* A slot world's query (memory_slots.h), besides its kind: the exclusive
+ * relation's value held now, one held before and left, or a plain fact told. */
+enum { WS_QS_NONE = 0, WS_QS_CURRENT = 1, WS_QS_LEFT = 2, WS_QS_PLAIN = 3, WS_QS_N = 4 };
 #define WS_TASK_MAX_BASELINES 2
 
 typedef struct {
@@ -92,6 +98,7 @@ typedef struct {
     int group;   /* >= 0: one-hot group within this trajectory step (facts: an
                     entity's places), scored by argmax; -1: none */
     float baseline[WS_TASK_MAX_BASELINES]; /* baseline probabilities, task-defined */
+    int slot; /* WS_QS_*: what a slot world's query asks (0 elsewhere) */
 } ws_query_info;
 
 typedef struct ws_task ws_task;

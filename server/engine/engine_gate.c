@@ -19,7 +19,10 @@
  * ones; a kind of n answers is allowed at least 1.5/n, a lost answer and a
  * half), and below the best accuracy of the versions served since the served
  * line began (a load, an adoption or a rollback), so a run of candidates each a
- * little worse cannot walk the model down. A replay of fewer than
+ * little worse cannot walk the model down. The replay set moves with the
+ * sessions, so its bar is the sum of what each published candidate gained over
+ * the version it replaced (both scored on one set): no lower than the tolerance
+ * under the highest that sum reached. A replay of fewer than
  * GATE_MIN_REPLAY answers is too noisy to judge and is not held against it. */
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +74,16 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
 static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",
                                                             "never-told"};
 
+/* 1 with *gain, cand's replay accuracy less served's, when both replayed the
+ * same set and it is large enough to judge. */
+static int replay_gain(const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
+                       double *gain)
+{
+    if (served->replay_n < GATE_MIN_REPLAY || cand->replay_n != served->replay_n) return 0;
+    *gain = (double)(cand->replay_right - served->replay_right) / (double)cand->replay_n;
+    return 1;
+}
+
 /* 0 with why when cand falls below the bar (the better of served and best)
  * by more than tol. */
 static int above(const char *what, double cand, double served, double best, double tol, char *why,
@@ -98,7 +111,8 @@ int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                    why, cap))
             return 0;
     }
-    if (served->replay_n >= GATE_MIN_REPLAY && cand->replay_n == served->replay_n) {
+    double gain;
+    if (replay_gain(served, cand, &gain)) {
         double a = (double)cand->replay_right / (double)cand->replay_n;
         double b = (double)served->replay_right / (double)served->replay_n;
         if (a < b - tol) {
@@ -106,6 +120,13 @@ int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                      "held-out replay accuracy %.4f, served version %.4f over %ld answers "
                      "(tolerance %g)",
                      a, b, cand->replay_n, tol);
+            return 0;
+        }
+        if (g->replay_gain + gain < g->best_replay_gain - tol) {
+            snprintf(why, cap,
+                     "held-out replay: the versions served since the line began would have "
+                     "gained %+.4f, %.4f below their best (tolerance %g)",
+                     g->replay_gain + gain, g->best_replay_gain - g->replay_gain - gain, tol);
             return 0;
         }
     }
@@ -116,12 +137,27 @@ void ws_eng_gate_reset(ws_engine_gate_info *g)
 {
     g->served.probe = g->best_probe = -1;
     for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++) g->best_kind[k] = -1;
+    g->replay_gain = g->best_replay_gain = 0;
 }
 
-void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s)
+/* s was served: its probe accuracies raise the bests. */
+static void raise_best(ws_engine_gate_info *g, const ws_engine_gate_score *s)
 {
-    g->served = *s;
     if (s->probe > g->best_probe) g->best_probe = s->probe;
     for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++)
         if (s->probe_kind[k] > g->best_kind[k]) g->best_kind[k] = s->probe_kind[k];
+}
+
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *served,
+                        const ws_engine_gate_score *cand, int published)
+{
+    /* served too: a line's first version is scored at its first gate only */
+    raise_best(g, served);
+    double gain;
+    if (published) {
+        raise_best(g, cand);
+        if (replay_gain(served, cand, &gain)) g->replay_gain += gain;
+        if (g->replay_gain > g->best_replay_gain) g->best_replay_gain = g->replay_gain;
+    }
+    g->served = published ? *cand : *served;
 }

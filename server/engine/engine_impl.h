@@ -165,15 +165,18 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
                             ws_error *err);
 /* 1 when the candidate may be published: its probe accuracy, overall and per
  * kind, is not below the served version's or g's best by more than the
- * tolerance, nor its replay accuracy below the served version's; else 0 with
- * why. */
+ * tolerance, nor its replay accuracy below the served version's, nor the
+ * replay gain it would leave below g's best gain; else 0 with why. */
 int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                      const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
                      char *why, size_t cap);
 /* A new served line (a load, an adoption, a rollback): nothing measured yet. */
 void ws_eng_gate_reset(ws_engine_gate_info *g);
-/* s is the served version's score from now on (its best accuracies raise the bar). */
-void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *s);
+/* The gate's verdict on cand, scored beside served on one replay set: the
+ * version served from now on is cand when published, else served (its best
+ * accuracies raise the bar; a published candidate's replay gain is added). */
+void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *served,
+                        const ws_engine_gate_score *cand, int published);
 /* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 /* WS_JOB_MODEL_DELETE (engine_models.c): refused for "default", for a model

@@ -197,7 +197,7 @@ static void gate_note(ws_eng_trainer *t, int64_t line, int published, int64_t ve
         g->last.ms = ms;
         snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
         g->published += published, g->rejected += !published;
-        ws_eng_gate_served(g, published ? cand : served);
+        ws_eng_gate_served(g, served, cand, published);
     }
     pthread_mutex_unlock(&t->mu);
     if (same && !published)

@@ -24,7 +24,12 @@
  * symbol keeps its hash beside its id, so a symbol past the vocabulary's capacity
  * (an overflow id) trains on its own code, as it was served.
  * A share of the examples (holdout) is kept out of training, newest 64, for the
- * publication gate's replay (ws_online_replay). Steps with raw vector facts are
+ * publication gate's replay (ws_online_replay), in runs of up to HOLD_RUN
+ * consecutive steps of a session: the replay runs each run's first step from
+ * its stored W_{t-1} and the next ones from the states the version being
+ * scored made, so what a version does over several steps of a session is in
+ * its score, not only what it does from states another version made. Steps
+ * with raw vector facts are
  * not trained on online (their vectors are not kept).
  *
  * Two threads: the engine thread makes examples (the cache and the ring of
@@ -51,6 +56,7 @@
 #define CACHE_SESSIONS 512
 #define TRAIN_CHUNK    8
 #define EXTRA_MAX      (2 * WS_SRV_RECALL_MAX) /* recall + negative queries per example */
+#define HOLD_RUN       4 /* consecutive steps of a session held out together */
 
 typedef struct example {
     char session[WS_STORE_ID_LEN + 1];
@@ -67,6 +73,7 @@ typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     uint64_t last_use;
     int64_t step; /* the session's step the facts are as of */
+    int held_run; /* the session's next examples still to hold out (a run under way) */
     ws_recall_facts facts;
 } fact_cache;
 
@@ -81,7 +88,7 @@ struct ws_online_trainer {
     size_t state_floats;
     /* the engine thread's */
     ring pending;      /* unlabelled steps' queries waiting for labels */
-    int64_t seen;      /* examples made: every 1/holdout-th is held out */
+    int64_t seen;      /* examples made outside runs: a run starts every HOLD_RUN/holdout-th */
     fact_cache *cache; /* [CACHE_SESSIONS] */
     uint64_t tick, rng;
     /* between the threads, under mu */
@@ -413,14 +420,26 @@ static void labels_override(const ws_online_trainer *t, fact_cache *c, example *
     }
 }
 
-/* Hands a finished example over: kept out of training for the gate (every
- * 1/holdout-th, the newest HOLDOUT kept) or made ready (the oldest dropped and
- * counted when RING wait); *count (a counter of stats) is counted with it. */
-static void hand_over(ws_online_trainer *t, const ws_srv_training *tr, example *e, int64_t *count)
+/* 1 when the session's next example is held out: the rest of a run under way,
+ * or the start of one (every HOLD_RUN/holdout-th example outside runs, so about
+ * a holdout share of the examples is held out). */
+static int hold(ws_online_trainer *t, const ws_srv_training *tr, fact_cache *c)
 {
+    if (c->held_run > 0) return c->held_run--, 1;
     t->seen++;
-    int held =
-        (int64_t)((double)t->seen * tr->holdout) > (int64_t)((double)(t->seen - 1) * tr->holdout);
+    double rate = tr->holdout / HOLD_RUN;
+    if ((int64_t)((double)t->seen * rate) == (int64_t)((double)(t->seen - 1) * rate)) return 0;
+    c->held_run = HOLD_RUN - 1;
+    return 1;
+}
+
+/* Hands a finished example of the session c over: kept out of training for the
+ * gate (hold; the newest HOLDOUT kept) or made ready (the oldest dropped and
+ * counted when RING wait); *count (a counter of stats) is counted with it. */
+static void hand_over(ws_online_trainer *t, const ws_srv_training *tr, fact_cache *c, example *e,
+                      int64_t *count)
+{
+    int held = hold(t, tr, c);
     pthread_mutex_lock(&t->mu);
     (*count)++;
     if (!held) return ready_put(t, e);
@@ -436,7 +455,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     c->last_use = ++t->tick;
     /* Steps this daemon did not see (another daemon of a cluster served them)
      * may have told other values: what is known of the session starts again. */
-    if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts);
+    if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts), c->held_run = 0;
     c->step = st->step;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)
@@ -450,13 +469,13 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
         labels_override(t, c, e);
-        return hand_over(t, tr, e, &t->stats.examples_labelled);
+        return hand_over(t, tr, c, e, &t->stats.examples_labelled);
     }
     if (tr->self_supervised && n_extra > 0) {
         example *e = example_new(t, st, 0, n_extra);
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
-        hand_over(t, tr, e, &t->stats.examples_self);
+        hand_over(t, tr, c, e, &t->stats.examples_self);
     }
     /* The client's queries wait for labels (with the engine's own queries only
      * when those did not make an example already). */
@@ -520,8 +539,10 @@ void ws_online_take_held(ws_online_trainer *t)
     pthread_mutex_unlock(&t->mu);
 }
 
-/* Adds examples ex[0..n) to t's batch, their states to w_in. */
-static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *ex, int n)
+/* Adds examples ex[0..n) to t's batch, their states to w_in: from[i] when
+ * given (a host state), else the example's own W_{t-1} (none: W_0). */
+static ws_status batch_from(ws_online_trainer *t, ws_backend *be, example *const *ex,
+                            const float *const *from, int n)
 {
     ws_batch *b = t->batch;
     ws_batch_clear(b);
@@ -529,16 +550,22 @@ static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *
     ws_sym syms[WS_MAX_FACT_LEN];
     for (int i = 0; i < n; i++) {
         const example *e = ex[i];
-        WS_TRY(ws_batch_begin_traj(b, e->w_prev == NULL));
+        const float *w = from && from[i] ? from[i] : e->w_prev;
+        WS_TRY(ws_batch_begin_traj(b, w == NULL));
         for (int k = 0; k < e->n_instr; k++)
             WS_TRY(ws_batch_add_instr_syms(b, syms, row_syms(e, S, k, syms), e->vals[k]));
         for (int k = e->n_instr; k < e->n_instr + e->n_query + e->n_extra; k++)
             WS_TRY(ws_batch_add_query_syms(b, syms, row_syms(e, S, k, syms), e->vals[k]));
-        if (e->w_prev)
-            WS_TRY(ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, e->w_prev,
+        if (w)
+            WS_TRY(ws_backend_upload(be, t->w_in + (size_t)i * t->state_floats, w,
                                      sizeof(float) * t->state_floats));
     }
     return WS_OK;
+}
+
+static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *ex, int n)
+{
+    return batch_from(t, be, ex, NULL, n);
 }
 
 /* The rehearsal's trainer, made again when the number of trajectories
@@ -607,23 +634,75 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     return s;
 }
 
-ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
+/* The replay set as chains: runs of consecutive steps of a session, oldest
+ * first; chain c is ex[first[c] .. first[c] + len[c]). Returns the chains. */
+static int chains_of(const ws_online_trainer *t, example **ex, int *first, int *len)
 {
-    ws_model *m = ws_exec_model(x);
-    *right = 0, *n = 0;
-    for (int first = 0; first < t->held.n; first += TRAIN_CHUNK) {
-        example *chunk[TRAIN_CHUNK];
-        int k = t->held.n - first < TRAIN_CHUNK ? t->held.n - first : TRAIN_CHUNK;
-        for (int i = 0; i < k; i++) chunk[i] = *ring_at(&t->held, first + i);
-        ws_status s = batch_of(t, ws_model_backend(m), chunk, k);
+    int n_chains = 0, n = 0;
+    int used[HOLDOUT] = {0};
+    for (int i = 0; i < t->held.n; i++) {
+        if (used[i]) continue;
+        first[n_chains] = n, len[n_chains] = 0;
+        const example *last = NULL;
+        for (int j = i; j < t->held.n; j++) {
+            example *e = *ring_at(&t->held, j);
+            if (used[j] ||
+                (last && (strcmp(e->session, last->session) != 0 || e->step != last->step + 1)))
+                continue;
+            used[j] = 1, ex[n++] = e, len[n_chains]++, last = e;
+        }
+        n_chains++;
+    }
+    return n_chains;
+}
+
+/* Replays up to TRAIN_CHUNK chains side by side, a step of each at a time;
+ * carry holds each chain's state between its steps (host, TRAIN_CHUNK states). */
+static ws_status replay_chains(ws_online_trainer *t, ws_exec *x, example **ex, const int *first,
+                               const int *len, int n_chains, float *carry, long *right, long *n,
+                               ws_error *err)
+{
+    ws_backend *be = ws_model_backend(ws_exec_model(x));
+    size_t T = t->state_floats;
+    for (int depth = 0;; depth++) {
+        example *step[TRAIN_CHUNK];
+        const float *from[TRAIN_CHUNK];
+        int chain[TRAIN_CHUNK], rows = 0;
+        for (int c = 0; c < n_chains; c++) {
+            if (depth >= len[c]) continue;
+            step[rows] = ex[first[c] + depth];
+            from[rows] = depth ? carry + (size_t)c * T : NULL;
+            chain[rows++] = c;
+        }
+        if (!rows) return WS_OK;
+        ws_status s = batch_from(t, be, step, from, rows);
         if (s != WS_OK) return ws_error_set(err, s, "cannot build a replay batch");
-        if (ws_batch_n_labelled(t->batch) == 0) continue;
         ws_step_result res = {0};
         WS_TRY(ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_INFER, 1.0f, NULL, &res, err));
         *right += res.n_correct;
         *n += res.n_labelled;
+        for (int r = 0; r < rows; r++)
+            if (depth + 1 < len[chain[r]])
+                WS_TRY(ws_backend_download(be, carry + (size_t)chain[r] * T,
+                                           t->w_out + (size_t)r * T, sizeof(float) * T));
     }
-    return WS_OK;
+}
+
+ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
+{
+    *right = 0, *n = 0;
+    example *ex[HOLDOUT];
+    int first[HOLDOUT], len[HOLDOUT];
+    int n_chains = chains_of(t, ex, first, len);
+    float *carry = malloc(sizeof(float) * t->state_floats * TRAIN_CHUNK);
+    if (!carry) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    ws_status s = WS_OK;
+    for (int c = 0; s == WS_OK && c < n_chains; c += TRAIN_CHUNK) {
+        int k = n_chains - c < TRAIN_CHUNK ? n_chains - c : TRAIN_CHUNK;
+        s = replay_chains(t, x, ex, first + c, len + c, k, carry, right, n, err);
+    }
+    free(carry);
+    return s;
 }
 
 ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,

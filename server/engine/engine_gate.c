@@ -10,8 +10,9 @@
  *   from its own gate: the same parameters answer the same), one batch of 8
  *   trajectories per step, the training pass's shape;
  * - the trainer's held-out examples (ws_online_replay): recent steps of real
- *   sessions, never trained on, replayed from their W_{t-1} with their known
- *   answers (recall facts at their last value, never-told facts, client labels).
+ *   sessions, never trained on, in runs of consecutive steps replayed from the
+ *   first one's W_{t-1}, with their known answers (recall facts at their last
+ *   value, never-told facts, client labels).
  * The candidate is published only if neither accuracy drops by more than the
  * model's gate_tolerance. On the probe, overall and for each kind of answer
  * (told true, overridden, never told: a model that learns to say "no" to

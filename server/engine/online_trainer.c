@@ -29,8 +29,7 @@
  * its stored W_{t-1} and the next ones from the states the version being
  * scored made, so what a version does over several steps of a session is in
  * its score, not only what it does from states another version made. Steps
- * with raw vector facts are
- * not trained on online (their vectors are not kept).
+ * with raw vector facts are not trained on online (their vectors are not kept).
  *
  * Two threads: the engine thread makes examples (the cache and the ring of
  * steps waiting for labels are its alone) and hands them over; the model's
@@ -563,11 +562,6 @@ static ws_status batch_from(ws_online_trainer *t, ws_backend *be, example *const
     return WS_OK;
 }
 
-static ws_status batch_of(ws_online_trainer *t, ws_backend *be, example *const *ex, int n)
-{
-    return batch_from(t, be, ex, NULL, n);
-}
-
 /* The rehearsal's trainer, made again when the number of trajectories
  * changes: the built-in task memory as the shipped default was last trained on
  * (stages I and J of scripts/train-default.sh: worlds of 6 to 24 facts told up to 6 a
@@ -603,7 +597,7 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
     t->busy = n;
     pthread_mutex_unlock(&t->mu);
     if (n == 0) return WS_OK;
-    ws_status s = batch_of(t, ws_model_backend(m), ex, n);
+    ws_status s = batch_from(t, ws_model_backend(m), ex, NULL, n);
     if (s != WS_OK) ws_error_set(err, s, "cannot build a training batch");
     ws_step_result res = {0};
     if (s == WS_OK && ws_batch_n_labelled(t->batch) > 0)

@@ -33,6 +33,15 @@ static int judge(const ws_srv_training *tr, ws_engine_gate_info *g,
     return pass;
 }
 
+/* A gate at the start of a served line. */
+static ws_engine_gate_info new_line(void)
+{
+    ws_engine_gate_info g;
+    memset(&g, 0, sizeof g);
+    ws_eng_gate_reset(&g);
+    return g;
+}
+
 static ws_srv_training tolerance(double tol)
 {
     ws_srv_training tr = ws_srv_training_default();
@@ -47,9 +56,7 @@ static void test_replay_cannot_creep(void **state)
 {
     (void)state;
     ws_srv_training tr = tolerance(0.02);
-    ws_engine_gate_info g;
-    memset(&g, 0, sizeof g);
-    ws_eng_gate_reset(&g);
+    ws_engine_gate_info g = new_line();
     ws_engine_gate_score served = score(0.99, 900, 1000), cand = score(0.99, 885, 1000);
     assert_true(judge(&tr, &g, &served, &cand));
     served = score(0.99, 700, 1000), cand = score(0.99, 685, 1000); /* another set */
@@ -80,9 +87,7 @@ static void test_probe_cannot_creep(void **state)
 {
     (void)state;
     ws_srv_training tr = tolerance(0.02);
-    ws_engine_gate_info g;
-    memset(&g, 0, sizeof g);
-    ws_eng_gate_reset(&g);
+    ws_engine_gate_info g = new_line();
     ws_engine_gate_score served = score(0.97, 0, 0), cand = score(0.955, 0, 0);
     assert_true(judge(&tr, &g, &served, &cand));
     served = g.served, cand = score(0.94, 0, 0);

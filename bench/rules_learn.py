@@ -249,7 +249,11 @@ def main():
                      acc.get("former", -1), acc.get("never", -1), acc.get("has", -1), acc["all"], row["loss"]),
                   flush=True)
             if g.get("last"):
-                print("        last gate: %s %s" % (g["last"].get("verdict"), g["last"].get("reason")))
+                last = g["last"]
+                print("        last gate: %s %s (replay of %s answers: served %s, candidate %s; anchor v%s)"
+                      % (last.get("verdict"), last.get("reason"), last["candidate"].get("replay_answers"),
+                         last["served"].get("replay_accuracy"), last["candidate"].get("replay_accuracy"),
+                         g.get("anchor_version")))
             return acc["rule"]
 
         print("%6s %8s  %-5s %s" % ("steps", "wall", "ver", "held-out accuracy (households never seen)"))

@@ -51,6 +51,7 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
     cJSON_AddNumberToObject(o, "rejected", (double)g->rejected);
     add_known(o, "served_probe_accuracy", g->served.probe);
     add_known(o, "best_probe_accuracy", g->best_probe);
+    cJSON_AddNumberToObject(o, "anchor_version", (double)g->anchor_version);
     if (!g->has_last) {
         cJSON_AddNullToObject(o, "last");
         return o;

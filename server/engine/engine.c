@@ -455,7 +455,7 @@ static ws_engine_model_info info_of(const ws_eng_model *em)
     if (em->train)
         ws_eng_trainer_gate(em->train, &m.gate);
     else
-        ws_eng_gate_reset(&m.gate);
+        ws_eng_gate_reset(&m.gate, em->version);
     memcpy(m.name, em->name, sizeof m.name);
     return m;
 }

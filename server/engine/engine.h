@@ -243,13 +243,10 @@ typedef struct {
      * versions cannot creep down one tolerance at a time); -1 none. */
     ws_engine_gate_score served;
     double best_probe, best_kind[WS_ENGINE_GATE_KINDS];
-    /* The held-out replay accuracy the versions published since the line began
-     * gained, summed over their gates (each candidate against the version it
-     * replaced, on one replay set: the set moves with the sessions, so no two
-     * gates' accuracies compare), and the highest the sum reached: a candidate
-     * that would leave it more than the tolerance below that highest is
-     * refused, so replay accuracy cannot creep down either. 0 at a new line. */
-    double replay_gain, best_replay_gain;
+    /* The version kept as the held-out replay's bar (the anchor, engine_gate.c):
+     * the line's first, then each published candidate that replayed more right
+     * than the anchor on its gate's set. */
+    int64_t anchor_version;
     int has_last;
     struct {
         int published;                 /* 1: published as version; 0: rejected */

@@ -21,10 +21,16 @@
  * half), and below the best accuracy of the versions served since the served
  * line began (a load, an adoption or a rollback), so a run of candidates each a
  * little worse cannot walk the model down. The replay set moves with the
- * sessions, so its bar is the sum of what each published candidate gained over
- * the version it replaced (both scored on one set): no lower than the tolerance
- * under the highest that sum reached. A replay of fewer than
- * GATE_MIN_REPLAY answers is too noisy to judge and is not held against it. */
+ * sessions, so no two gates' replay accuracies compare: its bar is a version
+ * kept for it, the anchor, replayed on each gate's set beside the candidate —
+ * the line's first version, then each published candidate that answered more
+ * of its set right than the anchor did. A candidate more than the tolerance
+ * under the better of the served version and the anchor is refused. (Summing
+ * each published candidate's gain over the version it replaced, as before, did
+ * not hold: the candidates that pass are those whose noise was kind, so the
+ * sum rose while the versions got worse; api.md, bench/rules_learn.py.) A
+ * replay of fewer than GATE_MIN_REPLAY answers is too noisy to judge and is
+ * not held against a candidate. */
 #include <stdio.h>
 #include <string.h>
 
@@ -75,14 +81,15 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
 static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",
                                                             "never-told"};
 
-/* 1 with *gain, cand's replay accuracy less served's, when both replayed the
- * same set and it is large enough to judge. */
-static int replay_gain(const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
-                       double *gain)
+/* 1 when a and b replayed the same set, large enough to judge. */
+static int same_replay(const ws_engine_gate_score *a, const ws_engine_gate_score *b)
 {
-    if (served->replay_n < GATE_MIN_REPLAY || cand->replay_n != served->replay_n) return 0;
-    *gain = (double)(cand->replay_right - served->replay_right) / (double)cand->replay_n;
-    return 1;
+    return a->replay_n >= GATE_MIN_REPLAY && a->replay_n == b->replay_n;
+}
+
+static double replay_accuracy(const ws_engine_gate_score *s)
+{
+    return (double)s->replay_right / (double)s->replay_n;
 }
 
 /* 0 with why when cand falls below the bar (the better of served and best)
@@ -100,8 +107,8 @@ static int above(const char *what, double cand, double served, double best, doub
 }
 
 int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
-                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
-                     char *why, size_t cap)
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
+                     const ws_engine_gate_score *cand, char *why, size_t cap)
 {
     double tol = tr->gate_tolerance;
     snprintf(why, cap, "%s", "");
@@ -112,33 +119,23 @@ int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                    why, cap))
             return 0;
     }
-    double gain;
-    if (replay_gain(served, cand, &gain)) {
-        double a = (double)cand->replay_right / (double)cand->replay_n;
-        double b = (double)served->replay_right / (double)served->replay_n;
-        if (a < b - tol) {
-            snprintf(why, cap,
-                     "held-out replay accuracy %.4f, served version %.4f over %ld answers "
-                     "(tolerance %g)",
-                     a, b, cand->replay_n, tol);
-            return 0;
-        }
-        if (g->replay_gain + gain < g->best_replay_gain - tol) {
-            snprintf(why, cap,
-                     "held-out replay: the versions served since the line began would have "
-                     "gained %+.4f, %.4f below their best (tolerance %g)",
-                     g->replay_gain + gain, g->best_replay_gain - g->replay_gain - gain, tol);
-            return 0;
-        }
-    }
-    return 1;
+    if (!same_replay(served, cand)) return 1;
+    int by_anchor =
+        anchor && same_replay(anchor, cand) && anchor->replay_right > served->replay_right;
+    const ws_engine_gate_score *bar = by_anchor ? anchor : served;
+    double a = replay_accuracy(cand), b = replay_accuracy(bar);
+    if (a >= b - tol) return 1;
+    snprintf(why, cap, "held-out replay accuracy %.4f, %s %.4f over %ld answers (tolerance %g)", a,
+             by_anchor ? "the replay's anchor (the version kept as its bar)" : "served version", b,
+             cand->replay_n, tol);
+    return 0;
 }
 
-void ws_eng_gate_reset(ws_engine_gate_info *g)
+void ws_eng_gate_reset(ws_engine_gate_info *g, int64_t version)
 {
     g->served.probe = g->best_probe = -1;
     for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++) g->best_kind[k] = -1;
-    g->replay_gain = g->best_replay_gain = 0;
+    g->anchor_version = version;
 }
 
 /* s was served: its probe accuracies raise the bests. */
@@ -149,16 +146,16 @@ static void raise_best(ws_engine_gate_info *g, const ws_engine_gate_score *s)
         if (s->probe_kind[k] > g->best_kind[k]) g->best_kind[k] = s->probe_kind[k];
 }
 
-void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *served,
-                        const ws_engine_gate_score *cand, int published)
+int ws_eng_gate_served(const ws_srv_training *tr, ws_engine_gate_info *g,
+                       const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
+                       const ws_engine_gate_score *cand, int published)
 {
     /* served too: a line's first version is scored at its first gate only */
     raise_best(g, served);
-    double gain;
-    if (published) {
-        raise_best(g, cand);
-        if (replay_gain(served, cand, &gain)) g->replay_gain += gain;
-        if (g->replay_gain > g->best_replay_gain) g->best_replay_gain = g->replay_gain;
-    }
+    const ws_engine_gate_score *a = anchor ? anchor : served;
+    int anchors = published && same_replay(a, cand) &&
+                  replay_accuracy(cand) >= replay_accuracy(a) + tr->gate_tolerance;
+    if (published) raise_best(g, cand);
     g->served = published ? *cand : *served;
+    return anchors;
 }

@@ -165,18 +165,24 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
                             ws_error *err);
 /* 1 when the candidate may be published: its probe accuracy, overall and per
  * kind, is not below the served version's or g's best by more than the
- * tolerance, nor its replay accuracy below the served version's, nor the
- * replay gain it would leave below g's best gain; else 0 with why. */
+ * tolerance, nor its replay accuracy below the better of the served version's
+ * and the anchor's (NULL: the anchor is the served version) on the same set;
+ * else 0 with why. */
 int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
-                     const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
-                     char *why, size_t cap);
-/* A new served line (a load, an adoption, a rollback): nothing measured yet. */
-void ws_eng_gate_reset(ws_engine_gate_info *g);
-/* The gate's verdict on cand, scored beside served on one replay set: the
- * version served from now on is cand when published, else served (its best
- * accuracies raise the bar; a published candidate's replay gain is added). */
-void ws_eng_gate_served(ws_engine_gate_info *g, const ws_engine_gate_score *served,
-                        const ws_engine_gate_score *cand, int published);
+                     const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
+                     const ws_engine_gate_score *cand, char *why, size_t cap);
+/* A new served line (a load, an adoption, a rollback) from version: nothing
+ * measured yet, version is the anchor. */
+void ws_eng_gate_reset(ws_engine_gate_info *g, int64_t version);
+/* The gate's verdict on cand, scored beside served (and the anchor, NULL when
+ * it is the served version) on one replay set: the version served from now on
+ * is cand when published, else served (its best accuracies raise the bar).
+ * 1 when cand, published, replayed better than the anchor by the tolerance or
+ * more: it is the anchor from now on (the caller keeps its parameters and
+ * sets anchor_version). */
+int ws_eng_gate_served(const ws_srv_training *tr, ws_engine_gate_info *g,
+                       const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
+                       const ws_engine_gate_score *cand, int published);
 /* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 /* WS_JOB_MODEL_DELETE (engine_models.c): refused for "default", for a model

@@ -97,6 +97,9 @@ struct ws_eng_trainer {
     size_t n_params;
     /* the training thread's */
     int64_t version;  /* the served version the copy's parameters are */
+    int64_t m_line;   /* the line those parameters are of (line, when rebased) */
+    float *anchor;    /* the replay's anchor's parameters, when anchor_apart */
+    int anchor_apart; /* the anchor is not the served version (engine_gate.c) */
     int optim_dirty;  /* AdamW state changed since it was saved */
     int64_t saved_us; /* when it was last saved */
     unsigned staged_seq;
@@ -180,11 +183,14 @@ static void optim_save(ws_eng_trainer *t)
 }
 
 /* Records the gate's decision (mu: status and metrics read it) and says it,
- * unless the served line changed meanwhile. */
-static void gate_note(ws_eng_trainer *t, int64_t line, int published, int64_t version,
-                      const ws_engine_gate_score *served, const ws_engine_gate_score *cand,
-                      double ms, const char *why)
+ * unless the served line changed meanwhile. 1 when the published candidate is
+ * the replay's anchor from now on. */
+static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line, int published,
+                     int64_t version, const ws_engine_gate_score *served,
+                     const ws_engine_gate_score *anchor, const ws_engine_gate_score *cand,
+                     double ms, const char *why)
 {
+    int anchors = 0;
     pthread_mutex_lock(&t->mu);
     int same = t->line == line;
     if (same) {
@@ -197,7 +203,8 @@ static void gate_note(ws_eng_trainer *t, int64_t line, int published, int64_t ve
         g->last.ms = ms;
         snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
         g->published += published, g->rejected += !published;
-        ws_eng_gate_served(g, served, cand, published);
+        anchors = ws_eng_gate_served(tr, g, served, anchor, cand, published);
+        if (anchors) g->anchor_version = version;
     }
     pthread_mutex_unlock(&t->mu);
     if (same && !published)
@@ -205,6 +212,47 @@ static void gate_note(ws_eng_trainer *t, int64_t line, int published, int64_t ve
                "model %s: gate rejected the candidate trained from version %lld: "
                "%s; serving version %lld, training goes on from it",
                t->name, (long long)t->version, why, (long long)t->version);
+    return anchors;
+}
+
+/* The anchor's replay on this gate's set: its parameters into the copy,
+ * scored, then the served ones back (the AdamW state is not touched). */
+static ws_status score_anchor(ws_eng_trainer *t, const weights_copy *served,
+                              ws_engine_gate_score *out, ws_error *err)
+{
+    weights_copy a = {t->anchor, 0};
+    ws_status s = weights_put(t->m, &a, 0, err);
+    if (s == WS_OK) s = ws_eng_gate_score(t->x, t->ex, 0, out, err);
+    ws_error put_err = {0};
+    if (weights_put(t->m, served, 0, &put_err) != WS_OK && s == WS_OK)
+        *err = put_err, s = put_err.code;
+    return s;
+}
+
+/* After a publication (mu not held): when the candidate did not become the
+ * anchor, the version it replaced stays it, kept apart unless it is so
+ * already; gate off, the version published is the anchor (no gate judged it,
+ * none holds it back later). */
+static void anchor_after(ws_eng_trainer *t, int64_t line, const ws_srv_training *tr, int anchors,
+                         const weights_copy *served, int64_t version)
+{
+    if (!tr->gate) {
+        pthread_mutex_lock(&t->mu);
+        if (t->line == line) t->gate.anchor_version = version;
+        pthread_mutex_unlock(&t->mu);
+    }
+    if (anchors || !tr->gate) {
+        t->anchor_apart = 0;
+        return;
+    }
+    if (t->anchor_apart) return;
+    if (!t->anchor) t->anchor = malloc(sizeof(float) * t->n_params);
+    if (!t->anchor) { /* no anchor apart: the served version is the bar */
+        ws_log(WS_LOG_WARN, "model %s: out of memory for the gate's anchor", t->name);
+        return;
+    }
+    memcpy(t->anchor, served->host, sizeof(float) * t->n_params);
+    t->anchor_apart = 1;
 }
 
 /* Writes the copy's parameters as a checkpoint at a path of its own, synced,
@@ -267,10 +315,12 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
 {
     if (t->cfg.on_update) t->cfg.on_update();
     weights_copy served = {0};
-    ws_engine_gate_score before, after = {0};
+    ws_engine_gate_score before, after = {0}, anchor = {0};
     ws_engine_gate_info g;
+    /* The line of the parameters trained: one that began since (a rollback
+     * during the training pass) refuses the candidate (propose). */
+    int64_t line = t->m_line;
     pthread_mutex_lock(&t->mu);
-    int64_t line = t->line;
     g = t->gate;
     pthread_mutex_unlock(&t->mu);
     ws_error err = {0};
@@ -281,17 +331,22 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
     /* The served version's probe score is known once measured (the same
      * parameters answer the same fixed probe). */
     before = g.served;
-    ws_online_take_held(t->ex); /* one replay set for both */
+    ws_online_take_held(t->ex); /* one replay set for all */
+    const ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
     if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, before.probe < 0, &before, &err);
+    if (s == WS_OK && apart) s = score_anchor(t, &served, &anchor, &err);
     if (s == WS_OK) s = ws_online_update(t->ex, t->m, tr, &err);
     int stepped = s == WS_OK;
     if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, 1, &after, &err);
-    if (s == WS_OK && tr->gate) pass = ws_eng_gate_pass(tr, &g, &before, &after, why, sizeof why);
+    if (s == WS_OK && tr->gate)
+        pass = ws_eng_gate_pass(tr, &g, &before, apart, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
     if (s == WS_OK && pass) s = propose(t, line, &version, &err);
     published = s == WS_OK && pass;
+    int anchors = 0;
     if (tr->gate && (published || (s == WS_OK && !pass)))
-        gate_note(t, line, published, version, &before, &after, ms, why);
+        anchors = gate_note(t, tr, line, published, version, &before, apart, &after, ms, why);
+    if (published) anchor_after(t, line, tr, anchors, &served, version);
     if (s != WS_OK && s != WS_ERR_UNSUPPORTED) /* not when the server stops */
         ws_log(WS_LOG_ERROR, "training %s: %s", t->name, err.msg);
     ws_error put_err = {0};
@@ -312,13 +367,16 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
     }
 }
 
-/* Goes on from the posted parameters (mu not held; the buffer is ours). */
-static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version)
+/* Goes on from the posted parameters of line (mu not held; the buffer is
+ * ours): they are the replay's anchor too. */
+static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version, int64_t line)
 {
     ws_error err = {0};
     weights_copy c = {params, 0};
     ws_status s = WS_OK;
     t->version = version;
+    t->m_line = line;
+    t->anchor_apart = 0;
     if (!t->m) { /* no copy yet: it will start from these */
         memcpy(t->start.host, params, sizeof(float) * t->n_params);
         free(params);
@@ -456,10 +514,10 @@ static void *train_main(void *arg)
     while (!t->stop) {
         if (t->rebase) {
             float *p = t->rebase;
-            int64_t v = t->rebase_version;
+            int64_t v = t->rebase_version, line = t->line;
             t->rebase = NULL;
             pthread_mutex_unlock(&t->mu);
-            rebase_apply(t, p, v);
+            rebase_apply(t, p, v, line);
             pthread_mutex_lock(&t->mu);
             continue;
         }
@@ -516,7 +574,7 @@ ws_status ws_eng_trainer_start(ws_eng_trainer **out, const ws_eng_trainer_config
     t->saved_us = ws_clock_mono_us();
     t->mcfg = *ws_model_config_of(served);
     t->n_params = ws_model_n_params(served);
-    ws_eng_gate_reset(&t->gate);
+    ws_eng_gate_reset(&t->gate, version);
     ws_status s = weights_take(served, &t->start, err);
     if (s == WS_OK && pthread_create(&t->thread, NULL, train_main, t) != 0)
         s = ws_error_set(err, WS_ERR_NOMEM, "cannot start the training thread");
@@ -543,6 +601,7 @@ void ws_eng_trainer_free(ws_eng_trainer *t)
     if (t->m) ws_online_detach(t->ex, t->m);
     free(t->start.host);
     free(t->rebase);
+    free(t->anchor);
     ws_exec_free(t->x);
     ws_model_free(t->m);
     ws_store_close(t->st);
@@ -575,7 +634,7 @@ ws_status ws_eng_trainer_rebase(ws_eng_trainer *t, ws_model *served, int64_t ver
     t->rebase = p;
     t->rebase_version = version;
     t->line++;
-    ws_eng_gate_reset(&t->gate);         /* a new line: measured at its next gate */
+    ws_eng_gate_reset(&t->gate, version); /* a new line: measured at its next gate */
     if (t->cand_state == CAND_WAITING) { /* trained from parameters no longer served */
         t->verdict = ws_error_set(&t->verdict_err, WS_ERR_CONFLICT,
                                   "the served version changed: the candidate is dropped");

@@ -61,51 +61,50 @@ static ws_srv_training tolerance(double tol)
     return tr;
 }
 
+/* One gate of a line on the replay: the served version's, the anchor's (when
+ * apart) and the candidate's answers right of n (the candidate's of cand_n),
+ * the verdict and whether the anchor is apart after it. */
+typedef struct {
+    long served, anchor, cand, n, cand_n;
+    int pass, apart;
+    const char *why;
+} replay_gate;
+
 /* Each candidate loses 1.5% of the replay against the version it replaces
  * (tolerance 2%), on a set that moves: the first passes and the line's first
  * version stays the anchor; the second is 3% under it on its set and is
  * refused. A candidate that beats the anchor by the tolerance is the anchor
- * from then on. */
+ * from then on. A new line (a load, an adoption, a rollback): its version is
+ * the anchor. */
 static void test_replay_cannot_creep(void **state)
 {
     (void)state;
+    static const replay_gate gates[] = {
+        {900, 0, 885, 1000, 1000, 1, 1, "885 < 900: version 1 stays the anchor, apart"},
+        {700, 715, 685, 1000, 1000, 0, 1, "another set: 3% under the anchor"},
+        {800, 790, 770, 1000, 1000, 0, 1, "the served version, better here, is the bar"},
+        {500, 530, 540, 1000, 1000, 1, 1, "beating the anchor by less than 2% does not move it"},
+        {500, 530, 560, 1000, 1000, 1, 0, "by 2% it does: the anchor is served"},
+        {800, 0, 785, 1000, 1000, 1, 1, "then the same loss is judged from it"},
+        {600, 615, 585, 1000, 1000, 0, 1, "and refused the next time"},
+        {60, 70, 10, 100, 100, 1, 1, "a replay too small to judge"},
+        {800, 810, 600, 1000, 900, 1, 1, "replays of different sets"},
+    };
     ws_srv_training tr = tolerance(0.02);
     line l = new_line();
-    ws_engine_gate_score served = score(0.99, 900, 1000), cand = score(0.99, 885, 1000);
-    assert_true(judge(&tr, &l, &served, 0, &cand));
-    assert_true(l.apart); /* 885 < 900: version 1 stays the anchor, apart */
-    served = score(0.99, 700, 1000), cand = score(0.99, 685, 1000); /* another set */
-    assert_false(judge(&tr, &l, &served, 715, &cand));
-    assert_true(l.g.served.replay_right == 700); /* the served version stays */
-    /* a served version better than the anchor on a set is the bar there */
-    served = score(0.99, 800, 1000), cand = score(0.99, 770, 1000);
-    assert_false(judge(&tr, &l, &served, 790, &cand));
-    /* beating the anchor by less than the tolerance does not move it (a
-     * version of many gates later wins a set now and then by chance); by the
-     * tolerance or more it does, and the same loss is judged from it */
-    served = score(0.99, 500, 1000), cand = score(0.99, 540, 1000);
-    assert_true(judge(&tr, &l, &served, 530, &cand));
-    assert_true(l.apart);
-    served = score(0.99, 500, 1000), cand = score(0.99, 560, 1000);
-    assert_true(judge(&tr, &l, &served, 530, &cand));
-    assert_false(l.apart);
-    served = score(0.99, 800, 1000), cand = score(0.99, 785, 1000);
-    assert_true(judge(&tr, &l, &served, 0, &cand));
-    assert_true(l.apart);
-    served = score(0.99, 600, 1000), cand = score(0.99, 585, 1000);
-    assert_false(judge(&tr, &l, &served, 615, &cand));
-    /* a replay too small to judge, or of another set, is not held against it,
-     * and does not move the anchor */
-    served = score(0.99, 60, 100), cand = score(0.99, 10, 100);
-    assert_true(judge(&tr, &l, &served, 70, &cand));
-    assert_true(l.apart);
-    served = score(0.99, 800, 1000), cand = score(0.99, 600, 900);
-    assert_true(judge(&tr, &l, &served, 810, &cand));
-    /* a new line (a load, an adoption, a rollback): its version is the anchor */
+    for (size_t i = 0; i < sizeof gates / sizeof gates[0]; i++) {
+        const replay_gate *r = &gates[i];
+        printf("gate %zu: %s\n", i, r->why);
+        ws_engine_gate_score served = score(0.99, r->served, r->n);
+        ws_engine_gate_score cand = score(0.99, r->cand, r->cand_n);
+        assert_int_equal(judge(&tr, &l, &served, r->anchor, &cand), r->pass);
+        assert_int_equal(l.apart, r->apart);
+        assert_true(l.g.served.replay_right == (r->pass ? r->cand : r->served));
+    }
     ws_eng_gate_reset(&l.g, 7);
     l.apart = 0;
     assert_true(l.g.anchor_version == 7);
-    served = score(0.99, 600, 1000), cand = score(0.99, 585, 1000);
+    ws_engine_gate_score served = score(0.99, 600, 1000), cand = score(0.99, 585, 1000);
     assert_true(judge(&tr, &l, &served, 0, &cand));
 }
 

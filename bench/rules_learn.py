@@ -25,7 +25,7 @@ of the model before and after, then one JSON line.
 
 Usage: /usr/bin/python3 bench/rules_learn.py [--build build] [--budget 4000]
            [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 1e-4]
-           [--update-every 8] [--self-supervised on|off] [--gate on|off]
+           [--update-every 8] [--publish-every 1] [--self-supervised on|off] [--gate on|off]
            [--ask balanced|all|moved] [--rehearsal 0] [--people 3] [--places 4] [--config JSON]
            [--target 0.95]
 """
@@ -187,6 +187,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--update-every", type=int, default=8)
+    ap.add_argument("--publish-every", type=int, default=1,
+                    help="AdamW steps per candidate version (the setting publish_every; default 1)")
     ap.add_argument("--self-supervised", choices=("on", "off"), default="on")
     ap.add_argument("--recall-queries", type=int, default=4)
     ap.add_argument("--negative-queries", type=int, default=4)
@@ -225,6 +227,7 @@ def main():
         with open(before_ckpt, "wb") as f:
             f.write(c.get_checkpoint(MODEL)[1])
         training = c.set_training(MODEL, enabled=True, lr=a.lr, update_every=a.update_every,
+                                  publish_every=a.publish_every,
                                   self_supervised=a.self_supervised == "on", gate=a.gate == "on",
                                   gate_tolerance=a.gate_tolerance, recall_queries=a.recall_queries,
                                   negative_queries=a.negative_queries, rehearsal=a.rehearsal,

@@ -251,7 +251,8 @@ typedef struct {
     double holdout;
     int gate;
     double gate_tolerance;
-    int rehearsal; /* trajectories of the task memory trained beside each pass */
+    int rehearsal;     /* trajectories of the task memory trained beside each pass */
+    int publish_every; /* AdamW steps per candidate version; an older server: -1 */
     char scope[16]; /* "all" or "symbols" (what an AdamW step changes); "": an older
                        server, or (a patch) keep */
 } ws_client_training;
@@ -260,7 +261,7 @@ typedef struct {
  * and the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
 typedef ws_client_training ws_client_training_patch;
 #define WS_CLIENT_TRAINING_KEEP \
-    ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, ""})
+    ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, -1, ""})
 
 /* The integer fields every config has; the whole config (mixers included) is config_json. */
 typedef struct {

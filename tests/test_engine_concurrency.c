@@ -300,6 +300,7 @@ static void test_training_does_not_block_serving(void **state)
     ws_model_config tiny = ef_tiny_config();
     ws_job *j = ef_create_job("tiny", &tiny);
     j->training.update_every = 1; /* an AdamW step per example */
+    j->training.publish_every = 1; /* a candidate of each */
     j->training.gate = 0;         /* and every one published */
     j->training.holdout = 0;
     ef_run_on(e, j);

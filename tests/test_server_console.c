@@ -227,7 +227,7 @@ static void test_training_history(void **state)
     assert_int_equal(
         ws_ts_req(D, "POST", "/v1/models", NULL,
                   "{\"name\":\"hist\",\"config\":{\"d\":32,\"n_heads\":2,\"n_state\":8},"
-                  "\"training\":{\"update_every\":1}}",
+                  "\"training\":{\"update_every\":1,\"publish_every\":1}}",
                   &r),
         201);
     ws_ts_resp_free(&r);

@@ -80,7 +80,8 @@ static void test_self_supervised(void **state)
     ws_ts_tmpdir(dir, sizeof dir);
     assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
     ws_ts_resp r;
-    /* Default settings (self-supervised, gated, lr 1e-4) but a version every 8 examples. */
+    /* Default settings (self-supervised, gated, lr 1e-4, a candidate version
+     * every 4 AdamW steps) but an AdamW step every 8 examples. */
     assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
                                "{\"update_every\":8}", &r),
                      200);
@@ -114,12 +115,15 @@ static void test_self_supervised(void **state)
     double labelled = num(m, "status", "examples_labelled");
     double trained = num(m, "status", "examples_trained");
     double held = num(m, "status", "examples_held_out");
-    double published = num(m, "gate", "published");
+    double published = num(m, "gate", "published"), rejected = num(m, "gate", "rejected");
+    double updates = num(m, "status", "updates");
     double version = cJSON_GetObjectItem(m, "version")->valuedouble;
     fprintf(stderr,
             "self-supervised: %d unlabelled steps, %.0f examples (%.0f trained, %.0f held out), "
-            "%.0f published, %.0f rejected, version %.0f\n",
-            steps + 1, self, trained, held, published, num(m, "gate", "rejected"), version);
+            "%.0f AdamW steps, %.0f published, %.0f rejected, version %.0f\n",
+            steps + 1, self, trained, held, updates, published, rejected, version);
+    /* a gate decision every publish_every (4) AdamW steps, no more */
+    assert_true(published + rejected >= 1 && 4 * (published + rejected) <= updates);
     assert_true(self >= steps); /* every step is an example */
     assert_true(labelled == 0);
     assert_true(trained > 0 && held > 0);

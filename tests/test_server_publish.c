@@ -21,7 +21,8 @@
 #include "test_util.h"
 
 static const char *const FLAGS[] = {"--batch-wait-us", "0", NULL};
-#define TRAINING "{\"enabled\":true,\"lr\":0.05,\"update_every\":1,\"recall_queries\":0}"
+#define TRAINING \
+    "{\"enabled\":true,\"lr\":0.05,\"update_every\":1,\"publish_every\":1,\"recall_queries\":0}"
 
 static void sleep_ms(int ms)
 {

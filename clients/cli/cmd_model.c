@@ -17,13 +17,14 @@
     "worldstate training NAME [--enable | --disable] [--lr X] [--update-every N] "             \
     "[--recall-queries N]\n"                                                                   \
     "       [--self-supervised | --no-self-supervised] [--negative-queries N] [--holdout X]\n" \
-    "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N] [--scope all|symbols]"
+    "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N] [--scope all|symbols]\n" \
+    "       [--publish-every N]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
     int enable, disable, self_sup, no_self_sup, gate, no_gate;
     double lr, holdout, gate_tolerance;
-    long long update_every, recall_queries, negative_queries, rehearsal;
+    long long update_every, recall_queries, negative_queries, rehearsal, publish_every;
     const char *scope;
 } training_flags;
 
@@ -37,7 +38,8 @@ typedef struct {
         {"--negative-queries", CLI_INT, &(tf).negative_queries}, \
         {"--holdout", CLI_NUM, &(tf).holdout}, {"--gate", CLI_FLAG, &(tf).gate}, \
         {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}, \
-        {"--rehearsal", CLI_INT, &(tf).rehearsal}, {"--scope", CLI_STR, &(tf).scope}
+        {"--rehearsal", CLI_INT, &(tf).rehearsal}, {"--scope", CLI_STR, &(tf).scope}, \
+        {"--publish-every", CLI_INT, &(tf).publish_every}
 /* clang-format on */
 
 #define UNSET LLONG_MIN
@@ -50,7 +52,8 @@ static training_flags training_flags_unset(void)
                             .update_every = UNSET,
                             .recall_queries = UNSET,
                             .negative_queries = UNSET,
-                            .rehearsal = UNSET};
+                            .rehearsal = UNSET,
+                            .publish_every = UNSET};
 }
 
 /* A switch given as --x or --no-x: 1, 0, or -1 (keep). */
@@ -69,13 +72,15 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
         return cli_usage(usage, "a switch and its --no-/--disable form, not both");
     if ((tf->lr != -1 && tf->lr <= 0) ||
         (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
+        (tf->publish_every != UNSET && (tf->publish_every < 1 || tf->publish_every > INT_MAX)) ||
         (tf->recall_queries != UNSET && (tf->recall_queries < 0 || tf->recall_queries > INT_MAX)) ||
         (tf->negative_queries != UNSET &&
          (tf->negative_queries < 0 || tf->negative_queries > INT_MAX)) ||
         (tf->holdout != -1 && tf->holdout < 0) ||
         (tf->gate_tolerance != -1 && tf->gate_tolerance < 0) ||
         (tf->rehearsal != UNSET && (tf->rehearsal < 0 || tf->rehearsal > INT_MAX)))
-        return cli_usage(usage, "--lr must be > 0, --update-every >= 1, --recall-queries, "
+        return cli_usage(usage, "--lr must be > 0, --update-every and --publish-every >= 1, "
+                                "--recall-queries, "
                                 "--negative-queries, --holdout, --gate-tolerance and --rehearsal "
                                 ">= 0");
     if (tf->scope && strcmp(tf->scope, "all") && strcmp(tf->scope, "symbols"))
@@ -91,10 +96,11 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
     if (tf->holdout != -1) p->holdout = tf->holdout;
     if (tf->gate_tolerance != -1) p->gate_tolerance = tf->gate_tolerance;
     if (tf->rehearsal != UNSET) p->rehearsal = (int)tf->rehearsal;
+    if (tf->publish_every != UNSET) p->publish_every = (int)tf->publish_every;
     if (tf->scope) snprintf(p->scope, sizeof p->scope, "%s", tf->scope);
     *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0 ||
            p->self_supervised >= 0 || p->negative_queries >= 0 || p->holdout >= 0 || p->gate >= 0 ||
-           p->gate_tolerance >= 0 || p->rehearsal >= 0 || p->scope[0];
+           p->gate_tolerance >= 0 || p->rehearsal >= 0 || p->publish_every > 0 || p->scope[0];
     return CLI_EXIT_OK;
 }
 
@@ -108,6 +114,8 @@ static void print_training(const char *label, const ws_client_training *t)
            t->gate ? "on" : "off", t->gate_tolerance);
     if (t->rehearsal >= 0)
         printf("%-14s rehearsal: %d trajectories of the task memory a pass\n", "", t->rehearsal);
+    if (t->publish_every > 0)
+        printf("%-14s a candidate version every %d AdamW steps\n", "", t->publish_every);
     if (t->scope[0])
         printf("%-14s scope: %s\n", "",
                strcmp(t->scope, "symbols") ? "every parameter" : "the symbols' corrections alone");

@@ -419,7 +419,8 @@ class Client:
                      **more):
         """PATCH /v1/models/{name}/training (admin): the resulting settings. ``more``
         takes the other settings by their API names (self_supervised,
-        negative_queries, holdout, gate, gate_tolerance, rehearsal, scope: api.md)."""
+        negative_queries, holdout, gate, gate_tolerance, rehearsal, scope, publish_every:
+        api.md)."""
         body = {k: v for k, v in (("enabled", enabled), ("lr", lr), ("update_every", update_every),
                                   ("recall_queries", recall_queries)) if v is not None}
         body.update({k: v for k, v in more.items() if v is not None})

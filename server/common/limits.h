@@ -14,6 +14,7 @@ typedef struct {
     int enabled;
     float lr;
     int update_every;     /* examples per AdamW step */
+    int publish_every;    /* AdamW steps per candidate version (its gate, its publication) */
     int recall_queries;   /* recall queries the engine adds per example */
     int self_supervised;  /* unlabelled steps are examples too (recall queries, negatives) */
     int negative_queries; /* never-told facts the engine adds per example, labelled false */
@@ -41,7 +42,8 @@ enum {
     WS_SRV_TRAINING_GATE = 128,
     WS_SRV_TRAINING_GATE_TOLERANCE = 256,
     WS_SRV_TRAINING_REHEARSAL = 512,
-    WS_SRV_TRAINING_SCOPE = 1024
+    WS_SRV_TRAINING_SCOPE = 1024,
+    WS_SRV_TRAINING_PUBLISH_EVERY = 2048
 };
 #define WS_SRV_REHEARSAL_MAX 8 /* the training pass's trajectories (ws_online_shape) */
 

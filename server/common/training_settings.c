@@ -17,6 +17,7 @@ ws_srv_training ws_srv_training_default(void)
     return (ws_srv_training){.enabled = 1,
                              .lr = 1e-4f,
                              .update_every = 32,
+                             .publish_every = 4,
                              .recall_queries = 4,
                              .self_supervised = 1,
                              .negative_queries = 4,
@@ -32,6 +33,7 @@ void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsi
     if (fields & WS_SRV_TRAINING_ENABLED) t->enabled = from->enabled;
     if (fields & WS_SRV_TRAINING_LR) t->lr = from->lr;
     if (fields & WS_SRV_TRAINING_UPDATE_EVERY) t->update_every = from->update_every;
+    if (fields & WS_SRV_TRAINING_PUBLISH_EVERY) t->publish_every = from->publish_every;
     if (fields & WS_SRV_TRAINING_RECALL_QUERIES) t->recall_queries = from->recall_queries;
     if (fields & WS_SRV_TRAINING_SELF_SUPERVISED) t->self_supervised = from->self_supervised;
     if (fields & WS_SRV_TRAINING_NEGATIVE_QUERIES) t->negative_queries = from->negative_queries;
@@ -78,12 +80,19 @@ ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *
 ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, unsigned *fields,
                                        ws_error *err)
 {
-    static const char *const names[] = {"enabled",         "lr",
-                                        "update_every",    "recall_queries",
-                                        "self_supervised", "negative_queries",
-                                        "holdout",         "gate",
-                                        "gate_tolerance",  "rehearsal",
-                                        "scope",           NULL};
+    static const char *const names[] = {"enabled",
+                                        "lr",
+                                        "update_every",
+                                        "recall_queries",
+                                        "self_supervised",
+                                        "negative_queries",
+                                        "holdout",
+                                        "gate",
+                                        "gate_tolerance",
+                                        "rehearsal",
+                                        "scope",
+                                        "publish_every",
+                                        NULL};
     if (!cJSON_IsObject(obj))
         return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
     WS_TRY(ws_json_only(obj, names, err));
@@ -112,6 +121,11 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         WS_TRY(ws_json_int(v, 1, 100000, &x, "update_every", err));
         n.update_every = (int)x;
         got |= WS_SRV_TRAINING_UPDATE_EVERY;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "publish_every"))) {
+        WS_TRY(ws_json_int(v, 1, 100000, &x, "publish_every", err));
+        n.publish_every = (int)x;
+        got |= WS_SRV_TRAINING_PUBLISH_EVERY;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(obj, "recall_queries"))) {
         WS_TRY(ws_json_int(v, 0, WS_SRV_RECALL_MAX, &x, "recall_queries", err));
@@ -166,6 +180,7 @@ cJSON *ws_srv_training_json(const ws_srv_training *t)
     cJSON_AddBoolToObject(o, "enabled", t->enabled);
     cJSON_AddNumberToObject(o, "lr", as_stored(t->lr));
     cJSON_AddNumberToObject(o, "update_every", t->update_every);
+    cJSON_AddNumberToObject(o, "publish_every", t->publish_every);
     cJSON_AddNumberToObject(o, "recall_queries", t->recall_queries);
     cJSON_AddBoolToObject(o, "self_supervised", t->self_supervised);
     cJSON_AddNumberToObject(o, "negative_queries", t->negative_queries);

@@ -100,6 +100,11 @@ struct ws_eng_trainer {
     int64_t m_line;   /* the line those parameters are of (line, when rebased) */
     float *anchor;    /* the replay's anchor's parameters, when anchor_apart */
     int anchor_apart; /* the anchor is not the served version (engine_gate.c) */
+    /* The candidate under way: AdamW steps taken on the copy since the served
+     * version (a candidate is gated and published every publish_every), and
+     * the served version's weights and AdamW state from before the first. */
+    int steps;
+    weights_copy from;
     int optim_dirty;  /* AdamW state changed since it was saved */
     int64_t saved_us; /* when it was last saved */
     unsigned staged_seq;
@@ -215,17 +220,33 @@ static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line,
     return anchors;
 }
 
-/* The anchor's replay on this gate's set: its parameters into the copy,
- * scored, then the served ones back (the AdamW state is not touched). */
-static ws_status score_anchor(ws_eng_trainer *t, const weights_copy *served,
+/* params (the copy's size) scored in the copy: its probe when probe is
+ * non-zero, its replay (the AdamW state is not touched). */
+static ws_status score_params(ws_eng_trainer *t, float *params, int probe,
                               ws_engine_gate_score *out, ws_error *err)
 {
-    weights_copy a = {t->anchor, 0};
-    ws_status s = weights_put(t->m, &a, 0, err);
-    if (s == WS_OK) s = ws_eng_gate_score(t->x, t->ex, 0, out, err);
-    ws_error put_err = {0};
-    if (weights_put(t->m, served, 0, &put_err) != WS_OK && s == WS_OK)
-        *err = put_err, s = put_err.code;
+    weights_copy c = {params, 0};
+    WS_TRY(weights_put(t->m, &c, 0, err));
+    return ws_eng_gate_score(t->x, t->ex, probe, out, err);
+}
+
+/* The gate's scores on one replay set: the served version's (before; its
+ * probe only when not known yet), the anchor's when apart, the candidate's
+ * (after). The copy holds the candidate again when it returns WS_OK. */
+static ws_status score_gate(ws_eng_trainer *t, const weights_copy *served,
+                            ws_engine_gate_score *before, ws_engine_gate_score *anchor,
+                            ws_engine_gate_score *after, ws_error *err)
+{
+    float *cand = malloc(sizeof(float) * t->n_params);
+    if (!cand) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    ws_status s = ws_backend_download(t->be, cand, ws_model_params(t->m),
+                                      sizeof(float) * t->n_params) == WS_OK
+                      ? WS_OK
+                      : ws_error_set(err, WS_ERR_BACKEND, "cannot copy the candidate's parameters");
+    if (s == WS_OK) s = score_params(t, served->host, before->probe < 0, before, err);
+    if (s == WS_OK && anchor) s = score_params(t, t->anchor, 0, anchor, err);
+    if (s == WS_OK) s = score_params(t, cand, 1, after, err);
+    free(cand);
     return s;
 }
 
@@ -309,12 +330,13 @@ static ws_status propose(ws_eng_trainer *t, int64_t line, int64_t *version, ws_e
     return s;
 }
 
-/* The AdamW step of the summed gradients, its gate and its publish: one unit.
- * Not published, the copy is again the served version's. */
-static void update(ws_eng_trainer *t, const ws_srv_training *tr)
+/* The candidate the copy is now (the AdamW steps since the served version):
+ * its gate and its publish. Not published, the copy is again the served
+ * version's, parameters and AdamW state. */
+static void decide(ws_eng_trainer *t, const ws_srv_training *tr)
 {
-    if (t->cfg.on_update) t->cfg.on_update();
-    weights_copy served = {0};
+    weights_copy served = t->from;
+    t->from.host = NULL, t->steps = 0;
     ws_engine_gate_score before, after = {0}, anchor = {0};
     ws_engine_gate_info g;
     /* The line of the parameters trained: one that began since (a rollback
@@ -327,17 +349,13 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
     int64_t t0 = ws_clock_mono_us(), version = 0;
     int pass = 1, published = 0;
     char why[160] = "";
-    ws_status s = weights_take(t->m, &served, &err);
     /* The served version's probe score is known once measured (the same
      * parameters answer the same fixed probe). */
     before = g.served;
     ws_online_take_held(t->ex); /* one replay set for all */
     const ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
-    if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, before.probe < 0, &before, &err);
-    if (s == WS_OK && apart) s = score_anchor(t, &served, &anchor, &err);
-    if (s == WS_OK) s = ws_online_update(t->ex, t->m, tr, &err);
-    int stepped = s == WS_OK;
-    if (s == WS_OK && tr->gate) s = ws_eng_gate_score(t->x, t->ex, 1, &after, &err);
+    ws_status s = WS_OK;
+    if (tr->gate) s = score_gate(t, &served, &before, apart ? &anchor : NULL, &after, &err);
     if (s == WS_OK && tr->gate)
         pass = ws_eng_gate_pass(tr, &g, &before, apart, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
@@ -353,11 +371,31 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
     if (published) {
         t->version = version;
         t->optim_dirty = 1;
-    } else if (served.host && weights_put(t->m, &served, 1, &put_err) != WS_OK) {
+    } else if (weights_put(t->m, &served, 1, &put_err) != WS_OK) {
         ws_log(WS_LOG_ERROR, "model %s: %s", t->name, put_err.msg);
     }
     free(served.host);
-    ws_online_update_done(t->ex, stepped);
+}
+
+/* The AdamW step of the summed gradients; every publish_every of them, the
+ * candidate they made is decided. */
+static void update(ws_eng_trainer *t, const ws_srv_training *tr)
+{
+    if (t->cfg.on_update) t->cfg.on_update();
+    ws_error err = {0};
+    ws_status s = t->from.host ? WS_OK : weights_take(t->m, &t->from, &err);
+    if (s == WS_OK) s = ws_online_update(t->ex, t->m, tr, &err);
+    if (s != WS_OK) { /* the candidate under way is dropped: the served version again */
+        ws_log(WS_LOG_ERROR, "training %s: %s", t->name, err.msg);
+        ws_error put_err = {0};
+        if (t->from.host && weights_put(t->m, &t->from, 1, &put_err) != WS_OK)
+            ws_log(WS_LOG_ERROR, "model %s: %s", t->name, put_err.msg);
+        free(t->from.host);
+        t->from.host = NULL, t->steps = 0;
+    } else if (++t->steps >= tr->publish_every) {
+        decide(t, tr);
+    }
+    ws_online_update_done(t->ex, s == WS_OK);
     if (t->cfg.history) { /* a point for the console: this update, and its verdict */
         ws_online_stats st = ws_online_stats_of(t->ex);
         pthread_mutex_lock(&t->mu);
@@ -377,6 +415,8 @@ static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version, int6
     t->version = version;
     t->m_line = line;
     t->anchor_apart = 0;
+    free(t->from.host); /* a candidate of the old line is never decided */
+    t->from.host = NULL, t->steps = 0;
     if (!t->m) { /* no copy yet: it will start from these */
         memcpy(t->start.host, params, sizeof(float) * t->n_params);
         free(params);
@@ -602,6 +642,7 @@ void ws_eng_trainer_free(ws_eng_trainer *t)
     free(t->start.host);
     free(t->rebase);
     free(t->anchor);
+    free(t->from.host);
     ws_exec_free(t->x);
     ws_model_free(t->m);
     ws_store_close(t->st);

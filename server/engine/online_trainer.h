@@ -76,7 +76,7 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
  * and its candidate answer the same questions. */
 ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err);
 /* Takes the held-out examples made since the last call into the replay set
- * (the newest 64 are kept). */
+ * (the newest 256 are kept). */
 void ws_online_take_held(ws_online_trainer *t);
 /* One AdamW step of m with the summed gradients (which it zeroes). */
 ws_status ws_online_update(ws_online_trainer *t, ws_model *m, const ws_srv_training *tr,

@@ -152,8 +152,8 @@ async function openMode(browser, dir) {
     await page.waitForFunction(() => document.querySelector('#answers')?.textContent.includes('Queries at step 3'));
     check('query only leaves the session at step 3', (await call(base, `/v1/sessions/${sid}`)).json.step === 3);
 
-    // Online training on every example: a few steps make updates and gate decisions.
-    check('training is set to update on every example', (await call(base, '/v1/models/default/training', { method: 'PATCH', body: { update_every: 1 } })).status === 200);
+    // Online training on every example, a candidate each: a few steps make updates and gate decisions.
+    check('training is set to update on every example', (await call(base, '/v1/models/default/training', { method: 'PATCH', body: { update_every: 1, publish_every: 1 } })).status === 200);
     // The engine trains when idle, on what is ready then: a step at a time, each waited for.
     let hist = null;
     for (let i = 0; i < 3; i++) {

@@ -167,6 +167,7 @@ async function openMode(browser, dir) {
     await page.goto(`${base}/#/models`);
     await page.waitForSelector('section[data-model="default"] canvas.loss-chart');
     check('the models page shows the default model and its versions', (await page.textContent('section[data-model="default"]')).includes('current'));
+    check('the models page shows the replay anchor', /replay anchor\s*version \d+/.test(await page.textContent('section[data-model="default"]')));
     check('the loss chart draws the history', (await inkOf(page, 'section[data-model="default"] canvas.loss-chart', 1)) > 50);
     check('the gate chart draws the history', (await inkOf(page, 'section[data-model="default"] canvas.gate-chart', 1)) > 50);
     await shot(page, 'models');

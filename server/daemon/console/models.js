@@ -33,7 +33,8 @@ function probe(gate) {
   return kv({
     'probe accuracy': pct(gate.served_probe_accuracy),
     'told true': pct(byKind.told_true), overridden: pct(byKind.overridden), 'never told': pct(byKind.never_told),
-    'best served': pct(gate.best_probe_accuracy), 'published / rejected': `${gate.published} / ${gate.rejected}`,
+    'best served': pct(gate.best_probe_accuracy), 'replay anchor': `version ${gate.anchor_version}`,
+    'published / rejected': `${gate.published} / ${gate.rejected}`,
     'last decision': gate.last ? [gate.last.verdict, gate.last.reason].filter(Boolean).join(': ') : '—',
   });
 }

@@ -29,9 +29,10 @@ typedef struct {
 } line;
 
 /* The gate's verdict on cand beside served (and the anchor, when apart, whose
- * replay of this set is anchor_right), recorded as engine_train.c does. */
+ * replay of this set is anchor_right; sure: cand's lead over it is beyond
+ * chance, ws_eng_gate_leads), recorded as engine_train.c does. */
 static int judge(const ws_srv_training *tr, line *l, const ws_engine_gate_score *served,
-                 long anchor_right, const ws_engine_gate_score *cand)
+                 long anchor_right, const ws_engine_gate_score *cand, int sure)
 {
     char why[160];
     ws_engine_gate_score anchor = *served;
@@ -40,7 +41,7 @@ static int judge(const ws_srv_training *tr, line *l, const ws_engine_gate_score 
     int pass = ws_eng_gate_pass(tr, &l->g, served, a, cand, why, sizeof why);
     if (!pass) printf("rejected: %s\n", why);
     assert_true(pass ? why[0] == '\0' : why[0] != '\0');
-    int anchors = ws_eng_gate_served(tr, &l->g, served, a, cand, pass);
+    int anchors = ws_eng_gate_served(tr, &l->g, served, a, cand, pass, sure);
     if (pass) l->apart = !anchors;
     return pass;
 }
@@ -66,7 +67,7 @@ static ws_srv_training tolerance(double tol)
  * the verdict and whether the anchor is apart after it. */
 typedef struct {
     long served, anchor, cand, n, cand_n;
-    int pass, apart;
+    int sure, pass, apart;
     const char *why;
 } replay_gate;
 
@@ -80,15 +81,16 @@ static void test_replay_cannot_creep(void **state)
 {
     (void)state;
     static const replay_gate gates[] = {
-        {900, 0, 885, 1000, 1000, 1, 1, "885 < 900: version 1 stays the anchor, apart"},
-        {700, 715, 685, 1000, 1000, 0, 1, "another set: 3% under the anchor"},
-        {800, 790, 770, 1000, 1000, 0, 1, "the served version, better here, is the bar"},
-        {500, 530, 540, 1000, 1000, 1, 1, "beating the anchor by less than 2% does not move it"},
-        {500, 530, 560, 1000, 1000, 1, 0, "by 2% it does: the anchor is served"},
-        {800, 0, 785, 1000, 1000, 1, 1, "then the same loss is judged from it"},
-        {600, 615, 585, 1000, 1000, 0, 1, "and refused the next time"},
-        {60, 70, 10, 100, 100, 1, 1, "a replay too small to judge"},
-        {800, 810, 600, 1000, 900, 1, 1, "replays of different sets"},
+        {900, 0, 885, 1000, 1000, 0, 1, 1, "885 < 900: version 1 stays the anchor, apart"},
+        {700, 715, 685, 1000, 1000, 0, 0, 1, "another set: 3% under the anchor"},
+        {800, 790, 770, 1000, 1000, 0, 0, 1, "the served version, better here, is the bar"},
+        {500, 530, 540, 1000, 1000, 1, 1, 1, "beating the anchor by less than 2% does not move it"},
+        {500, 530, 560, 1000, 1000, 0, 1, 1, "nor by 2% when the lead may be chance"},
+        {500, 530, 560, 1000, 1000, 1, 1, 0, "by 2%, sure: the anchor is served"},
+        {800, 0, 785, 1000, 1000, 0, 1, 1, "then the same loss is judged from it"},
+        {600, 615, 585, 1000, 1000, 0, 0, 1, "and refused the next time"},
+        {60, 70, 10, 100, 100, 1, 1, 1, "a replay too small to judge"},
+        {800, 810, 600, 1000, 900, 1, 1, 1, "replays of different sets"},
     };
     ws_srv_training tr = tolerance(0.02);
     line l = new_line();
@@ -97,7 +99,7 @@ static void test_replay_cannot_creep(void **state)
         printf("gate %zu: %s\n", i, r->why);
         ws_engine_gate_score served = score(0.99, r->served, r->n);
         ws_engine_gate_score cand = score(0.99, r->cand, r->cand_n);
-        assert_int_equal(judge(&tr, &l, &served, r->anchor, &cand), r->pass);
+        assert_int_equal(judge(&tr, &l, &served, r->anchor, &cand, r->sure), r->pass);
         assert_int_equal(l.apart, r->apart);
         assert_true(l.g.served.replay_right == (r->pass ? r->cand : r->served));
     }
@@ -105,7 +107,7 @@ static void test_replay_cannot_creep(void **state)
     l.apart = 0;
     assert_true(l.g.anchor_version == 7);
     ws_engine_gate_score served = score(0.99, 600, 1000), cand = score(0.99, 585, 1000);
-    assert_true(judge(&tr, &l, &served, 0, &cand));
+    assert_true(judge(&tr, &l, &served, 0, &cand, 1));
 }
 
 /* The probe's bar is the best served accuracy, the line's first version's
@@ -117,16 +119,35 @@ static void test_probe_cannot_creep(void **state)
     ws_srv_training tr = tolerance(0.02);
     line l = new_line();
     ws_engine_gate_score served = score(0.97, 0, 0), cand = score(0.955, 0, 0);
-    assert_true(judge(&tr, &l, &served, 0, &cand));
+    assert_true(judge(&tr, &l, &served, 0, &cand, 1));
     served = l.g.served, cand = score(0.94, 0, 0);
-    assert_false(judge(&tr, &l, &served, 0, &cand));
+    assert_false(judge(&tr, &l, &served, 0, &cand, 1));
     cand = score(0.96, 0, 0);
-    assert_true(judge(&tr, &l, &served, 0, &cand));
+    assert_true(judge(&tr, &l, &served, 0, &cand, 1));
+}
+
+/* The sign test: 60 answers only the candidate got right against 30 only the
+ * bar did is a lead of 30 > 3 x sqrt(90) = 28.5; 55 against 35 (20 < 28.5)
+ * is not, whatever the answers both got right or wrong. */
+static void test_leads(void **state)
+{
+    (void)state;
+    enum { N = 1000 };
+    static uint8_t mine[N], bar[N];
+    for (int i = 0; i < N; i++) mine[i] = bar[i] = i % 3 != 0; /* agree */
+    for (int i = 0; i < 60; i++) mine[i] = 1, bar[i] = 0;
+    for (int i = 60; i < 90; i++) mine[i] = 0, bar[i] = 1;
+    assert_true(ws_eng_gate_leads(mine, bar, N));
+    assert_false(ws_eng_gate_leads(bar, mine, N));
+    for (int i = 55; i < 60; i++) mine[i] = 0, bar[i] = 1;
+    assert_false(ws_eng_gate_leads(mine, bar, N));
+    assert_false(ws_eng_gate_leads(mine, mine, N)); /* no answer apart: no lead */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay_cannot_creep),
-                                       cmocka_unit_test(test_probe_cannot_creep)};
+                                       cmocka_unit_test(test_probe_cannot_creep),
+                                       cmocka_unit_test(test_leads)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

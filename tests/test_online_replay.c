@@ -134,7 +134,7 @@ static void test_replay_chains_runs(void **state)
     assert_int_equal(s.examples_labelled, STEPS);
     ws_online_take_held(ot);
     long right = 0, n = 0;
-    assert_int_equal(ws_online_replay(ot, x, &right, &n, &err), WS_OK);
+    assert_int_equal(ws_online_replay(ot, x, &right, &n, NULL, &err), WS_OK);
     printf("replay: %ld of %ld right\n", right, n);
     assert_int_equal(n, RUN * N_QUERY);
     assert_int_equal(right, n);

@@ -23,14 +23,16 @@
  * little worse cannot walk the model down. The replay set moves with the
  * sessions, so no two gates' replay accuracies compare: its bar is a version
  * kept for it, the anchor, replayed on each gate's set beside the candidate —
- * the line's first version, then each published candidate that answered more
- * of its set right than the anchor did. A candidate more than the tolerance
+ * the line's first version, then each published candidate that answered its
+ * set better than the anchor by the tolerance, with a lead beyond chance
+ * (ws_eng_gate_leads). A candidate more than the tolerance
  * under the better of the served version and the anchor is refused. (Summing
  * each published candidate's gain over the version it replaced, as before, did
  * not hold: the candidates that pass are those whose noise was kind, so the
  * sum rose while the versions got worse; api.md, bench/rules_learn.py.) A
  * replay of fewer than GATE_MIN_REPLAY answers is too noisy to judge and is
  * not held against a candidate. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,7 +56,7 @@ static ws_probe_config gate_probe(void)
 }
 
 ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engine_gate_score *out,
-                            ws_error *err)
+                            uint8_t *answers, ws_error *err)
 {
     if (probe) {
         out->probe = -1;
@@ -75,7 +77,7 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
         }
         out->probe = n ? (double)right / (double)n : -1;
     }
-    return ws_online_replay(t, x, &out->replay_right, &out->replay_n, err);
+    return ws_online_replay(t, x, &out->replay_right, &out->replay_n, answers, err);
 }
 
 static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",
@@ -131,6 +133,13 @@ int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
     return 0;
 }
 
+int ws_eng_gate_leads(const uint8_t *mine, const uint8_t *bar, long n)
+{
+    long wins = 0, losses = 0;
+    for (long i = 0; i < n; i++) wins += mine[i] && !bar[i], losses += !mine[i] && bar[i];
+    return wins > losses && (double)(wins - losses) >= 3.0 * sqrt((double)(wins + losses));
+}
+
 void ws_eng_gate_reset(ws_engine_gate_info *g, int64_t version)
 {
     g->served.probe = g->best_probe = -1;
@@ -148,12 +157,12 @@ static void raise_best(ws_engine_gate_info *g, const ws_engine_gate_score *s)
 
 int ws_eng_gate_served(const ws_srv_training *tr, ws_engine_gate_info *g,
                        const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
-                       const ws_engine_gate_score *cand, int published)
+                       const ws_engine_gate_score *cand, int published, int sure)
 {
     /* served too: a line's first version is scored at its first gate only */
     raise_best(g, served);
     const ws_engine_gate_score *a = anchor ? anchor : served;
-    int anchors = published && same_replay(a, cand) &&
+    int anchors = published && sure && same_replay(a, cand) &&
                   replay_accuracy(cand) >= replay_accuracy(a) + tr->gate_tolerance;
     if (published) raise_best(g, cand);
     g->served = published ? *cand : *served;

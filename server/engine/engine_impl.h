@@ -162,7 +162,7 @@ int64_t ws_eng_idle_us(void *ctx);
  * (when probe is non-zero; else out->probe is left as it is) and the replay of
  * t's held-out examples. */
 ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engine_gate_score *out,
-                            ws_error *err);
+                            uint8_t *answers, ws_error *err);
 /* 1 when the candidate may be published: its probe accuracy, overall and per
  * kind, is not below the served version's or g's best by more than the
  * tolerance, nor its replay accuracy below the better of the served version's
@@ -171,6 +171,12 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
 int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                      const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
                      const ws_engine_gate_score *cand, char *why, size_t cap);
+/* 1 when mine leads bar beyond chance, answer by answer (1 right, 0 wrong, n
+ * each, the same questions): of the answers only one of them got right, mine
+ * has more by 3 standard deviations of a fair coin (a sign test). Over
+ * hundreds of gates a candidate of a line that is getting worse still wins a
+ * set by a few answers now and then; it must not become the anchor. */
+int ws_eng_gate_leads(const uint8_t *mine, const uint8_t *bar, long n);
 /* A new served line (a load, an adoption, a rollback) from version: nothing
  * measured yet, version is the anchor. */
 void ws_eng_gate_reset(ws_engine_gate_info *g, int64_t version);
@@ -178,11 +184,12 @@ void ws_eng_gate_reset(ws_engine_gate_info *g, int64_t version);
  * it is the served version) on one replay set: the version served from now on
  * is cand when published, else served (its best accuracies raise the bar).
  * 1 when cand, published, replayed better than the anchor by the tolerance or
- * more: it is the anchor from now on (the caller keeps its parameters and
- * sets anchor_version). */
+ * more, and sure (its lead answer by answer is beyond chance: engine_train.c):
+ * it is the anchor from now on (the caller keeps its parameters and sets
+ * anchor_version). */
 int ws_eng_gate_served(const ws_srv_training *tr, ws_engine_gate_info *g,
                        const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
-                       const ws_engine_gate_score *cand, int published);
+                       const ws_engine_gate_score *cand, int published, int sure);
 /* WS_JOB_MODEL_ROLLBACK (engine_models.c). */
 void ws_eng_rollback_job(ws_engine *e, ws_job *j);
 /* WS_JOB_MODEL_DELETE (engine_models.c): refused for "default", for a model

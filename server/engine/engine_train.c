@@ -188,10 +188,10 @@ static void optim_save(ws_eng_trainer *t)
 }
 
 /* Records the gate's decision (mu: status and metrics read it) and says it,
- * unless the served line changed meanwhile. 1 when the published candidate is
- * the replay's anchor from now on. */
+ * unless the served line changed meanwhile (sure: ws_eng_gate_served's). 1 when
+ * the published candidate is the replay's anchor from now on. */
 static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line, int published,
-                     int64_t version, const ws_engine_gate_score *served,
+                     int sure, int64_t version, const ws_engine_gate_score *served,
                      const ws_engine_gate_score *anchor, const ws_engine_gate_score *cand,
                      double ms, const char *why)
 {
@@ -208,7 +208,7 @@ static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line,
         g->last.ms = ms;
         snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
         g->published += published, g->rejected += !published;
-        anchors = ws_eng_gate_served(tr, g, served, anchor, cand, published);
+        anchors = ws_eng_gate_served(tr, g, served, anchor, cand, published, sure);
         if (anchors) g->anchor_version = version;
     }
     pthread_mutex_unlock(&t->mu);
@@ -223,30 +223,38 @@ static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line,
 /* params (the copy's size) scored in the copy: its probe when probe is
  * non-zero, its replay (the AdamW state is not touched). */
 static ws_status score_params(ws_eng_trainer *t, float *params, int probe,
-                              ws_engine_gate_score *out, ws_error *err)
+                              ws_engine_gate_score *out, uint8_t *answers, ws_error *err)
 {
     weights_copy c = {params, 0};
     WS_TRY(weights_put(t->m, &c, 0, err));
-    return ws_eng_gate_score(t->x, t->ex, probe, out, err);
+    return ws_eng_gate_score(t->x, t->ex, probe, out, answers, err);
 }
 
 /* The gate's scores on one replay set: the served version's (before; its
  * probe only when not known yet), the anchor's when apart, the candidate's
- * (after). The copy holds the candidate again when it returns WS_OK. */
+ * (after); *sure: the candidate leads the anchor (ws_eng_gate_leads). The copy holds the
+ * candidate again when it returns WS_OK. */
 static ws_status score_gate(ws_eng_trainer *t, const weights_copy *served,
                             ws_engine_gate_score *before, ws_engine_gate_score *anchor,
-                            ws_engine_gate_score *after, ws_error *err)
+                            ws_engine_gate_score *after, int *sure, ws_error *err)
 {
+    size_t cap = ws_online_replay_cap();
     float *cand = malloc(sizeof(float) * t->n_params);
-    if (!cand) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    ws_status s = ws_backend_download(t->be, cand, ws_model_params(t->m),
-                                      sizeof(float) * t->n_params) == WS_OK
-                      ? WS_OK
-                      : ws_error_set(err, WS_ERR_BACKEND, "cannot copy the candidate's parameters");
-    if (s == WS_OK) s = score_params(t, served->host, before->probe < 0, before, err);
-    if (s == WS_OK && anchor) s = score_params(t, t->anchor, 0, anchor, err);
-    if (s == WS_OK) s = score_params(t, cand, 1, after, err);
+    uint8_t *bar = malloc(cap), *mine = malloc(cap);
+    ws_status s = cand && bar && mine ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    if (s == WS_OK && ws_backend_download(t->be, cand, ws_model_params(t->m),
+                                          sizeof(float) * t->n_params) != WS_OK)
+        s = ws_error_set(err, WS_ERR_BACKEND, "cannot copy the candidate's parameters");
+    if (s == WS_OK)
+        s = score_params(t, served->host, before->probe < 0, before, anchor ? NULL : bar, err);
+    if (s == WS_OK && anchor) s = score_params(t, t->anchor, 0, anchor, bar, err);
+    if (s == WS_OK) s = score_params(t, cand, 1, after, mine, err);
+    const ws_engine_gate_score *a = anchor ? anchor : before;
+    *sure = s == WS_OK && a->replay_n == after->replay_n &&
+            ws_eng_gate_leads(mine, bar, after->replay_n);
     free(cand);
+    free(bar);
+    free(mine);
     return s;
 }
 
@@ -355,7 +363,8 @@ static void decide(ws_eng_trainer *t, const ws_srv_training *tr)
     ws_online_take_held(t->ex); /* one replay set for all */
     const ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
     ws_status s = WS_OK;
-    if (tr->gate) s = score_gate(t, &served, &before, apart ? &anchor : NULL, &after, &err);
+    int sure = 0;
+    if (tr->gate) s = score_gate(t, &served, &before, apart ? &anchor : NULL, &after, &sure, &err);
     if (s == WS_OK && tr->gate)
         pass = ws_eng_gate_pass(tr, &g, &before, apart, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
@@ -363,7 +372,7 @@ static void decide(ws_eng_trainer *t, const ws_srv_training *tr)
     published = s == WS_OK && pass;
     int anchors = 0;
     if (tr->gate && (published || (s == WS_OK && !pass)))
-        anchors = gate_note(t, tr, line, published, version, &before, apart, &after, ms, why);
+        anchors = gate_note(t, tr, line, published, sure, version, &before, apart, &after, ms, why);
     if (published) anchor_after(t, line, tr, anchors, &served, version);
     if (s != WS_OK && s != WS_ERR_UNSUPPORTED) /* not when the server stops */
         ws_log(WS_LOG_ERROR, "training %s: %s", t->name, err.msg);

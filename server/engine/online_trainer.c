@@ -658,8 +658,8 @@ static int chains_of(const ws_online_trainer *t, example **ex, int *first, int *
 /* Replays up to TRAIN_CHUNK chains side by side, a step of each at a time;
  * carry holds each chain's state between its steps (host, TRAIN_CHUNK states). */
 static ws_status replay_chains(ws_online_trainer *t, ws_exec *x, example **ex, const int *first,
-                               const int *len, int n_chains, float *carry, long *right, long *n,
-                               ws_error *err)
+                               const int *len, int n_chains, float *carry, float *probs,
+                               long *right, long *n, uint8_t *answers, ws_error *err)
 {
     ws_backend *be = ws_model_backend(ws_exec_model(x));
     size_t T = t->state_floats;
@@ -677,7 +677,10 @@ static ws_status replay_chains(ws_online_trainer *t, ws_exec *x, example **ex, c
         ws_status s = batch_from(t, be, step, from, rows);
         if (s != WS_OK) return ws_error_set(err, s, "cannot build a replay batch");
         ws_step_result res = {0};
-        WS_TRY(ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_INFER, 1.0f, NULL, &res, err));
+        WS_TRY(ws_exec_step(x, t->batch, t->w_in, t->w_out, WS_STEP_INFER, 1.0f, probs, &res, err));
+        const float *labels = ws_batch_labels(t->batch);
+        for (int q = 0, k = 0; answers && q < ws_batch_n_query(t->batch); q++)
+            if (labels[q] >= 0.0f) answers[*n + k++] = (probs[q] >= 0.5f) == (labels[q] >= 0.5f);
         *right += res.n_correct;
         *n += res.n_labelled;
         for (int r = 0; r < rows; r++)
@@ -687,20 +690,27 @@ static ws_status replay_chains(ws_online_trainer *t, ws_exec *x, example **ex, c
     }
 }
 
-ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err)
+size_t ws_online_replay_cap(void)
+{
+    return (size_t)HOLDOUT * (WS_SRV_MAX_ITEMS + EXTRA_MAX);
+}
+
+ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, uint8_t *answers,
+                           ws_error *err)
 {
     *right = 0, *n = 0;
     example *ex[HOLDOUT];
     int first[HOLDOUT], len[HOLDOUT];
     int n_chains = chains_of(t, ex, first, len);
     float *carry = malloc(sizeof(float) * t->state_floats * TRAIN_CHUNK);
-    if (!carry) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    ws_status s = WS_OK;
+    float *probs = malloc(sizeof(float) * TRAIN_CHUNK * (WS_SRV_MAX_ITEMS + EXTRA_MAX));
+    ws_status s = carry && probs ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     for (int c = 0; s == WS_OK && c < n_chains; c += TRAIN_CHUNK) {
         int k = n_chains - c < TRAIN_CHUNK ? n_chains - c : TRAIN_CHUNK;
-        s = replay_chains(t, x, ex, first + c, len + c, k, carry, right, n, err);
+        s = replay_chains(t, x, ex, first + c, len + c, k, carry, probs, right, n, answers, err);
     }
     free(carry);
+    free(probs);
     return s;
 }
 

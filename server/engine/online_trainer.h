@@ -73,8 +73,12 @@ ws_status ws_online_run(ws_online_trainer *t, ws_exec *x, const ws_srv_training 
  * labelled queries answered (recall facts at their last value, never-told
  * facts, client labels); *right of *n answers correct (both 0 when none).
  * The set is the one ws_online_take_held last took, so that the served version
- * and its candidate answer the same questions. */
-ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, ws_error *err);
+ * and its candidate answer the same questions, in the same order: answers (NULL,
+ * or room for ws_online_replay_cap) gets 1 or 0 for each, right or not. */
+ws_status ws_online_replay(ws_online_trainer *t, ws_exec *x, long *right, long *n, uint8_t *answers,
+                           ws_error *err);
+/* The most answers a replay has (room for ws_online_replay's answers). */
+size_t ws_online_replay_cap(void);
 /* Takes the held-out examples made since the last call into the replay set
  * (the newest 256 are kept). */
 void ws_online_take_held(ws_online_trainer *t);

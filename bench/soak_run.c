@@ -73,6 +73,7 @@ static int create_soak_model(soak *s)
     ws_client_training_patch tr = WS_CLIENT_TRAINING_KEEP;
     tr.enabled = 0;
     tr.update_every = 8;
+    tr.publish_every = 1; /* each a candidate: publishes for the kills to land in */
     ws_client_model_spec spec = {.name = "soak",
                                  .config_json =
                                      "{\"d\":32,\"n_heads\":2,\"n_state\":8,\"n_upd_layers\":1,\"n_ext_layers\":1}",

@@ -338,6 +338,13 @@ static ws_status propose(ws_eng_trainer *t, int64_t line, int64_t *version, ws_e
     return s;
 }
 
+/* The candidate under way is never decided: its steps are forgotten. */
+static void candidate_drop(ws_eng_trainer *t)
+{
+    free(t->from.host);
+    t->from.host = NULL, t->steps = 0;
+}
+
 /* The candidate the copy is now (the AdamW steps since the served version):
  * its gate and its publish. Not published, the copy is again the served
  * version's, parameters and AdamW state. */
@@ -361,10 +368,10 @@ static void decide(ws_eng_trainer *t, const ws_srv_training *tr)
      * parameters answer the same fixed probe). */
     before = g.served;
     ws_online_take_held(t->ex); /* one replay set for all */
-    const ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
+    ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
     ws_status s = WS_OK;
     int sure = 0;
-    if (tr->gate) s = score_gate(t, &served, &before, apart ? &anchor : NULL, &after, &sure, &err);
+    if (tr->gate) s = score_gate(t, &served, &before, apart, &after, &sure, &err);
     if (s == WS_OK && tr->gate)
         pass = ws_eng_gate_pass(tr, &g, &before, apart, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
@@ -399,8 +406,7 @@ static void update(ws_eng_trainer *t, const ws_srv_training *tr)
         ws_error put_err = {0};
         if (t->from.host && weights_put(t->m, &t->from, 1, &put_err) != WS_OK)
             ws_log(WS_LOG_ERROR, "model %s: %s", t->name, put_err.msg);
-        free(t->from.host);
-        t->from.host = NULL, t->steps = 0;
+        candidate_drop(t);
     } else if (++t->steps >= tr->publish_every) {
         decide(t, tr);
     }
@@ -424,8 +430,7 @@ static void rebase_apply(ws_eng_trainer *t, float *params, int64_t version, int6
     t->version = version;
     t->m_line = line;
     t->anchor_apart = 0;
-    free(t->from.host); /* a candidate of the old line is never decided */
-    t->from.host = NULL, t->steps = 0;
+    candidate_drop(t); /* of the old line */
     if (!t->m) { /* no copy yet: it will start from these */
         memcpy(t->start.host, params, sizeof(float) * t->n_params);
         free(params);

@@ -244,7 +244,7 @@ def main():
                            a.objects)
             g = m.get("status", {}).get("gate", m.get("gate", {})) or {}
             row = {"labelled_steps": steps, "seconds": round(time.time() - t0, 1), "version": m["version"],
-                   "published": g.get("published"), "rejected": g.get("rejected"),
+                   "published": g.get("published"), "rejected": g.get("rejected"), "restored": g.get("restored"),
                    "loss": m["status"].get("last_loss"), "dropped": m["status"].get("examples_dropped"), **acc}
             curve.append(row)
             print("%6d steps %7.1fs  v%-4d rule %.3f (current %.3f former %.3f never %.3f) has %.3f all %.3f loss %s"
@@ -253,10 +253,11 @@ def main():
                   flush=True)
             if g.get("last"):
                 last = g["last"]
-                print("        last gate: %s %s (replay of %s answers: served %s, candidate %s; anchor v%s)"
+                print("        last gate: %s %s (replay of %s answers: served %s, candidate %s; anchor v%s; "
+                      "%s rejected, %s restored)"
                       % (last.get("verdict"), last.get("reason"), last["candidate"].get("replay_answers"),
                          last["served"].get("replay_accuracy"), last["candidate"].get("replay_accuracy"),
-                         g.get("anchor_version")))
+                         g.get("anchor_version"), g.get("rejected"), g.get("restored")))
             return acc["rule"]
 
         print("%6s %8s  %-5s %s" % ("steps", "wall", "ver", "held-out accuracy (households never seen)"))

@@ -5,7 +5,9 @@
  * probe (the best served accuracy is the bar) and not on the held-out replay,
  * whose set moves with the sessions (the anchor, a version kept apart and
  * replayed beside the candidate on each set, is the bar). A replay too small
- * to judge is not held against a candidate; a new line starts again. */
+ * to judge is not held against a candidate; a new line starts again. A served
+ * version that trails the anchor beyond the tolerance and chance gives way to
+ * it (ws_eng_gate_restores). */
 #include <stdio.h>
 #include <string.h>
 
@@ -144,10 +146,41 @@ static void test_leads(void **state)
     assert_false(ws_eng_gate_leads(mine, mine, N)); /* no answer apart: no lead */
 }
 
+/* The anchor is served again when the served version trails it on the same
+ * replay set by the tolerance or more and its lead answer by answer is beyond
+ * chance (anchor_leads) — not on less, not when the anchor is the served
+ * version, not on different or too small sets. */
+static void test_restores(void **state)
+{
+    (void)state;
+    static const struct {
+        long served, anchor, n, anchor_n;
+        int leads, apart, restores;
+        const char *why;
+    } rows[] = {
+        {600, 630, 1000, 1000, 1, 1, 1, "3% under the anchor, beyond chance"},
+        {600, 620, 1000, 1000, 1, 1, 1, "the tolerance exactly"},
+        {600, 615, 1000, 1000, 1, 1, 0, "1.5%: within the tolerance"},
+        {600, 630, 1000, 1000, 0, 1, 0, "3%, but the lead may be chance"},
+        {600, 630, 1000, 1000, 1, 0, 0, "the anchor is the served version"},
+        {600, 630, 1000, 900, 1, 1, 0, "replays of different sets"},
+        {60, 80, 100, 100, 1, 1, 0, "a replay too small to judge"},
+    };
+    ws_srv_training tr = tolerance(0.02);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        printf("row %zu: %s\n", i, rows[i].why);
+        ws_engine_gate_score served = score(0.99, rows[i].served, rows[i].n);
+        ws_engine_gate_score anchor = score(0.99, rows[i].anchor, rows[i].anchor_n);
+        assert_int_equal(
+            ws_eng_gate_restores(&tr, &served, rows[i].apart ? &anchor : NULL, rows[i].leads),
+            rows[i].restores);
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay_cannot_creep),
-                                       cmocka_unit_test(test_probe_cannot_creep),
-                                       cmocka_unit_test(test_leads)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_replay_cannot_creep), cmocka_unit_test(test_probe_cannot_creep),
+        cmocka_unit_test(test_leads), cmocka_unit_test(test_restores)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

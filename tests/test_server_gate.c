@@ -135,6 +135,7 @@ static void test_self_supervised(void **state)
     assert_non_null(line);
     assert_non_null(strstr(line, p));
     assert_non_null(strstr(r.body, "worldstate_gate_published_total{model=\"default\"}"));
+    assert_non_null(strstr(r.body, "worldstate_gate_restored_total{model=\"default\"}"));
     ws_ts_resp_free(&r);
     assert_int_equal(ws_ts_stop(&d), 0);
     ws_ts_cleanup(dir);

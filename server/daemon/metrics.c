@@ -141,6 +141,10 @@ static double m_rejected(const ws_engine_model_info *m)
 {
     return (double)m->gate.rejected;
 }
+static double m_restored(const ws_engine_model_info *m)
+{
+    return (double)m->gate.restored;
+}
 static double m_probe(const ws_engine_model_info *m)
 {
     return m->gate.served.probe >= 0 ? m->gate.served.probe : NAN;
@@ -167,6 +171,9 @@ static const model_series series[] = {
      m_published},
     {"gate_rejected_total", "counter", "Candidate versions the publication gate rejected.",
      m_rejected},
+    {"gate_restored_total", "counter",
+     "Times the publication gate served the replay's anchor again (the served version trailed it).",
+     m_restored},
     {"gate_served_probe_accuracy", "gauge",
      "Memory-probe accuracy of the served version (absent until measured).", m_probe},
     {"gate_last_seconds", "gauge", "Wall time of the publication gate's last evaluation.",

@@ -49,6 +49,7 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "published", (double)g->published);
     cJSON_AddNumberToObject(o, "rejected", (double)g->rejected);
+    cJSON_AddNumberToObject(o, "restored", (double)g->restored);
     add_known(o, "served_probe_accuracy", g->served.probe);
     add_known(o, "best_probe_accuracy", g->best_probe);
     cJSON_AddNumberToObject(o, "anchor_version", (double)g->anchor_version);
@@ -64,6 +65,10 @@ cJSON *ws_srv_gate_json(const ws_engine_gate_info *g)
         cJSON_AddNumberToObject(l, "version", (double)g->last.version);
     else
         cJSON_AddNullToObject(l, "version");
+    if (g->last.restored_version)
+        cJSON_AddNumberToObject(l, "restored_version", (double)g->last.restored_version);
+    else
+        cJSON_AddNullToObject(l, "restored_version");
     cJSON_AddItemToObject(l, "served", ws_srv_gate_score_json(&g->last.served));
     cJSON_AddItemToObject(l, "candidate", ws_srv_gate_score_json(&g->last.candidate));
     cJSON_AddNumberToObject(l, "ms", g->last.ms);

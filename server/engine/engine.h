@@ -237,6 +237,7 @@ typedef struct {
  * decision. */
 typedef struct {
     int64_t published, rejected;
+    int64_t restored; /* times the anchor was served again (engine_gate.c) */
     /* The served version's probe (probe < 0: not measured yet), and the best
      * probe accuracies, overall and per kind, that a version served since the
      * last load, adoption or rollback had: the bar, less the tolerance (so
@@ -251,6 +252,7 @@ typedef struct {
     struct {
         int published;                 /* 1: published as version; 0: rejected */
         int64_t base_version, version; /* trained from; published as (0: rejected) */
+        int64_t restored_version;      /* the anchor served again as (0: not) */
         ws_engine_gate_score served, candidate;
         double ms; /* the evaluation's wall time */
         char reason[160];

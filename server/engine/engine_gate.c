@@ -26,7 +26,11 @@
  * the line's first version, then each published candidate that answered its
  * set better than the anchor by the tolerance, with a lead beyond chance
  * (ws_eng_gate_leads). A candidate more than the tolerance
- * under the better of the served version and the anchor is refused. (Summing
+ * under the better of the served version and the anchor is refused; and when
+ * the served version itself trails the anchor on that set by the tolerance,
+ * beyond chance, the anchor is served again (restored, engine_train.c): a line
+ * of candidates each within the tolerance of the one before can drift under
+ * the anchor, as the rules stream showed (api.md). (Summing
  * each published candidate's gain over the version it replaced, as before, did
  * not hold: the candidates that pass are those whose noise was kind, so the
  * sum rose while the versions got worse; api.md, bench/rules_learn.py.) A
@@ -131,6 +135,13 @@ int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
              by_anchor ? "the replay's anchor (the version kept as its bar)" : "served version", b,
              cand->replay_n, tol);
     return 0;
+}
+
+int ws_eng_gate_restores(const ws_srv_training *tr, const ws_engine_gate_score *served,
+                         const ws_engine_gate_score *anchor, int anchor_leads)
+{
+    return anchor && anchor_leads && same_replay(anchor, served) &&
+           replay_accuracy(anchor) >= replay_accuracy(served) + tr->gate_tolerance;
 }
 
 int ws_eng_gate_leads(const uint8_t *mine, const uint8_t *bar, long n)

@@ -171,6 +171,12 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
 int ws_eng_gate_pass(const ws_srv_training *tr, const ws_engine_gate_info *g,
                      const ws_engine_gate_score *served, const ws_engine_gate_score *anchor,
                      const ws_engine_gate_score *cand, char *why, size_t cap);
+/* 1 when the anchor (NULL: the served version is the anchor) is to be served
+ * again in place of the served version: on the same set it replayed better by
+ * the tolerance or more, and anchor_leads (its lead answer by answer over the
+ * served version's is beyond chance: ws_eng_gate_leads). */
+int ws_eng_gate_restores(const ws_srv_training *tr, const ws_engine_gate_score *served,
+                         const ws_engine_gate_score *anchor, int anchor_leads);
 /* 1 when mine leads bar beyond chance, answer by answer (1 right, 0 wrong, n
  * each, the same questions): of the answers only one of them got right, mine
  * has more by 3 standard deviations of a fair coin (a sign test). Over

@@ -204,6 +204,7 @@ static int gate_note(ws_eng_trainer *t, const ws_srv_training *tr, int64_t line,
         g->last.published = published;
         g->last.base_version = t->version;
         g->last.version = published ? version : 0;
+        g->last.restored_version = 0;
         g->last.served = *served, g->last.candidate = *cand;
         g->last.ms = ms;
         snprintf(g->last.reason, sizeof g->last.reason, "%s", why);
@@ -232,28 +233,32 @@ static ws_status score_params(ws_eng_trainer *t, float *params, int probe,
 
 /* The gate's scores on one replay set: the served version's (before; its
  * probe only when not known yet), the anchor's when apart, the candidate's
- * (after); *sure: the candidate leads the anchor (ws_eng_gate_leads). The copy holds the
- * candidate again when it returns WS_OK. */
+ * (after); *sure: the candidate leads the anchor (ws_eng_gate_leads); *back:
+ * the anchor, apart, leads the served version. The copy holds the candidate
+ * again when it returns WS_OK. */
 static ws_status score_gate(ws_eng_trainer *t, const weights_copy *served,
                             ws_engine_gate_score *before, ws_engine_gate_score *anchor,
-                            ws_engine_gate_score *after, int *sure, ws_error *err)
+                            ws_engine_gate_score *after, int *sure, int *back, ws_error *err)
 {
     size_t cap = ws_online_replay_cap();
     float *cand = malloc(sizeof(float) * t->n_params);
-    uint8_t *bar = malloc(cap), *mine = malloc(cap);
-    ws_status s = cand && bar && mine ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    uint8_t *srv = malloc(cap), *anc = malloc(cap), *mine = malloc(cap);
+    ws_status s =
+        cand && srv && anc && mine ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK && ws_backend_download(t->be, cand, ws_model_params(t->m),
                                           sizeof(float) * t->n_params) != WS_OK)
         s = ws_error_set(err, WS_ERR_BACKEND, "cannot copy the candidate's parameters");
-    if (s == WS_OK)
-        s = score_params(t, served->host, before->probe < 0, before, anchor ? NULL : bar, err);
-    if (s == WS_OK && anchor) s = score_params(t, t->anchor, 0, anchor, bar, err);
+    if (s == WS_OK) s = score_params(t, served->host, before->probe < 0, before, srv, err);
+    if (s == WS_OK && anchor) s = score_params(t, t->anchor, 0, anchor, anc, err);
     if (s == WS_OK) s = score_params(t, cand, 1, after, mine, err);
     const ws_engine_gate_score *a = anchor ? anchor : before;
     *sure = s == WS_OK && a->replay_n == after->replay_n &&
-            ws_eng_gate_leads(mine, bar, after->replay_n);
+            ws_eng_gate_leads(mine, anchor ? anc : srv, after->replay_n);
+    *back = s == WS_OK && anchor && anchor->replay_n == before->replay_n &&
+            ws_eng_gate_leads(anc, srv, before->replay_n);
     free(cand);
-    free(bar);
+    free(srv);
+    free(anc);
     free(mine);
     return s;
 }
@@ -338,6 +343,45 @@ static ws_status propose(ws_eng_trainer *t, int64_t line, int64_t *version, ws_e
     return s;
 }
 
+/* The served version trails the anchor (ws_eng_gate_restores): the anchor's
+ * parameters, with the served version's AdamW state (the moments go on, as on
+ * a rebase), are proposed as a new version, and training goes on from them.
+ * WS_OK with *version when published; else the caller puts the served version
+ * back. */
+static ws_status restore_anchor(ws_eng_trainer *t, const weights_copy *served, int64_t line,
+                                int64_t *version, ws_error *err)
+{
+    weights_copy a = {t->anchor, 0};
+    ws_status s = weights_put(t->m, served, 1, err);
+    if (s == WS_OK) s = weights_put(t->m, &a, 0, err);
+    if (s == WS_OK) s = propose(t, line, version, err);
+    return s;
+}
+
+/* The anchor was served again as version (mu not held): it is the anchor under
+ * that number, kept in the copy (no longer apart); its probe is measured at
+ * the next gate. */
+static void restored_note(ws_eng_trainer *t, int64_t line, int64_t version)
+{
+    int64_t was = 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->line == line) {
+        ws_engine_gate_info *g = &t->gate;
+        was = g->anchor_version;
+        g->restored++;
+        g->last.restored_version = version;
+        g->anchor_version = version;
+        g->served.probe = -1;
+        for (int k = 0; k < WS_ENGINE_GATE_KINDS; k++) g->served.probe_kind[k] = -1;
+    }
+    pthread_mutex_unlock(&t->mu);
+    t->anchor_apart = 0;
+    ws_log(WS_LOG_INFO,
+           "model %s: version %lld trailed the replay's anchor (version %lld) beyond chance: "
+           "the anchor is served again as version %lld, training goes on from it",
+           t->name, (long long)t->version, (long long)was, (long long)version);
+}
+
 /* The candidate under way is never decided: its steps are forgotten. */
 static void candidate_drop(ws_eng_trainer *t)
 {
@@ -370,21 +414,24 @@ static void decide(ws_eng_trainer *t, const ws_srv_training *tr)
     ws_online_take_held(t->ex); /* one replay set for all */
     ws_engine_gate_score *apart = tr->gate && t->anchor_apart ? &anchor : NULL;
     ws_status s = WS_OK;
-    int sure = 0;
-    if (tr->gate) s = score_gate(t, &served, &before, apart, &after, &sure, &err);
+    int sure = 0, back = 0;
+    if (tr->gate) s = score_gate(t, &served, &before, apart, &after, &sure, &back, &err);
     if (s == WS_OK && tr->gate)
         pass = ws_eng_gate_pass(tr, &g, &before, apart, &after, why, sizeof why);
     double ms = (double)(ws_clock_mono_us() - t0) / 1000.0;
+    int restore = s == WS_OK && !pass && ws_eng_gate_restores(tr, &before, apart, back);
     if (s == WS_OK && pass) s = propose(t, line, &version, &err);
     published = s == WS_OK && pass;
     int anchors = 0;
     if (tr->gate && (published || (s == WS_OK && !pass)))
         anchors = gate_note(t, tr, line, published, sure, version, &before, apart, &after, ms, why);
     if (published) anchor_after(t, line, tr, anchors, &served, version);
+    if (restore && (s = restore_anchor(t, &served, line, &version, &err)) == WS_OK)
+        restored_note(t, line, version);
     if (s != WS_OK && s != WS_ERR_UNSUPPORTED) /* not when the server stops */
         ws_log(WS_LOG_ERROR, "training %s: %s", t->name, err.msg);
     ws_error put_err = {0};
-    if (published) {
+    if (published || (restore && s == WS_OK)) {
         t->version = version;
         t->optim_dirty = 1;
     } else if (weights_put(t->m, &served, 1, &put_err) != WS_OK) {

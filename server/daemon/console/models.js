@@ -34,7 +34,7 @@ function probe(gate) {
     'probe accuracy': pct(gate.served_probe_accuracy),
     'told true': pct(byKind.told_true), overridden: pct(byKind.overridden), 'never told': pct(byKind.never_told),
     'best served': pct(gate.best_probe_accuracy), 'replay anchor': `version ${gate.anchor_version}`,
-    'published / rejected': `${gate.published} / ${gate.rejected}`,
+    'published / rejected / restored': `${gate.published} / ${gate.rejected} / ${gate.restored}`,
     'last decision': gate.last ? [gate.last.verdict, gate.last.reason].filter(Boolean).join(': ') : '—',
   });
 }

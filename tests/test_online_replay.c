@@ -2,11 +2,12 @@
  * held-out examples come in runs of consecutive steps of a session, and the
  * replay runs each run from its first step's stored W_{t-1}, every later step
  * from the state the model being scored made — not from the states stored
- * with them (another version made those). A session of 12 labelled steps is
- * observed with holdout 0.5 (a run of 4 starts every 8th example: steps 8 to
- * 11), the labels being the model's own answers, and the states stored with
- * steps 9 to 11 damaged: the replay must answer all 12 held-out queries as
- * the model did, where a replay from the stored states answers some wrong. */
+ * with them (another version made those). A session of 32 labelled steps is
+ * observed with holdout 0.5 (windows of 16 steps from the first, every second
+ * held out: steps 17 to 32), the labels being the model's own answers, and the
+ * states stored with steps 18 to 32 damaged: the replay must answer all 48
+ * held-out queries as the model did, where a replay from the stored states
+ * answers some wrong. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@
 #include "server/engine/online_trainer.h"
 #include "test_util.h"
 
-enum { STEPS = 12, N_INSTR = 2, N_QUERY = 3, S = 3, FIRST_HELD = 8, RUN = 4 };
+enum { STEPS = 32, N_INSTR = 2, N_QUERY = 3, S = 3, FIRST_HELD = 17, RUN = 16 };
 
 typedef struct {
     int32_t ids[(N_INSTR + N_QUERY) * S];
@@ -103,7 +104,7 @@ static void test_replay_chains_runs(void **state)
         run_step(x, b, dev, tmp, T, &rows[t], probs);
         for (int q = 0; q < N_QUERY; q++) differ += (probs[q] >= 0.5f) != rows[t].labels[q];
     }
-    printf("answers from the damaged states: %d of %d differ\n", differ, 3 * N_QUERY);
+    printf("answers from the damaged states: %d of %d differ\n", differ, (RUN - 1) * N_QUERY);
     assert_true(differ > 0);
 
     ws_online_trainer *ot;

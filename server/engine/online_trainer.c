@@ -24,11 +24,15 @@
  * symbol keeps its hash beside its id, so a symbol past the vocabulary's capacity
  * (an overflow id) trains on its own code, as it was served.
  * A share of the examples (holdout) is kept out of training, newest 256, for the
- * publication gate's replay (ws_online_replay), in runs of up to HOLD_RUN
- * consecutive steps of a session: the replay runs each run's first step from
- * its stored W_{t-1} and the next ones from the states the version being
- * scored made, so what a version does over several steps of a session is in
- * its score, not only what it does from states another version made. Steps
+ * publication gate's replay (ws_online_replay), in windows of HOLD_WINDOW
+ * steps of a session counted from its first step: the replay runs each run of
+ * consecutive held steps from its first one's stored W_{t-1} and the next ones
+ * from the states the version being scored made, so what a version does over
+ * several steps of a session is in its score, not only what it does from states
+ * another version made; a session shorter than a window is held out whole and
+ * replayed from W_0, as its client saw it (bench/rules_learn.py: the held-out
+ * households' answers, which decay over whole sessions, hold better under the
+ * gate than with runs of 4 steps begun anywhere, api.md). Steps
  * with raw vector facts are not trained on online (their vectors are not kept).
  *
  * Two threads: the engine thread makes examples (the cache and the ring of
@@ -60,7 +64,7 @@
 #define CACHE_SESSIONS 512
 #define TRAIN_CHUNK    8
 #define EXTRA_MAX      (2 * WS_SRV_RECALL_MAX) /* recall + negative queries per example */
-#define HOLD_RUN       4 /* consecutive steps of a session held out together */
+#define HOLD_WINDOW    16 /* a session's steps held out together, from its first */
 
 typedef struct example {
     char session[WS_STORE_ID_LEN + 1];
@@ -77,7 +81,8 @@ typedef struct {
     char session[WS_STORE_ID_LEN + 1];
     uint64_t last_use;
     int64_t step; /* the session's step the facts are as of */
-    int held_run; /* the session's next examples still to hold out (a run under way) */
+    int64_t window;  /* the window of steps decided (hold), its index from 1; 0: none */
+    int window_held; /* ... and whether it is held out */
     ws_recall_facts facts;
 } fact_cache;
 
@@ -92,7 +97,7 @@ struct ws_online_trainer {
     size_t state_floats;
     /* the engine thread's */
     ring pending;      /* unlabelled steps' queries waiting for labels */
-    int64_t seen;      /* examples made outside runs: a run starts every HOLD_RUN/holdout-th */
+    int64_t windows;   /* session windows decided: every (1/holdout)-th is held out */
     fact_cache *cache; /* [CACHE_SESSIONS] */
     uint64_t tick, rng;
     /* between the threads, under mu */
@@ -424,17 +429,23 @@ static void labels_override(const ws_online_trainer *t, fact_cache *c, example *
     }
 }
 
-/* 1 when the session's next example is held out: the rest of a run under way,
- * or the start of one (every HOLD_RUN/holdout-th example outside runs, so about
- * a holdout share of the examples is held out). */
+/* 1 when the session's example of its step c->step is held out: its window
+ * (HOLD_WINDOW steps from the session's first) is. Each window is decided at
+ * its first example, every (1/holdout)-th held out whole, so about a holdout
+ * share of the examples is; a count of windows rather than of steps, so
+ * sessions of a fixed length cannot line up with the period (runs begun every
+ * 32nd step held 1 step in 32 out of sessions of 8, not 1 in 8). */
 static int hold(ws_online_trainer *t, const ws_srv_training *tr, fact_cache *c)
 {
-    if (c->held_run > 0) return c->held_run--, 1;
-    t->seen++;
-    double rate = tr->holdout / HOLD_RUN;
-    if ((int64_t)((double)t->seen * rate) == (int64_t)((double)(t->seen - 1) * rate)) return 0;
-    c->held_run = HOLD_RUN - 1;
-    return 1;
+    int64_t w = (c->step - 1) / HOLD_WINDOW + 1;
+    if (c->window != w) {
+        double r = tr->holdout;
+        t->windows++;
+        c->window = w;
+        c->window_held =
+            (int64_t)((double)t->windows * r) != (int64_t)((double)(t->windows - 1) * r);
+    }
+    return c->window_held;
 }
 
 /* Hands a finished example of the session c over: kept out of training for the
@@ -459,7 +470,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     c->last_use = ++t->tick;
     /* Steps this daemon did not see (another daemon of a cluster served them)
      * may have told other values: what is known of the session starts again. */
-    if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts), c->held_run = 0;
+    if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts), c->window = 0;
     c->step = st->step;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)

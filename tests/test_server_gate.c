@@ -11,6 +11,9 @@
  *   tolerance — on the gate's probe and on an independent probe through the API
  *   (fresh sessions told facts, then asked about them and about never-told
  *   ones);
+ * - the anchor restored: a served version that trails the replay's anchor (a
+ *   gate letting poisoned candidates through, then a strict one) gives way to
+ *   it, published again, answering as it did;
  * - rollback: POST /v1/models/{name}/versions/{v}/current is admin only, bad
  *   input is refused and changes nothing, a version whose file retention
  *   removed is 409, an earlier version becomes current and answers the next
@@ -144,12 +147,14 @@ static void test_self_supervised(void **state)
 /* The served model's memory through the API: sessions told 4 facts of fresh
  * symbols in one step, then asked (POST .../queries: nothing changes) about
  * them and about 4 never-told facts of the same symbols; the share answered
- * right. The same questions every call (seeded). */
-static double api_probe(const ws_ts_daemon *d)
+ * right, and each answer's probability into p (PROBE_ANSWERS; NULL: not
+ * wanted). The same questions every call (seeded). */
+enum { PROBE_SESSIONS = 12, PROBE_ANSWERS = 8 * PROBE_SESSIONS };
+static double api_probe_p(const ws_ts_daemon *d, double *p)
 {
     ws_test_rng rng = {77};
     long right = 0, n = 0;
-    for (int s = 0; s < 12; s++) {
+    for (int s = 0; s < PROBE_SESSIONS; s++) {
         char id[40], path[160], syms[8][24], instr[1024] = "", q[2048] = "", body[3200];
         assert_int_equal(ws_ts_session(d, NULL, "default", id), 201);
         for (int i = 0; i < 8; i++) sym(&rng, syms[i], sizeof syms[i]);
@@ -170,7 +175,9 @@ static double api_probe(const ws_ts_daemon *d)
             200);
         const cJSON *ans = cJSON_GetObjectItem(r.json, "answers");
         for (int i = 0; i < 8; i++) {
-            int holds = cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(ans, i), "holds"));
+            const cJSON *a = cJSON_GetArrayItem(ans, i);
+            int holds = cJSON_IsTrue(cJSON_GetObjectItem(a, "holds"));
+            if (p) p[n] = cJSON_GetObjectItem(a, "p")->valuedouble;
             right += holds == (i % 2 == 0);
             n++;
         }
@@ -179,39 +186,59 @@ static double api_probe(const ws_ts_daemon *d)
     return (double)right / (double)n;
 }
 
+static double api_probe(const ws_ts_daemon *d)
+{
+    return api_probe_p(d, NULL);
+}
+
+/* Posts one step of a fresh fact (a, b) told true, asking it and a never-told
+ * (a, c) with labels right or both wrong, to session id; then, training
+ * running on its own thread at its own pace, lets it keep up: waits until
+ * fewer than `behind` examples wait for it. */
+static void labelled_step(const ws_ts_daemon *d, ws_test_rng *rng, const char *id, int right,
+                          int behind)
+{
+    char a[24], b[24], c[24], instr[256], q[512];
+    sym(rng, a, sizeof a), sym(rng, b, sizeof b), sym(rng, c, sizeof c);
+    snprintf(instr, sizeof instr, "{\"fact\":[\"%s\",\"%s\"],\"value\":true}", a, b);
+    snprintf(q, sizeof q, "{\"fact\":[\"%s\",\"%s\"]},{\"fact\":[\"%s\",\"%s\"]}", a, b, a, c);
+    post_step(d, id, instr, q, right ? "[true,false]" : "[false,true]");
+    ws_ts_resp r;
+    for (int i = 0; i < 500 && num(model_get(d, &r), "status", "examples_ready") >= behind; i++) {
+        ws_ts_resp_free(&r);
+        sleep_ms(5);
+    }
+    ws_ts_resp_free(&r);
+}
+
+/* A daemon on a fresh data directory whose default model trains with
+ * settings (a PATCH body). */
+static void start_training(ws_ts_daemon *d, char *dir, size_t cap, const char *settings)
+{
+    ws_ts_tmpdir(dir, cap);
+    assert_int_equal(ws_ts_start(d, dir, FLAGS), 0);
+    ws_ts_resp r;
+    assert_int_equal(ws_ts_req(d, "PATCH", "/v1/models/default/training", NULL, settings, &r), 200);
+    ws_ts_resp_free(&r);
+}
+
 static void test_gate_rejects_poison(void **state)
 {
     (void)state;
     char dir[256], id[40];
     ws_ts_daemon d;
-    ws_ts_tmpdir(dir, sizeof dir);
-    assert_int_equal(ws_ts_start(&d, dir, FLAGS), 0);
     ws_ts_resp r;
     /* Only the poisoned labels teach, fast: nothing of the engine's own to
      * dilute them. */
-    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
-                               "{\"lr\":0.01,\"update_every\":8,\"recall_queries\":0,"
-                               "\"negative_queries\":0,\"self_supervised\":false,"
-                               "\"gate_tolerance\":0.02}",
-                               &r),
-                     200);
-    ws_ts_resp_free(&r);
+    start_training(&d, dir, sizeof dir,
+                   "{\"lr\":0.01,\"update_every\":8,\"recall_queries\":0,"
+                   "\"negative_queries\":0,\"self_supervised\":false,\"gate_tolerance\":0.02}");
     double api_before = api_probe(&d), first_probe = -1;
     ws_test_rng rng = {5};
     int steps = 0, rejected = 0;
     for (; steps < 400 && (steps < 120 || rejected < 3); steps++) {
         if (steps % 4 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
-        char a[24], b[24], c[24], instr[256], q[512];
-        sym(&rng, a, sizeof a), sym(&rng, b, sizeof b), sym(&rng, c, sizeof c);
-        snprintf(instr, sizeof instr, "{\"fact\":[\"%s\",\"%s\"],\"value\":true}", a, b);
-        snprintf(q, sizeof q, "{\"fact\":[\"%s\",\"%s\"]},{\"fact\":[\"%s\",\"%s\"]}", a, b, a, c);
-        post_step(&d, id, instr, q, "[false,true]"); /* both wrong */
-        /* Training runs on its own thread, at its own pace: let it keep up. */
-        for (int i = 0; i < 500 && num(model_get(&d, &r), "status", "examples_ready") >= 8; i++) {
-            ws_ts_resp_free(&r);
-            sleep_ms(10);
-        }
-        ws_ts_resp_free(&r);
+        labelled_step(&d, &rng, id, 0, 8); /* both labels wrong */
         const cJSON *m = model_get(&d, &r);
         const cJSON *last = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gate"), "last");
         /* The first decision is about version 1: its probe is the baseline. */
@@ -272,6 +299,79 @@ static void train_to(const ws_ts_daemon *d, const char *key, const char *id, int
         sleep_ms(10);
     }
     assert_true(version_of(d, key, NULL) >= v);
+}
+
+/* The anchor served again: a gate that lets anything through (gate_tolerance
+ * 1) publishes candidates trained on wrong labels while version 1 stays the
+ * replay's anchor (no candidate beats it by 1); then, the tolerance 0.02 and a
+ * learning rate too small to move a float, right labels fill the held-out set:
+ * the served version replays it far under the anchor, its candidates (itself,
+ * unmoved) are rejected, and the anchor is published again (gate.restored,
+ * last.restored_version, /metrics). It answers the API's probe exactly as
+ * version 1 did, probability for probability, where the poisoned versions did
+ * not. */
+static void test_gate_restores_anchor(void **state)
+{
+    (void)state;
+    char dir[256], id[40];
+    ws_ts_daemon d;
+    ws_ts_resp r;
+    start_training(&d, dir, sizeof dir,
+                   "{\"lr\":0.01,\"update_every\":8,\"publish_every\":1,\"recall_queries\":0,"
+                   "\"negative_queries\":0,\"self_supervised\":false,\"holdout\":0.5,"
+                   "\"gate_tolerance\":1}");
+    static double p1[PROBE_ANSWERS], p[PROBE_ANSWERS];
+    double acc1 = api_probe_p(&d, p1), acc = acc1;
+    ws_test_rng rng = {9};
+    int steps = 0;
+    double until = ws_clock_mono_s() + 120.0;
+    for (; acc > acc1 - 0.2 && ws_clock_mono_s() < until; steps++) {
+        if (steps % 4 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
+        labelled_step(&d, &rng, id, 0, 1);
+        if (steps % 40 == 39) acc = api_probe_p(&d, p);
+    }
+    int poisoned = version_of(&d, NULL, NULL);
+    fprintf(stderr, "poisoned: %d steps, version %d, API probe %.4f -> %.4f\n", steps, poisoned,
+            acc1, acc);
+    assert_true(acc <= acc1 - 0.2 && poisoned > 1);
+    assert_int_equal(ws_ts_req(&d, "GET", "/v1/models/default", NULL, NULL, &r), 200);
+    assert_int_equal((int)num(r.json, "gate", "anchor_version"), 1);
+    assert_int_equal((int)num(r.json, "gate", "restored"), 0);
+    ws_ts_resp_free(&r);
+
+    assert_int_equal(ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL,
+                               "{\"lr\":1e-30,\"gate_tolerance\":0.02}", &r),
+                     200);
+    ws_ts_resp_free(&r);
+    int restored = 0;
+    until = ws_clock_mono_s() + 120.0;
+    for (steps = 0; !restored && ws_clock_mono_s() < until; steps++) {
+        if (steps % 4 == 0) assert_int_equal(ws_ts_session(&d, NULL, "default", id), 201);
+        labelled_step(&d, &rng, id, 1, 1);
+        restored = (int)num(model_get(&d, &r), "gate", "restored");
+        ws_ts_resp_free(&r);
+    }
+    /* No more candidates: the version the anchor was published as is served. */
+    assert_int_equal(
+        ws_ts_req(&d, "PATCH", "/v1/models/default/training", NULL, "{\"enabled\":false}", &r),
+        200);
+    ws_ts_resp_free(&r);
+    const cJSON *m = model_get(&d, &r);
+    const cJSON *last = cJSON_GetObjectItem(cJSON_GetObjectItem(m, "gate"), "last");
+    int version = cJSON_GetObjectItem(m, "version")->valueint;
+    fprintf(stderr, "right labels: %d steps, restored %d, version %d, last gate: %s\n", steps,
+            restored, version, cJSON_GetObjectItem(last, "reason")->valuestring);
+    assert_true(restored >= 1);
+    assert_int_equal((int)num(m, "gate", "anchor_version"), version);
+    assert_int_equal(cJSON_GetObjectItem(last, "restored_version")->valueint, version);
+    ws_ts_resp_free(&r);
+    api_probe_p(&d, p);
+    for (int i = 0; i < PROBE_ANSWERS; i++) assert_true(p[i] == p1[i]);
+    assert_int_equal(ws_ts_req(&d, "GET", "/metrics", NULL, NULL, &r), 200);
+    assert_non_null(strstr(r.body, "worldstate_gate_restored_total{model=\"default\"} 1"));
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_stop(&d), 0);
+    ws_ts_cleanup(dir);
 }
 
 /* Files in dir/models whose names start with prefix, and of them how many have
@@ -403,8 +503,8 @@ static void test_rollback_route(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_self_supervised),
-                                       cmocka_unit_test(test_gate_rejects_poison),
-                                       cmocka_unit_test(test_rollback_route)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_self_supervised), cmocka_unit_test(test_gate_rejects_poison),
+        cmocka_unit_test(test_gate_restores_anchor), cmocka_unit_test(test_rollback_route)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -281,6 +281,7 @@ typedef struct {
 typedef struct {
     int present;
     int64_t published, rejected;
+    int64_t restored;             /* the replay's anchor served again; 0 from an older server */
     double served_probe_accuracy; /* -1: not measured yet */
 } ws_client_model_gate;
 

@@ -407,6 +407,8 @@ static void test_commands(void **state)
     j = cli_json(D, 0, "model status small");
     assert_string_equal(str_of(cJSON_GetObjectItem(j, "status"), "state"), "loaded");
     assert_int_equal(num_of(cJSON_GetObjectItem(j, "config"), "d"), 16);
+    const cJSON *gate = cJSON_GetObjectItem(j, "gate");
+    assert_true(num_of(gate, "published") == 0 && num_of(gate, "restored") == 0);
     cJSON_Delete(j);
     j = cli_json(D, 0, "training small --enable --lr 0.005 --update-every 4");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "enabled")));
@@ -451,6 +453,7 @@ static void test_commands(void **state)
     r = cli(D, "model status small-own");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "tenant         default"));
+    assert_non_null(strstr(r.out, "gate           0 published, 0 rejected, 0 restored"));
     run_free(&r);
     snprintf(args, sizeof args, "session delete %s", id);
     cJSON_Delete(cli_json(D, 0, args));

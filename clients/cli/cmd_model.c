@@ -146,8 +146,8 @@ static void print_model(const ws_client_model *m)
            (long long)st->examples_dropped, (long long)st->updates, st->last_loss);
     const ws_client_model_gate *g = &m->gate;
     if (!g->present) return;
-    printf("gate           %lld published, %lld rejected", (long long)g->published,
-           (long long)g->rejected);
+    printf("gate           %lld published, %lld rejected, %lld restored", (long long)g->published,
+           (long long)g->rejected, (long long)g->restored);
     if (g->served_probe_accuracy >= 0)
         printf(" (served version's probe accuracy %.4f)", g->served_probe_accuracy);
     printf("\n");

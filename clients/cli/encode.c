@@ -80,6 +80,7 @@ static cJSON *gate_json(const ws_client_model_gate *g)
 {
     cJSON *o = cli_json_num(cJSON_CreateObject(), "published", (double)g->published);
     o = cli_json_num(o, "rejected", (double)g->rejected);
+    o = cli_json_num(o, "restored", (double)g->restored);
     return cli_json_item(o, "served_probe_accuracy",
                          g->served_probe_accuracy >= 0
                              ? cJSON_CreateNumber(g->served_probe_accuracy)

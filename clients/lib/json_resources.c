@@ -109,14 +109,18 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
     return s;
 }
 
-/* The gate's counts and served probe accuracy (null: not measured). */
+/* The gate's counts (restored: optional, servers before it sent none) and
+ * served probe accuracy (null: not measured). */
 static ws_client_status gate_from_json(const cJSON *obj, ws_client_model_gate *g,
                                        ws_client_error *err)
 {
     static const wsc_field fields[] = {
         {"published", WSC_I64, offsetof(ws_client_model_gate, published), 0, 1},
-        {"rejected", WSC_I64, offsetof(ws_client_model_gate, rejected), 0, 1}};
-    ws_client_status s = wsc_decode_fields(obj, fields, 2, g, err);
+        {"rejected", WSC_I64, offsetof(ws_client_model_gate, rejected), 0, 1},
+        {"restored", WSC_I64, offsetof(ws_client_model_gate, restored), 0, 0}};
+    g->restored = 0;
+    ws_client_status s =
+        wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), g, err);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(obj, "served_probe_accuracy");
     g->served_probe_accuracy = cJSON_IsNumber(p) ? p->valuedouble : -1;
     g->present = s == WS_CLIENT_OK;

@@ -28,9 +28,9 @@
  * (ws_eng_gate_leads). A candidate more than the tolerance
  * under the better of the served version and the anchor is refused; and when
  * the served version itself trails the anchor on that set by the tolerance,
- * beyond chance, the anchor is served again (restored, engine_train.c): a line
- * of candidates each within the tolerance of the one before can drift under
- * the anchor, as the rules stream showed (api.md). (Summing
+ * beyond chance, the anchor is served again (restored, engine_train.c): a
+ * version published on a kind draw of its set can sit under the anchor on the
+ * sets that follow (api.md, the rules stream). (Summing
  * each published candidate's gain over the version it replaced, as before, did
  * not hold: the candidates that pass are those whose noise was kind, so the
  * sum rose while the versions got worse; api.md, bench/rules_learn.py.) A

@@ -432,9 +432,9 @@ static void labels_override(const ws_online_trainer *t, fact_cache *c, example *
 /* 1 when the session's example of its step c->step is held out: its window
  * (HOLD_WINDOW steps from the session's first) is. Each window is decided at
  * its first example, every (1/holdout)-th held out whole, so about a holdout
- * share of the examples is; a count of windows rather than of steps, so
- * sessions of a fixed length cannot line up with the period (runs begun every
- * 32nd step held 1 step in 32 out of sessions of 8, not 1 in 8). */
+ * share of the examples is; windows are counted rather than steps, so the
+ * share holds whatever the sessions' lengths (runs begun every 32nd step held
+ * 1 step in 32 out of sessions of 8, not 1 in 8). */
 static int hold(ws_online_trainer *t, const ws_srv_training *tr, fact_cache *c)
 {
     int64_t w = (c->step - 1) / HOLD_WINDOW + 1;

@@ -282,7 +282,11 @@ typedef struct {
     int present;
     int64_t published, rejected;
     int64_t restored;             /* the replay's anchor served again; 0 from an older server */
+    int64_t anchor_version;       /* the replay's anchor; 0 from an older server */
     double served_probe_accuracy; /* -1: not measured yet */
+    /* The last decision: "published" or "rejected" ("" before the first), and
+     * why it was rejected ("" when published). */
+    char last_verdict[16], last_reason[160];
 } ws_client_model_gate;
 
 typedef struct {

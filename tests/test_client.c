@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_server_util.h"
@@ -518,6 +519,60 @@ static void test_models(void **state)
     ws_client_free(c);
 }
 
+/* The publication gate as the client decodes it (GET /v1/models/{name}): a
+ * new model's anchor is version 1 and no decision is made yet; after labelled
+ * steps with a candidate every AdamW step, the first decision's verdict and
+ * its reason (none when published). */
+static void test_model_gate(void **state)
+{
+    (void)state;
+    ws_client *c = client();
+    ws_client_error e;
+    ws_client_model m;
+    ws_client_training_patch tp = WS_CLIENT_TRAINING_KEEP;
+    tp.enabled = 1, tp.update_every = 1, tp.publish_every = 1;
+    ws_client_model_spec spec = {.name = "tiny-gate",
+                                 .config_json = "{\"d\":16,\"n_heads\":2,\"n_state\":4}",
+                                 .training = &tp,
+                                 .seed = 5};
+    assert_int_equal(ws_client_model_create(c, &spec, &m, &e), WS_CLIENT_OK);
+    ws_client_model_free(&m);
+    assert_int_equal(ws_client_model_get(c, "tiny-gate", &m, &e), WS_CLIENT_OK);
+    assert_true(m.gate.present && m.gate.anchor_version == 1 && m.gate.restored == 0);
+    assert_string_equal(m.gate.last_verdict, "");
+    ws_client_model_free(&m);
+    ws_client_session s;
+    assert_int_equal(ws_client_session_create(c, "tiny-gate", &s, &e), WS_CLIENT_OK);
+    ws_client_instruction in[1];
+    ws_client_fact qs[2];
+    int labels[2] = {1, 0}, decided = 0;
+    for (int i = 0; i < 500 && !decided; i++) {
+        ws_client_step_req req = simple_step(in, qs, labels, 1, WS_CLIENT_NO_STEP);
+        ws_client_answers a;
+        assert_int_equal(ws_client_step(c, s.id, &req, &a, &e), WS_CLIENT_OK);
+        ws_client_answers_free(&a);
+        assert_int_equal(ws_client_model_get(c, "tiny-gate", &m, &e), WS_CLIENT_OK);
+        decided = m.gate.last_verdict[0] != '\0';
+        if (!decided) ws_client_model_free(&m);
+        struct timespec ts = {0, 10000000};
+        if (!decided) nanosleep(&ts, NULL);
+    }
+    assert_true(decided);
+    printf("tiny-gate: %s (%s), %lld published, %lld rejected, anchor version %lld\n",
+           m.gate.last_verdict, m.gate.last_reason, (long long)m.gate.published,
+           (long long)m.gate.rejected, (long long)m.gate.anchor_version);
+    assert_true(m.gate.published + m.gate.rejected >= 1);
+    if (!strcmp(m.gate.last_verdict, "published")) { /* a published candidate has no reason */
+        assert_string_equal(m.gate.last_verdict, "published");
+        assert_string_equal(m.gate.last_reason, "");
+    } else {
+        assert_string_equal(m.gate.last_verdict, "rejected");
+        assert_true(strlen(m.gate.last_reason) > 0);
+    }
+    ws_client_model_free(&m);
+    ws_client_free(c);
+}
+
 /* The reply of an applied step is lost: the retry answers 409 with
  * current_step = expect_step+1, and the client returns the logged answers. */
 static void test_lost_reply_applies_once(void **state)
@@ -751,6 +806,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state, fixture_open, fixture_close),
         cmocka_unit_test_setup_teardown(test_conflict_and_bad_input, fixture_open, fixture_close),
         cmocka_unit_test(test_models),
+        cmocka_unit_test(test_model_gate),
         cmocka_unit_test_setup_teardown(test_lost_reply_applies_once, fixture_open, fixture_close),
         cmocka_unit_test(test_timeout_and_unreachable),
         cmocka_unit_test(test_threads_share_a_handle),

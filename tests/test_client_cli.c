@@ -409,6 +409,8 @@ static void test_commands(void **state)
     assert_int_equal(num_of(cJSON_GetObjectItem(j, "config"), "d"), 16);
     const cJSON *gate = cJSON_GetObjectItem(j, "gate");
     assert_true(num_of(gate, "published") == 0 && num_of(gate, "restored") == 0);
+    assert_true(num_of(gate, "anchor_version") == 1 &&
+                cJSON_IsNull(cJSON_GetObjectItem(gate, "last")));
     cJSON_Delete(j);
     j = cli_json(D, 0, "training small --enable --lr 0.005 --update-every 4");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "enabled")));
@@ -454,6 +456,8 @@ static void test_commands(void **state)
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "tenant         default"));
     assert_non_null(strstr(r.out, "gate           0 published, 0 rejected, 0 restored"));
+    assert_non_null(strstr(r.out, "               replay anchor: version 1\n"));
+    assert_null(strstr(r.out, "last decision"));
     run_free(&r);
     snprintf(args, sizeof args, "session delete %s", id);
     cJSON_Delete(cli_json(D, 0, args));

@@ -151,6 +151,11 @@ static void print_model(const ws_client_model *m)
     if (g->served_probe_accuracy >= 0)
         printf(" (served version's probe accuracy %.4f)", g->served_probe_accuracy);
     printf("\n");
+    if (g->anchor_version)
+        printf("%-14s replay anchor: version %lld\n", "", (long long)g->anchor_version);
+    if (g->last_verdict[0])
+        printf("%-14s last decision: %s%s%s\n", "", g->last_verdict, g->last_reason[0] ? ": " : "",
+               g->last_reason);
 }
 
 /* Prints a model as JSON or text, then frees it. */

@@ -81,6 +81,13 @@ static cJSON *gate_json(const ws_client_model_gate *g)
     cJSON *o = cli_json_num(cJSON_CreateObject(), "published", (double)g->published);
     o = cli_json_num(o, "rejected", (double)g->rejected);
     o = cli_json_num(o, "restored", (double)g->restored);
+    o = cli_json_num(o, "anchor_version", (double)g->anchor_version);
+    cJSON *last = NULL;
+    if (g->last_verdict[0]) {
+        last = cli_json_str(cJSON_CreateObject(), "verdict", g->last_verdict);
+        last = cli_json_str(last, "reason", g->last_reason);
+    }
+    o = cli_json_item(o, "last", last ? last : cJSON_CreateNull());
     return cli_json_item(o, "served_probe_accuracy",
                          g->served_probe_accuracy >= 0
                              ? cJSON_CreateNumber(g->served_probe_accuracy)

@@ -109,18 +109,31 @@ static ws_client_status status_from_json(const cJSON *obj, ws_client_model_statu
     return s;
 }
 
-/* The gate's counts (restored: optional, servers before it sent none) and
- * served probe accuracy (null: not measured). */
+/* The gate's counts, anchor and last decision (restored, anchor_version and
+ * last optional: servers before them sent none) and served probe accuracy
+ * (null: not measured). A reason longer than the struct holds is cut. */
 static ws_client_status gate_from_json(const cJSON *obj, ws_client_model_gate *g,
                                        ws_client_error *err)
 {
     static const wsc_field fields[] = {
         {"published", WSC_I64, offsetof(ws_client_model_gate, published), 0, 1},
         {"rejected", WSC_I64, offsetof(ws_client_model_gate, rejected), 0, 1},
-        {"restored", WSC_I64, offsetof(ws_client_model_gate, restored), 0, 0}};
-    g->restored = 0;
+        {"restored", WSC_I64, offsetof(ws_client_model_gate, restored), 0, 0},
+        {"anchor_version", WSC_I64, offsetof(ws_client_model_gate, anchor_version), 0, 0}};
+    static const wsc_field last_fields[] = {{"verdict", WSC_STR,
+                                             offsetof(ws_client_model_gate, last_verdict),
+                                             sizeof g->last_verdict, 1}};
+    g->restored = g->anchor_version = 0;
+    g->last_verdict[0] = g->last_reason[0] = '\0';
     ws_client_status s =
         wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), g, err);
+    const cJSON *last = cJSON_GetObjectItemCaseSensitive(obj, "last");
+    if (s == WS_CLIENT_OK && cJSON_IsObject(last)) {
+        s = wsc_decode_fields(last, last_fields, 1, g, err);
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(last, "reason");
+        if (cJSON_IsString(why))
+            snprintf(g->last_reason, sizeof g->last_reason, "%s", why->valuestring);
+    }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(obj, "served_probe_accuracy");
     g->served_probe_accuracy = cJSON_IsNumber(p) ? p->valuedouble : -1;
     g->present = s == WS_CLIENT_OK;

@@ -7,7 +7,8 @@
  * held out: steps 17 to 32), the labels being the model's own answers, and the
  * states stored with steps 18 to 32 damaged: the replay must answer all 48
  * held-out queries as the model did, where a replay from the stored states
- * answers some wrong. */
+ * answers some wrong. And the held-out share is the holdout's whatever the
+ * sessions' lengths. */
 #include <stdio.h>
 #include <string.h>
 
@@ -59,20 +60,32 @@ static void run_step(ws_exec *x, ws_batch *b, float *dev, float *w, size_t T, co
     if (w) assert_int_equal(ws_backend_download(be, w, dev, sizeof(float) * T), WS_OK);
 }
 
+/* A small model on the CPU backend (config into c), and an online trainer
+ * attached to it. */
+static void small_model(ws_model_config *c, ws_backend **be, ws_model **m, ws_online_trainer **ot)
+{
+    ws_error err = {0};
+    *c = ws_model_config_default();
+    c->d = 16, c->n_heads = 2, c->n_state = 4, c->n_upd_layers = 1, c->n_ext_layers = 1;
+    c->max_fact_len = S, c->vocab_cap = 64, c->n_overflow = 4;
+    assert_int_equal(ws_backend_cpu_new(be, 0, &err), WS_OK);
+    assert_int_equal(ws_model_new(m, c, *be, 7, &err), WS_OK);
+    assert_int_equal(ws_online_new(ot, c, &err), WS_OK);
+    assert_int_equal(ws_online_attach(*ot, *m, &err), WS_OK);
+}
+
 static void test_replay_chains_runs(void **state)
 {
     (void)state;
     ws_error err = {0};
-    ws_model_config c = ws_model_config_default();
-    c.d = 16, c.n_heads = 2, c.n_state = 4, c.n_upd_layers = 1, c.n_ext_layers = 1;
-    c.max_fact_len = S, c.vocab_cap = 64, c.n_overflow = 4;
+    ws_model_config c;
     ws_backend *be;
     ws_model *m;
+    ws_online_trainer *ot;
     ws_exec *x;
     ws_batch *b;
     float *dev;
-    assert_int_equal(ws_backend_cpu_new(&be, 0, &err), WS_OK);
-    assert_int_equal(ws_model_new(&m, &c, be, 7, &err), WS_OK);
+    small_model(&c, &be, &m, &ot);
     assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
     assert_int_equal(ws_batch_new(&b, &c), WS_OK);
     assert_int_equal(ws_model_state_alloc(m, 1, &dev, &err), WS_OK);
@@ -107,9 +120,6 @@ static void test_replay_chains_runs(void **state)
     printf("answers from the damaged states: %d of %d differ\n", differ, (RUN - 1) * N_QUERY);
     assert_true(differ > 0);
 
-    ws_online_trainer *ot;
-    assert_int_equal(ws_online_new(&ot, &c, &err), WS_OK);
-    assert_int_equal(ws_online_attach(ot, m, &err), WS_OK);
     ws_srv_training tr = ws_srv_training_default();
     tr.enabled = 1, tr.holdout = 0.5f, tr.recall_queries = 0, tr.negative_queries = 0;
     for (int t = 0; t < STEPS; t++) {
@@ -149,8 +159,56 @@ static void test_replay_chains_runs(void **state)
     ws_backend_free(be);
 }
 
+/* The held-out share holds whatever the sessions' lengths: 64 sessions of 8
+ * labelled steps with holdout 0.125 hold out 8 of them whole (64 examples).
+ * (Runs of 4 begun every 32nd example held out 16: each run began at a
+ * session's last step, nothing of the session followed it.) */
+static void test_holdout_share(void **state)
+{
+    (void)state;
+    ws_model_config c;
+    ws_backend *be;
+    ws_model *m;
+    ws_online_trainer *ot;
+    small_model(&c, &be, &m, &ot);
+    ws_srv_training tr = ws_srv_training_default();
+    tr.enabled = 1, tr.holdout = 0.125f, tr.recall_queries = 0, tr.negative_queries = 0;
+    static step_rows r;
+    static float w[4 * 16];
+    uint64_t rng = 5;
+    for (int i = 0; i < N_INSTR + N_QUERY; i++) fact(&rng, r.ids + i * S, r.hash + i * S);
+    for (int sess = 0; sess < 64; sess++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%d", sess);
+        for (int t = 0; t < 8; t++) {
+            ws_online_step st = {.session = name,
+                                 .step = t + 1,
+                                 .w_prev = t ? w : NULL,
+                                 .instr_ids = r.ids,
+                                 .instr_hash = r.hash,
+                                 .instr_val = r.instr_val,
+                                 .n_instr = N_INSTR,
+                                 .query_ids = r.ids + N_INSTR * S,
+                                 .query_hash = r.hash + N_INSTR * S,
+                                 .labels = r.labels,
+                                 .n_query = N_QUERY};
+            ws_online_observe(ot, &tr, &st);
+        }
+    }
+    ws_online_stats st = ws_online_stats_of(ot);
+    printf("held out %lld of %lld\n", (long long)st.examples_held_out,
+           (long long)st.examples_labelled);
+    assert_int_equal(st.examples_labelled, 64 * 8);
+    assert_int_equal(st.examples_held_out, 64);
+    ws_online_detach(ot, m);
+    ws_online_free(ot);
+    ws_model_free(m);
+    ws_backend_free(be);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay_chains_runs)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay_chains_runs),
+                                       cmocka_unit_test(test_holdout_share)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

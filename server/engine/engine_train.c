@@ -242,9 +242,10 @@ static ws_status score_gate(ws_eng_trainer *t, const weights_copy *served,
 {
     size_t cap = ws_online_replay_cap();
     float *cand = malloc(sizeof(float) * t->n_params);
-    uint8_t *srv = malloc(cap), *anc = malloc(cap), *mine = malloc(cap);
-    ws_status s =
-        cand && srv && anc && mine ? WS_OK : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
+    uint8_t *srv = malloc(cap), *anc = anchor ? malloc(cap) : NULL, *mine = malloc(cap);
+    ws_status s = cand && srv && (anc || !anchor) && mine
+                      ? WS_OK
+                      : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK && ws_backend_download(t->be, cand, ws_model_params(t->m),
                                           sizeof(float) * t->n_params) != WS_OK)
         s = ws_error_set(err, WS_ERR_BACKEND, "cannot copy the candidate's parameters");

@@ -34,7 +34,11 @@ static void test_online_learning(void **state)
     (void)state;
     char dir[256];
     ws_ts_resp r;
-    ws_fs_start(&D, dir, "learn", "{\"enabled\":true,\"lr\":0.003,\"update_every\":4,\"recall_queries\":4}");
+    /* Gate off: this test is about learning from labels (the gate has its own,
+     * test_server_gate). With it on, whole held-out episodes replayed at every
+     * gate refused most candidates, and under ASan on a busy machine the stream
+     * once ended at 1,500 episodes short of the bar (0.306 -> 0.375). */
+    ws_fs_start(&D, dir, "learn", "{\"enabled\":true,\"lr\":0.003,\"update_every\":4,\"recall_queries\":4,\"gate\":false}");
     ws_fs fs;
     ws_fs_init(&fs, 2, 3, STEPS); /* small enough to learn in CI time (chance 1/3) */
 

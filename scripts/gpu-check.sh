@@ -47,18 +47,8 @@ if [[ "$mode" == fetch ]]; then
 fi
 [[ "$mode" == run ]] || { echo "usage: $0 fetch DEPS_DIR | run [DEPS_DIR] [BUILD_DIR]" >&2; exit 2; }
 
-cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
-if [[ -n "$deps" ]]; then
-  deps=$(cd "$deps" && pwd)
-  # The .pc files say prefix=/usr: the sysroot puts DEPS_DIR in front of every path.
-  export PKG_CONFIG_SYSROOT_DIR="$deps"
-  export PKG_CONFIG_LIBDIR="$deps/usr/lib/$arch/pkgconfig:$deps/usr/lib/$arch/openblas-pthread/pkgconfig:$deps/usr/share/pkgconfig"
-  export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  export LD_LIBRARY_PATH="$deps/usr/lib/$arch:$deps/usr/lib/$arch/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if ! command -v pkg-config > /dev/null; then
-    cmake_args+=(-DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkgconf")
-  fi
-fi
+source scripts/gpu-env.sh
+gpu_env "$deps"
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 nvcc --version | tail -n 2

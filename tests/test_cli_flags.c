@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/backend.h"
 #include "model/checkpoint.h"
 #include "server/common/cli.h"
 #include "test_util.h"
@@ -219,6 +220,40 @@ static void test_resume_switches_empty_steps(void **state)
     unlink(path);
 }
 
+/* --backend: cpu trains on the CPU; cuda on the GPU, or fails (exit 1) saying
+ * why the plugin found none, never falling back; auto takes what the plugin
+ * finds; another name is refused (exit 2). Which of the two a machine gets is
+ * asked of the plugin in process. */
+static void test_train_backend(void **state)
+{
+    (void)state;
+    const char *base = "train --task memory --iters 2 --batch 2 --no-eval --threads 1 --d 8 "
+                       "--heads 2 --state-tokens 2 --vocab 8 --overflow 2";
+    char args[512], out[1 << 14];
+    ws_backend *gpu = NULL;
+    ws_error why = {0};
+    int has_gpu = ws_backend_cuda_load(&gpu, &why) == WS_OK;
+    if (has_gpu) ws_backend_free(gpu);
+    snprintf(args, sizeof args, "%s --backend cpu", base);
+    assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 0);
+    assert_non_null(strstr(out, "trained 2 iterations (2 AdamW steps) in "));
+    assert_non_null(strstr(out, " on cpu, "));
+    snprintf(args, sizeof args, "%s --backend cuda", base);
+    if (has_gpu) {
+        if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+        assert_non_null(strstr(out, " on cuda, "));
+    } else {
+        assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 1);
+        if (!strstr(out, why.msg)) fail_msg("%s: \"%s\" not in\n%s", args, why.msg, out);
+    }
+    snprintf(args, sizeof args, "%s --backend auto", base);
+    assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 0);
+    assert_non_null(strstr(out, has_gpu ? " on cuda, " : " on cpu, "));
+    snprintf(args, sizeof args, "%s --backend gpu", base);
+    assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--backend: wants cpu, cuda or auto, got 'gpu'"));
+}
+
 /* --help lists every field's flag. */
 static void test_help_lists_every_flag(void **state)
 {
@@ -273,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_binary_refuses_out_of_range),
         cmocka_unit_test(test_binary_sets_every_field),
         cmocka_unit_test(test_resume_switches_empty_steps),
+        cmocka_unit_test(test_train_backend),
         cmocka_unit_test(test_help_lists_every_flag),
         cmocka_unit_test(test_daemon_and_offline_flags),
     };

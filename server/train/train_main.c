@@ -30,6 +30,7 @@ typedef struct {
     const char *task, *checkpoint, *resume, *log_path, *ship;
     int empty_steps_given; /* --empty-steps was given (mc.empty_steps is it) */
     int eval_every, threads, eval_at_end;
+    int backend;    /* train_backend */
     int add_layers; /* --add-layers: deepen the resumed model (ws_model_deepen) */
 } options;
 
@@ -49,6 +50,26 @@ static ws_status parse_horizons(void *value, const char *s, ws_error *err)
     if (*s || !ec->n_horizons)
         return ws_error_set(err, WS_ERR_INVALID, "wants ascending positive integers");
     return WS_OK;
+}
+
+/* Where the model computes. cpu by default: the recipe's figures and bits are
+ * the CPU backend's; cuda is asked for by name and fails when no GPU answers
+ * (a GPU run that fell back to the CPU would take days, not minutes, to say so). */
+enum train_backend { TRAIN_CPU, TRAIN_CUDA, TRAIN_AUTO };
+
+static ws_status parse_backend(void *value, const char *s, ws_error *err)
+{
+    static const char *const names[] = {"cpu", "cuda", "auto"}; /* train_backend */
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) return *(int *)value = i, WS_OK;
+    return ws_error_set(err, WS_ERR_INVALID, "wants cpu, cuda or auto, got '%s'", s);
+}
+
+static ws_status backend_new(const options *o, ws_backend **out, ws_error *err)
+{
+    if (o->backend == TRAIN_CUDA) return ws_backend_cuda_load(out, err);
+    if (o->backend == TRAIN_AUTO) return ws_backend_auto(out, err);
+    return ws_backend_cpu_new(out, o->threads, err);
 }
 
 static ws_status parse_lifetime(void *value, const char *s, ws_error *err)
@@ -119,6 +140,8 @@ static const ws_cli_opt flags[] = {
     NUM("log", WS_OPT_STR, log_path, 0, 0, "PATH", "append progress as JSON lines"),
     NUM("eval-every", WS_OPT_INT, eval_every, 0, 1e9, "N", "a quick evaluation every N (0: no)"),
     NUM("threads", WS_OPT_INT, threads, 0, 256, "N", "CPU threads (0: all)"),
+    {"backend", WS_OPT_FN, O(backend), 0, 0, "cpu|cuda|auto",
+     "where the model computes (default cpu; cuda: the GPU or an error)", parse_backend, 0},
     {"horizons", WS_OPT_FN, O(ec), 0, 0, "H1,H2,...", "eval: horizons (default 8,100,1000,10000)",
      parse_horizons, 0},
     NUM("trajectories", WS_OPT_INT, ec.n_traj, 1, 65536, "N", "eval: trajectories"),
@@ -269,9 +292,10 @@ static int train(options *o, ws_exec *x, FILE *log)
         fprintf(stderr, "worldstate-train: %s\n", err.msg);
         return 1;
     }
-    printf("trained %ld iterations (%ld AdamW steps) in %.1f s, %.0f trajectory steps/s; "
+    printf("trained %ld iterations (%ld AdamW steps) in %.1f s on %s, %.0f trajectory steps/s; "
            "last loss %.4f acc %.2f%%\n",
-           s.iter, s.optim_steps, s.elapsed, s.steps_per_s, s.loss, 100.0 * s.accuracy);
+           s.iter, s.optim_steps, s.elapsed, ws_model_backend(m)->ops->name, s.steps_per_s, s.loss,
+           100.0 * s.accuracy);
     if (o->checkpoint && ws_checkpoint_save(m, o->checkpoint, 1, &err) != WS_OK) {
         fprintf(stderr, "worldstate-train: checkpoint: %s\n", err.msg);
         return 1;
@@ -308,7 +332,7 @@ int main(int argc, char **argv)
     }
     ws_error err = {0};
     ws_backend *be;
-    if (ws_backend_cpu_new(&be, o.threads, &err) != WS_OK) {
+    if (backend_new(&o, &be, &err) != WS_OK) {
         fprintf(stderr, "worldstate-train: %s\n", err.msg);
         return 1;
     }

@@ -34,7 +34,7 @@ if [[ "$mode" == fetch ]]; then
   (cd "$deps/debs" && apt-get download libcmocka0 libcmocka-dev libopenblas0-pthread \
       libopenblas-pthread-dev libopenblas-dev libgfortran5 libquadmath0 libcjson1 \
       libcjson-dev libsqlite3-0 libsqlite3-dev zlib1g-dev pkgconf pkgconf-bin libpkgconf3 \
-      libmicrohttpd12 libmicrohttpd-dev libcurl4 libcurl4-openssl-dev)
+      libmicrohttpd12 libmicrohttpd-dev libcurl4 libcurl4-openssl-dev libinih1 libinih-dev)
   for f in "$deps"/debs/*.deb; do dpkg -x "$f" "$deps"; done
   # Small enough to travel (static archives and docs are not needed).
   rm -rf "$deps/debs" "$deps/usr/share/doc" "$deps/usr/share/man"

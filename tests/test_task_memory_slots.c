@@ -8,7 +8,9 @@
  * rule; a told query is tagged current, left or plain as the bookkeeping has
  * it. Worlds with and without the relation mix at exclusive_rate, steps tell
  * as often and as much as slot_active and slot_single say, and the same seed
- * gives the same bytes. */
+ * gives the same bytes. Told-moves worlds (relational_rate) are the same worlds
+ * with no id at all and every move told in full: replayed literally, no rule
+ * applied, an entity never holds two values. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ enum { MAX_FACTS = 512 };
 typedef struct {
     uint64_t h[3];
     int32_t rel_id;
+    int excl; /* the exclusive relation (the one step 1 places every entity with) */
     int value, ever_true;
 } slot_fact;
 
@@ -32,7 +35,7 @@ typedef struct {
 
 static slot_fact read_fact(const rig *r, const ws_fact_list *l, int i)
 {
-    slot_fact f = {{0}, 0, 0, 0};
+    slot_fact f = {{0}, 0, 0, 0, 0};
     const int32_t *ids = l->ids + (long)i * r->b->S;
     const uint64_t *h = l->hash + (long)i * r->b->S;
     for (int j = 0; j < 3; j++) {
@@ -52,10 +55,11 @@ static slot_fact *find(facts *t, const slot_fact *f)
     return NULL;
 }
 
-/* Tells f: a new value of the exclusive relation makes the entity's others false. */
-static void tell(facts *t, slot_fact f, int32_t marker)
+/* Tells f: with the rule, a new value of the exclusive relation makes the
+ * entity's others false; without it, f alone changes. */
+static void tell(facts *t, slot_fact f, int rule)
 {
-    if (f.value && f.rel_id == marker)
+    if (f.value && f.excl && rule)
         for (int i = 0; i < t->n; i++)
             if (t->f[i].h[0] == f.h[0] && t->f[i].h[1] == f.h[1]) t->f[i].value = 0;
     slot_fact *old = find(t, &f);
@@ -68,24 +72,47 @@ static void tell(facts *t, slot_fact f, int32_t marker)
     old->ever_true |= f.value;
 }
 
+/* How many values of the exclusive relation entity e holds. */
+static int values_held(const facts *t, uint64_t e)
+{
+    int n = 0;
+    for (int i = 0; i < t->n; i++) n += t->f[i].excl && t->f[i].h[0] == e && t->f[i].value;
+    return n;
+}
+
 typedef struct {
-    int worlds, slot_worlds, excl_q, plain_q, left_q, current_q;
+    int worlds, slot_worlds, excl_q, plain_q, left_q, current_q, told_left;
     int later, active, single; /* steps after the first; those telling; telling one thing */
 } tally;
 
-static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t marker, tally *c)
+/* A world of slot (the memory task's own worlds end it at step 1: test_tasks):
+ * a marked slot world (its rule applied in the replay), or with told_moves a
+ * told-moves world (no id; replayed literally, each entity holds at most one
+ * value after every step). */
+static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t marker, int told_moves,
+                        tally *c)
 {
     facts *t = calloc(1, sizeof *t);
     assert_non_null(t);
     assert_int_equal(ws_task_reset(r->t, slot, seed), WS_OK);
     int is_slot = -1;
+    int32_t rel_id = told_moves ? -1 : marker;
+    uint64_t excl = 0;
     for (int s = 1; s <= steps; s++) {
         rig_step(r, slot);
         int ni = ws_batch_n_instr(r->b);
         if (is_slot < 0) { /* a slot world places every entity at once */
             is_slot =
-                r->b->S >= 4 && ni > 0 && r->b->instr.hash[3] == 0 && r->b->instr.ids[1] == marker;
-            if (!is_slot) break; /* the memory task's own worlds: test_tasks */
+                r->b->S >= 4 && ni > 0 && r->b->instr.hash[3] == 0 && r->b->instr.ids[1] == rel_id;
+            /* all of it (facts and questions) of three symbols, one relation
+             * placing: the memory task's own worlds have 1 to 4 */
+            excl = r->b->instr.hash[1];
+            for (int i = 0; is_slot && i < ni; i++)
+                is_slot = r->b->instr.hash[(long)i * r->b->S + 1] == excl;
+            for (int q = 0; is_slot && q < ws_batch_n_query(r->b); q++)
+                is_slot = r->b->query.hash[(long)q * r->b->S + 2] != 0 &&
+                          r->b->query.hash[(long)q * r->b->S + 3] == 0;
+            if (!is_slot) break;
             assert_true(ni >= 2 && ni <= 4);
         } else {
             c->later++;
@@ -94,26 +121,32 @@ static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t mark
         }
         for (int i = 0; i < ni; i++) {
             slot_fact f = read_fact(r, &r->b->instr, i);
-            assert_true(f.rel_id == marker || f.rel_id == -1);
+            f.excl = f.h[1] == excl;
+            assert_int_equal(f.rel_id, f.excl ? rel_id : -1);
             f.value = r->b->instr.value[i];
-            tell(t, f, marker);
+            c->told_left += f.excl && !f.value;
+            tell(t, f, !told_moves);
         }
+        if (told_moves)
+            for (int i = 0; i < t->n; i++) assert_true(values_held(t, t->f[i].h[0]) <= 1);
         for (int q = 0; q < ws_batch_n_query(r->b); q++) {
             slot_fact f = read_fact(r, &r->b->query, q);
+            f.excl = f.h[1] == excl;
+            assert_int_equal(f.rel_id, f.excl ? rel_id : -1);
             const slot_fact *k = find(t, &f);
             int want = k && k->value;
             assert_int_equal(r->b->query.value[q], want);
             assert_int_equal(r->info[q].kind, k ? WS_QK_TOLD : WS_QK_UNTOLD);
-            int what = !k               ? WS_QS_NONE
-                       : f.rel_id == -1 ? WS_QS_PLAIN
-                       : want           ? WS_QS_CURRENT
-                       : k->ever_true   ? WS_QS_LEFT
-                                        : WS_QS_NONE;
+            int what = !k             ? WS_QS_NONE
+                       : !f.excl      ? WS_QS_PLAIN
+                       : want         ? WS_QS_CURRENT
+                       : k->ever_true ? WS_QS_LEFT
+                                      : WS_QS_NONE;
             assert_int_equal(r->info[q].slot, what);
-            c->excl_q += f.rel_id == marker;
-            c->plain_q += f.rel_id == -1;
-            c->left_q += k && f.rel_id == marker && k->ever_true && !k->value;
-            c->current_q += want && f.rel_id == marker;
+            c->excl_q += f.excl;
+            c->plain_q += !f.excl;
+            c->left_q += k && f.excl && k->ever_true && !k->value;
+            c->current_q += want && f.excl;
         }
     }
     c->worlds++;
@@ -130,7 +163,7 @@ static void test_slot_worlds(void **state)
     rig_open(&r, &p, 2);
     int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
     tally c = {0};
-    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 100 + (uint64_t)w, 30, marker, &c);
+    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 100 + (uint64_t)w, 30, marker, 0, &c);
     printf("slot worlds: %d of %d; queries: %d exclusive (%d current, %d left), %d plain\n",
            c.slot_worlds, c.worlds, c.excl_q, c.current_q, c.left_q, c.plain_q);
     assert_int_equal(c.slot_worlds, c.worlds);
@@ -142,8 +175,45 @@ static void test_slot_worlds(void **state)
     p.exclusive_rate = 0.5f;
     rig_open(&r, &p, 1);
     c = (tally){0};
-    for (int w = 0; w < 200; w++) check_world(&r, 0, 7000 + (uint64_t)w, 1, marker, &c);
+    for (int w = 0; w < 200; w++) check_world(&r, 0, 7000 + (uint64_t)w, 1, marker, 0, &c);
     assert_true(c.slot_worlds > 60 && c.slot_worlds < 140);
+    rig_close(&r);
+}
+
+/* relational_rate: worlds whose moves are told in full, without the marker;
+ * beside the marked ones, each kind at its rate. */
+static void test_told_moves_worlds(void **state)
+{
+    (void)state;
+    ws_task_params p = rig_params("memory");
+    p.relational_rate = 1.0f;
+    rig r;
+    rig_open(&r, &p, 2);
+    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
+    tally c = {0};
+    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 300 + (uint64_t)w, 30, marker, 1, &c);
+    printf("told-moves worlds: %d of %d; %d values told left; queries: %d exclusive (%d "
+           "current, %d left), %d plain\n",
+           c.slot_worlds, c.worlds, c.told_left, c.excl_q, c.current_q, c.left_q, c.plain_q);
+    assert_int_equal(c.slot_worlds, c.worlds);
+    assert_true(c.told_left > c.worlds * 5); /* moves tell the value left */
+    assert_true(c.left_q > c.excl_q / 10 && c.current_q > c.excl_q / 4);
+    rig_close(&r);
+
+    /* Marked worlds at exclusive_rate, told-moves worlds at relational_rate of
+     * the rest, the memory task's own worlds after them. */
+    p.exclusive_rate = 0.4f;
+    p.relational_rate = 0.5f;
+    rig_open(&r, &p, 1);
+    tally marked = {0}, told = {0};
+    for (int w = 0; w < 300; w++) {
+        check_world(&r, 0, 8000 + (uint64_t)w, 1, marker, 0, &marked);
+        check_world(&r, 0, 8000 + (uint64_t)w, 1, marker, 1, &told);
+    }
+    printf("exclusive_rate 0.4, relational_rate 0.5: %d marked, %d told-moves of %d worlds\n",
+           marked.slot_worlds, told.slot_worlds, marked.worlds);
+    assert_true(marked.slot_worlds > 90 && marked.slot_worlds < 150); /* 120 */
+    assert_true(told.slot_worlds > 60 && told.slot_worlds < 120);     /* 90 */
     rig_close(&r);
 }
 
@@ -168,7 +238,7 @@ static void test_slot_worlds_calm(void **state)
         rig_open(&r, &p, 1);
         int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
         tally c = {0};
-        for (int w = 0; w < 60; w++) check_world(&r, 0, 900 + (uint64_t)w, 30, marker, &c);
+        for (int w = 0; w < 60; w++) check_world(&r, 0, 900 + (uint64_t)w, 30, marker, 0, &c);
         double active = (double)c.active / c.later;
         double single = c.active ? (double)c.single / c.active : 0;
         printf("slot_active %.1f slot_single %.1f: %.3f of later steps tell, %.3f of those one "
@@ -224,13 +294,17 @@ static void test_slot_worlds_refused(void **state)
     p.slot_active = 0.8f;
     p.slot_single = -0.1f;
     rig_expect_new_fails(&p, v, WS_ERR_INVALID);
+    p.slot_single = 0.0f;
+    p.relational_rate = 1.5f;
+    rig_expect_new_fails(&p, v, WS_ERR_INVALID);
     ws_vocab_free(v);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slot_worlds), cmocka_unit_test(test_slot_worlds_calm),
-        cmocka_unit_test(test_slot_worlds_repeat), cmocka_unit_test(test_slot_worlds_refused)};
+        cmocka_unit_test(test_slot_worlds), cmocka_unit_test(test_told_moves_worlds),
+        cmocka_unit_test(test_slot_worlds_calm), cmocka_unit_test(test_slot_worlds_repeat),
+        cmocka_unit_test(test_slot_worlds_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

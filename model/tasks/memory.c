@@ -33,10 +33,14 @@
  * a time, its symbol marked by the last overflow id of the vocabulary): what a
  * model needs so that online training can teach it a deployment's one-place
  * rule by moving one symbol's correction (api.md, Rules from labels).
- *
+ *   Told-moves worlds (relational_rate > 0): that share of the other worlds
+ * are slot worlds whose moves are told in full (the value left false, the new
+ * one true) and whose relation carries no marker: an app's household told as it
+ * happens, facts that differ in one symbol with opposite values
+ * (memory_slots.h).
  * Defaults: live_facts 32, live_facts_min 1, max_arity 4, instr_per_step 4,
  * override_rate 0.25, active_rate 0.5, n_queries 16, chatter_rate 0 (none),
- * exclusive_rate 0 (none), slot_active 0.8, slot_single 0. */
+ * exclusive_rate 0 (none), slot_active 0.8, slot_single 0, relational_rate 0 (none). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,11 +105,15 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
         !(p->active_rate >= 0 && p->active_rate <= 1) ||
         !(p->chatter_rate >= 0 && p->chatter_rate <= 1) ||
         !(p->exclusive_rate >= 0 && p->exclusive_rate <= 1) ||
+        !(p->relational_rate >= 0 && p->relational_rate <= 1) ||
         !(p->slot_active >= 0 && p->slot_active <= 1) ||
         !(p->slot_single >= 0 && p->slot_single <= 1))
-        return ws_error_set(err, WS_ERR_INVALID,
-                            "task memory: override_rate, active_rate, chatter_rate, "
-                            "exclusive_rate, slot_active and slot_single must be in [0, 1]");
+        return ws_error_set(
+            err, WS_ERR_INVALID,
+            "task memory: override_rate, active_rate, chatter_rate, "
+            "exclusive_rate, relational_rate, slot_active and slot_single must be in "
+            "[0, 1]");
+
     if (p->n_queries < 0 || p->n_queries > MEM_MAX_QUERIES)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: n_queries must be in [0, %d]",
                             MEM_MAX_QUERIES);
@@ -197,7 +205,10 @@ static void mem_reset(ws_task *t, int slot)
     /* drawn only when asked for, so worlds without chatter keep their streams */
     w->chatter = p->chatter_rate > 0 ? p->chatter_rate * ws_task_rng_uniform(r) : 0.0;
     w->is_slot = p->exclusive_rate > 0 && ws_task_rng_uniform(r) < p->exclusive_rate;
-    if (w->is_slot) ws_slot_reset(&w->slot, r);
+    int told_moves =
+        !w->is_slot && p->relational_rate > 0 && ws_task_rng_uniform(r) < p->relational_rate;
+    if (w->is_slot || told_moves) ws_slot_reset(&w->slot, r, told_moves);
+    w->is_slot |= told_moves;
 }
 
 /* Appends a fact's symbols as ws_syms. */
@@ -280,7 +291,9 @@ static ws_status mem_step(ws_task *t, int slot, ws_batch *b, ws_query_info *info
     mem_world *w = &d->w[slot];
     ws_task_rng *r = &t->rng[slot];
     int step = t->steps[slot], n_info = 0;
-    if (w->is_slot) return ws_slot_step(&w->slot, r, step, d->marker, &t->p, b, info, &n_info);
+    if (w->is_slot)
+        return ws_slot_step(&w->slot, r, step, w->slot.told_moves ? -1 : d->marker, &t->p, b, info,
+                            &n_info);
     WS_TRY(instructions(t, w, r, step, b));
     int n_told_q = w->n_told > 0 ? t->p.n_queries / 2 : 0;
     for (int q = 0; q < t->p.n_queries; q++) {

@@ -7,8 +7,9 @@ static int draw_in(ws_task_rng *r, int lo, int hi)
     return lo + (int)ws_task_rng_below(r, (uint32_t)(hi - lo + 1));
 }
 
-void ws_slot_reset(ws_slot_world *w, ws_task_rng *r)
+void ws_slot_reset(ws_slot_world *w, ws_task_rng *r, int told_moves)
 {
+    w->told_moves = told_moves;
     w->n_ent = draw_in(r, 2, SLOT_MAX_ENT);
     w->n_val = draw_in(r, 3, SLOT_MAX_VAL);
     w->n_obj = draw_in(r, 2, SLOT_MAX_OBJ);
@@ -54,8 +55,11 @@ static ws_status place(ws_slot_world *w, int e, int v, int value, int32_t marker
 static ws_status happen(ws_slot_world *w, ws_task_rng *r, int e, int32_t marker, ws_batch *b)
 {
     double u = ws_task_rng_uniform(r);
-    if (u < 0.65 || (u < 0.7 && w->where[e] < 0))
-        return place(w, e, other_value(w, r, e), 1, marker, b);
+    if (u < 0.65 || (u < 0.7 && w->where[e] < 0)) {
+        int v = other_value(w, r, e);
+        if (w->told_moves && w->where[e] >= 0) WS_TRY(place(w, e, w->where[e], 0, marker, b));
+        return place(w, e, v, 1, marker, b);
+    }
     if (u < 0.7) return place(w, e, w->where[e], 0, marker, b);
     int o = (int)ws_task_rng_below(r, (uint32_t)w->n_obj);
     int *h = &w->has[e][o];

@@ -11,6 +11,13 @@
  * for a relation whose correction looks like the marker's, so online training
  * need only move a deployment's own relation symbol (`location`) there.
  *
+ * A told-moves world (told_moves 1, memory.c's relational_rate) is the same world
+ * as an app that does not know the rule tells it: a move tells the value left
+ * false beside the new one true, the relation carries no marker, and nothing is
+ * left to infer: what it trains is memory of many facts that differ in one
+ * symbol, some true and some false (a household's `mary,location,kitchen` and
+ * `mary,location,garden`).
+ *
  * Step 1 places every entity (one value each, told true). Later steps are active
  * with probability slot_active (0.8 by default) and carry instructions about
  * distinct entities, one with probability slot_single (0 by default), else
@@ -36,11 +43,13 @@ typedef struct {
     int where[SLOT_MAX_ENT];             /* value held, -1: none */
     unsigned visited[SLOT_MAX_ENT];      /* bit v: value v was ever told */
     int has[SLOT_MAX_ENT][SLOT_MAX_OBJ]; /* -1 never told, else the value */
+    int told_moves;                      /* 1: a move also tells the value left false */
 } ws_slot_world;
 
-void ws_slot_reset(ws_slot_world *w, ws_task_rng *r);
+/* told_moves: see above (its marker is then -1: no id). */
+void ws_slot_reset(ws_slot_world *w, ws_task_rng *r, int told_moves);
 /* Appends step `step` (1 = the first) of w to b; marker is the exclusive
- * relation's vocabulary id; p the task's (instr_per_step, n_queries,
+ * relation's vocabulary id (-1: none); p the task's (instr_per_step, n_queries,
  * slot_active, slot_single). info/n_info as ws_task_query. */
 ws_status ws_slot_step(ws_slot_world *w, ws_task_rng *r, int step, int32_t marker,
                        const ws_task_params *p, ws_batch *b, ws_query_info *info, int *n_info);

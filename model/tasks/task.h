@@ -70,6 +70,8 @@ typedef struct {
                                  relation; tasks/memory_slots.h) */
     float slot_active;        /* slot worlds: how often a step after the first tells */
     float slot_single;        /* slot worlds: how often a telling step tells one thing */
+    float relational_rate;    /* share of worlds that are told-moves slot worlds (the
+                                 same, moves told in full, no marker: memory_slots.h) */
 } ws_task_params;
 
 /* Fills *out with a task's defaults (the issue's experiments): returns 1, or 0
@@ -81,7 +83,7 @@ typedef struct {
  *   numbers: images 3, max_told 75, max_told_first 500, n_queries 75, test_split 0
  *   memory:  live_facts 32 (min 1), max_arity 4, instr_per_step 4, override_rate 0.25,
  *            active_rate 0.5, n_queries 16, chatter_rate 0, exclusive_rate 0,
- *            slot_active 0.8, slot_single 0 */
+ *            slot_active 0.8, slot_single 0, relational_rate 0 */
 int ws_task_params_default(const char *name, ws_task_params *out);
 /* The built-in tasks' names, in order; NULL past the last. */
 const char *ws_task_name(int i);

@@ -116,6 +116,8 @@ static const ws_cli_opt flags[] = {
         "memory: how often a slot world's step tells (default 0.8)"),
     NUM("slot-single", WS_OPT_FLOAT, tp.slot_single, 0, 1, "X",
         "memory: how often a slot world's telling step tells one thing (default 0)"),
+    NUM("relational-rate", WS_OPT_FLOAT, tp.relational_rate, 0, 1, "X",
+        "memory: share of worlds of entities that move, each move told in full"),
     NUM("queries", WS_OPT_INT, tp.n_queries, 0, 4096, "N", "memory: queries a step"),
     NUM("batch", WS_OPT_INT, tc.batch, 1, 65536, "N", "trajectory slots"),
     NUM("rollout", WS_OPT_INT, tc.rollout, 1, 1e6, "N", "steps a trajectory (fixed lifetime)"),

@@ -154,27 +154,40 @@ static void check_world(rig *r, int slot, uint64_t seed, int steps, int32_t mark
     free(t);
 }
 
+/* 40 worlds of a task whose worlds are all slot worlds (told_moves: all
+ * told-moves worlds), 30 steps each, every one checked; both relations asked
+ * alike, the values held and left asked often. */
+static tally forty_worlds(const ws_task_params *p, int told_moves, uint64_t seed, const char *what)
+{
+    rig r;
+    rig_open(&r, p, 2);
+    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
+    tally c = {0};
+    for (int w = 0; w < 40; w++)
+        check_world(&r, w % 2, seed + (uint64_t)w, 30, marker, told_moves, &c);
+    printf("%s: %d of %d; %d values told left; queries: %d exclusive (%d current, %d left), %d "
+           "plain\n",
+           what, c.slot_worlds, c.worlds, c.told_left, c.excl_q, c.current_q, c.left_q, c.plain_q);
+    assert_int_equal(c.slot_worlds, c.worlds);
+    assert_true(c.excl_q > c.plain_q / 2 && c.plain_q > c.excl_q / 2);
+    assert_true(c.left_q > c.excl_q / 10 && c.current_q > c.excl_q / 4);
+    rig_close(&r);
+    return c;
+}
+
 static void test_slot_worlds(void **state)
 {
     (void)state;
     ws_task_params p = rig_params("memory");
     p.exclusive_rate = 1.0f;
-    rig r;
-    rig_open(&r, &p, 2);
-    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
-    tally c = {0};
-    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 100 + (uint64_t)w, 30, marker, 0, &c);
-    printf("slot worlds: %d of %d; queries: %d exclusive (%d current, %d left), %d plain\n",
-           c.slot_worlds, c.worlds, c.excl_q, c.current_q, c.left_q, c.plain_q);
-    assert_int_equal(c.slot_worlds, c.worlds);
-    assert_true(c.excl_q > c.plain_q / 2 && c.plain_q > c.excl_q / 2);
-    assert_true(c.left_q > c.excl_q / 10 && c.current_q > c.excl_q / 4);
-    rig_close(&r);
+    forty_worlds(&p, 0, 100, "slot worlds");
 
     /* Half the worlds at 0.5; none at 0 (the default). */
     p.exclusive_rate = 0.5f;
+    rig r;
     rig_open(&r, &p, 1);
-    c = (tally){0};
+    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
+    tally c = {0};
     for (int w = 0; w < 200; w++) check_world(&r, 0, 7000 + (uint64_t)w, 1, marker, 0, &c);
     assert_true(c.slot_worlds > 60 && c.slot_worlds < 140);
     rig_close(&r);
@@ -187,24 +200,16 @@ static void test_told_moves_worlds(void **state)
     (void)state;
     ws_task_params p = rig_params("memory");
     p.relational_rate = 1.0f;
-    rig r;
-    rig_open(&r, &p, 2);
-    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
-    tally c = {0};
-    for (int w = 0; w < 40; w++) check_world(&r, w % 2, 300 + (uint64_t)w, 30, marker, 1, &c);
-    printf("told-moves worlds: %d of %d; %d values told left; queries: %d exclusive (%d "
-           "current, %d left), %d plain\n",
-           c.slot_worlds, c.worlds, c.told_left, c.excl_q, c.current_q, c.left_q, c.plain_q);
-    assert_int_equal(c.slot_worlds, c.worlds);
+    tally c = forty_worlds(&p, 1, 300, "told-moves worlds");
     assert_true(c.told_left > c.worlds * 5); /* moves tell the value left */
-    assert_true(c.left_q > c.excl_q / 10 && c.current_q > c.excl_q / 4);
-    rig_close(&r);
 
     /* Marked worlds at exclusive_rate, told-moves worlds at relational_rate of
      * the rest, the memory task's own worlds after them. */
     p.exclusive_rate = 0.4f;
     p.relational_rate = 0.5f;
+    rig r;
     rig_open(&r, &p, 1);
+    int32_t marker = ws_vocab_capacity(r.v) + ws_vocab_n_overflow(r.v) - 1;
     tally marked = {0}, told = {0};
     for (int w = 0; w < 300; w++) {
         check_world(&r, 0, 8000 + (uint64_t)w, 1, marker, 0, &marked);

@@ -2,7 +2,7 @@
 # gpu-train.sh — trains the shipped default model on a GPU: worldstate-train on its
 # CUDA backend (--backend cuda: the same trainer, task and checkpoints as
 # scripts/train-default.sh, the products on the GPU), resumed from
-# models/default.safetensors, on stage K's task of that recipe with many more
+# models/default.safetensors, on stage L's task of that recipe with many more
 # trajectories a step than 2 CPU cores allow (issue 11: K = 16 facts is where the
 # CPU-trained default falls short of 99%). The CPU recipe ran about 1,500-3,700
 # trajectory steps/s; what a GPU runs is what this script is for finding out.
@@ -35,16 +35,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 cmake -S . -B "$build" "${cmake_args[@]}" > /dev/null
 cmake --build "$build" -j "$(nproc)" --target worldstate-train ws_kernels_cuda bench_memory
 mkdir -p "$out"
-# Stage K's task (train-default.sh) at 64 times its batch: a peak learning rate
-# a little over stage K's, after a warmup long enough for AdamW's moments (the
-# shipped file carries none), decaying to a tenth over the budget. On 1 CPU
-# thread, 80 iterations of this batch at 3e-4 from the shipped file (warmup 20)
-# took K = 16 from 94.4 to 93.1% (bench_memory, seed 5, 1,024 episodes): a
-# peak disturbs before it pays, as stage K's did for its first half hour.
+# Stage L's task (train-default.sh) at 64 times its batch: stage L's peak
+# learning rate after a warmup long enough for AdamW's moments (the shipped file
+# carries none), decaying to a tenth over the budget. On 1 CPU thread, 80
+# iterations of stage K's task at this batch at 3e-4 from stage K's file (warmup
+# 20) took K = 16 from 94.4 to 93.1% (bench_memory, seed 5, 1,024 episodes): a
+# peak disturbs before it pays, as stages K and L did for their first half hour.
 "$build/server/worldstate-train" train --backend cuda --task memory --no-eval --iters 0 \
   --resume models/default.safetensors --seed 71 --batch 4096 --lr 2e-4 --warmup 300 \
   --min-lr-ratio 0.1 --live-facts 24 --live-facts-min 6 --instr-per-step 6 --chatter-rate 0.5 \
-  --max-arity 4 --lifetime fixed --rollout 16 --seconds "$seconds" "$@" \
+  --relational-rate 0.5 --max-arity 4 --lifetime fixed --rollout 16 --seconds "$seconds" "$@" \
   --log "$out/train.log" --checkpoint "$out/stage.ckpt" --ship "$out/default.safetensors" |
   tee "$out/train.txt"
 # the new file, then the shipped one: the same episodes (--seed), one table each

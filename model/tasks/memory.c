@@ -113,7 +113,6 @@ static ws_status mem_create(ws_task *t, ws_vocab *v, ws_error *err)
             "task memory: override_rate, active_rate, chatter_rate, "
             "exclusive_rate, relational_rate, slot_active and slot_single must be in "
             "[0, 1]");
-
     if (p->n_queries < 0 || p->n_queries > MEM_MAX_QUERIES)
         return ws_error_set(err, WS_ERR_INVALID, "task memory: n_queries must be in [0, %d]",
                             MEM_MAX_QUERIES);

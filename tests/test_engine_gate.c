@@ -7,7 +7,8 @@
  * replayed beside the candidate on each set, is the bar). A replay too small
  * to judge is not held against a candidate; a new line starts again. A served
  * version that trails the anchor beyond the tolerance and chance gives way to
- * it (ws_eng_gate_restores). */
+ * it (ws_eng_gate_restores). The told-moves worlds are judged as a kind of
+ * probe answer of their own. */
 #include <stdio.h>
 #include <string.h>
 
@@ -128,6 +129,33 @@ static void test_probe_cannot_creep(void **state)
     assert_true(judge(&tr, &l, &served, 0, &cand, 1));
 }
 
+/* A candidate that keeps the memory probe but loses the told-moves worlds
+ * (WS_ENGINE_GATE_MOVES, 2,048 answers: its tolerance is gate_tolerance) by
+ * more than the tolerance is refused, and the reason names them; within it, it
+ * passes, and the bar is then the best told-moves accuracy served. A model
+ * whose gate did not run them (-1) is not judged on them. */
+static void test_told_moves_kind(void **state)
+{
+    (void)state;
+    ws_srv_training tr = tolerance(0.02);
+    line l = new_line();
+    ws_engine_gate_score served = score(0.99, 0, 0), cand = score(0.99, 0, 0);
+    served.probe_kind[WS_ENGINE_GATE_MOVES] = 0.96;
+    cand.probe_kind[WS_ENGINE_GATE_MOVES] = 0.93;
+    served.probe_kind_n[WS_ENGINE_GATE_MOVES] = cand.probe_kind_n[WS_ENGINE_GATE_MOVES] = 2048;
+    char why[160];
+    assert_false(ws_eng_gate_pass(&tr, &l.g, &served, NULL, &cand, why, sizeof why));
+    printf("rejected: %s\n", why);
+    assert_non_null(strstr(why, "told-moves accuracy 0.9300, served version 0.9600"));
+    cand.probe_kind[WS_ENGINE_GATE_MOVES] = 0.945;
+    assert_true(judge(&tr, &l, &served, 0, &cand, 1));
+    assert_true(l.g.best_kind[WS_ENGINE_GATE_MOVES] == 0.96);
+    served = l.g.served, cand.probe_kind[WS_ENGINE_GATE_MOVES] = 0.935;
+    assert_false(judge(&tr, &l, &served, 0, &cand, 1));
+    cand.probe_kind[WS_ENGINE_GATE_MOVES] = -1;
+    assert_true(judge(&tr, &l, &served, 0, &cand, 1));
+}
+
 /* The sign test: 60 answers only the candidate got right against 30 only the
  * bar did is a lead of 30 > 3 x sqrt(90) = 28.5; 55 against 35 (20 < 28.5)
  * is not, whatever the answers both got right or wrong. */
@@ -181,6 +209,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_cannot_creep), cmocka_unit_test(test_probe_cannot_creep),
-        cmocka_unit_test(test_leads), cmocka_unit_test(test_restores)};
+        cmocka_unit_test(test_told_moves_kind), cmocka_unit_test(test_leads),
+        cmocka_unit_test(test_restores)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -222,6 +222,13 @@ static void start_training(ws_ts_daemon *d, char *dir, size_t cap, const char *s
     ws_ts_resp_free(&r);
 }
 
+/* The told-moves worlds' accuracy (probe_by_kind.told_moves) of a gate
+ * decision's side ("served" or "candidate"); -1: none. */
+static double moves_of(const cJSON *last, const char *side)
+{
+    return num(cJSON_GetObjectItem(last, side), "probe_by_kind", "told_moves");
+}
+
 static void test_gate_rejects_poison(void **state)
 {
     (void)state;
@@ -233,7 +240,7 @@ static void test_gate_rejects_poison(void **state)
     start_training(&d, dir, sizeof dir,
                    "{\"lr\":0.01,\"update_every\":8,\"recall_queries\":0,"
                    "\"negative_queries\":0,\"self_supervised\":false,\"gate_tolerance\":0.02}");
-    double api_before = api_probe(&d), first_probe = -1;
+    double api_before = api_probe(&d), first_probe = -1, first_moves = -1, moves = -1;
     ws_test_rng rng = {5};
     int steps = 0, rejected = 0;
     for (; steps < 400 && (steps < 120 || rejected < 3); steps++) {
@@ -245,7 +252,13 @@ static void test_gate_rejects_poison(void **state)
         if (first_probe < 0 && cJSON_IsObject(last)) {
             assert_int_equal(cJSON_GetObjectItem(last, "base_version")->valueint, 1);
             first_probe = num(last, "served", "probe_accuracy");
+            first_moves = moves_of(last, "served");
         }
+        /* The told-moves worlds' accuracy of the version served now. */
+        if (cJSON_IsObject(last))
+            moves =
+                moves_of(last, cJSON_IsNumber(cJSON_GetObjectItem(last, "version")) ? "candidate"
+                                                                                    : "served");
         rejected = (int)num(m, "gate", "rejected");
         ws_ts_resp_free(&r);
     }
@@ -254,13 +267,18 @@ static void test_gate_rejects_poison(void **state)
     double api_after = api_probe(&d);
     fprintf(stderr,
             "poisoned stream: %d steps, %d rejected, %.0f published, version %.0f; gate probe "
-            "%.4f -> %.4f, API probe %.4f -> %.4f, last gate %.1f ms\n",
+            "%.4f -> %.4f, told-moves worlds %.4f -> %.4f, API probe %.4f -> %.4f, last gate "
+            "%.1f ms\n",
             steps, rejected, num(m, "gate", "published"),
-            cJSON_GetObjectItem(m, "version")->valuedouble, first_probe, served, api_before,
-            api_after, num(cJSON_GetObjectItem(m, "gate"), "last", "ms"));
+            cJSON_GetObjectItem(m, "version")->valuedouble, first_probe, served, first_moves, moves,
+            api_before, api_after, num(cJSON_GetObjectItem(m, "gate"), "last", "ms"));
     assert_true(rejected > 0);
     assert_true(first_probe > 0);
     assert_true(served >= first_probe - 0.02 - 1e-9);
+    /* The shipped default answers the gate's told-moves worlds (about 0.95),
+     * and the poisoned stream does not get a version served that lost them. */
+    assert_true(first_moves >= 0.9);
+    assert_true(moves >= first_moves - 0.02 - 1e-9);
     assert_true(api_after >= api_before - 0.1);
     ws_ts_resp_free(&r);
     /* Rejections show in /metrics too. */

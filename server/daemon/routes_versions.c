@@ -33,8 +33,8 @@ cJSON *ws_srv_gate_score_json(const ws_engine_gate_score *s)
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     add_known(o, "probe_accuracy", s->probe);
-    static const char *const kinds[WS_ENGINE_GATE_KINDS] = {"told_true", "overridden",
-                                                            "never_told"};
+    static const char *const kinds[WS_ENGINE_GATE_KINDS] = {"told_true", "overridden", "never_told",
+                                                            "told_moves"};
     cJSON *k = cJSON_AddObjectToObject(o, "probe_by_kind");
     for (int i = 0; k && i < WS_ENGINE_GATE_KINDS; i++) add_known(k, kinds[i], s->probe_kind[i]);
     add_known(o, "replay_accuracy",

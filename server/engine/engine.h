@@ -224,7 +224,10 @@ double ws_engine_idle_seconds(ws_engine *e);
 int ws_engine_state_cache(ws_engine *e, ws_state_cache_stats *out);
 
 /* One version's scores at the publication gate (engine_gate.c). */
-#define WS_ENGINE_GATE_KINDS 3 /* probe answers: told true, overridden, never told */
+/* The probe's answers by kind: told true, overridden, never told (the memory
+ * probe), and the told-moves worlds' answers (WS_ENGINE_GATE_MOVES). */
+#define WS_ENGINE_GATE_KINDS 4
+#define WS_ENGINE_GATE_MOVES 3
 typedef struct {
     double probe; /* accuracy on the fixed memory probe; -1: not run (facts of
                      fewer than 4 symbols) */

@@ -9,6 +9,13 @@
  *   versions answer the same questions (the served version's score is kept
  *   from its own gate: the same parameters answer the same), one batch of 8
  *   trajectories per step, the training pass's shape;
+ * - told-moves worlds of the same task (model/tasks/memory_slots.h): 16
+ *   households of entities moving between values of a relation, each move
+ *   told in full (the value left false beside the new one true), over fresh
+ *   symbols, answered on their last 8 of 16 steps (2,048 answers, a fixed
+ *   seed) — facts that differ in one symbol and change often, as an app tells
+ *   a person's places, which the probe's random facts rarely are: a candidate
+ *   that kept the probe could lose them unseen;
  * - the trainer's held-out examples (ws_online_replay): recent steps of real
  *   sessions, never trained on, in runs of consecutive steps replayed from the
  *   first one's W_{t-1}, with their known answers (recall facts at their last
@@ -41,9 +48,11 @@
 #include <string.h>
 
 #include "model/probe.h"
+#include "model/trainer.h"
 #include "engine_impl.h"
 
 #define GATE_SEED       0x6761746550524f42ull
+#define GATE_MOVES_SEED 0x6d6f766573ull
 #define GATE_MIN_REPLAY 128
 
 static ws_probe_config gate_probe(void)
@@ -57,6 +66,21 @@ static ws_probe_config gate_probe(void)
                              .max_arity = WS_PROBE_ARITY,
                              .grow_vocab = 0,
                              .seed = GATE_SEED};
+}
+
+/* The told-moves worlds' accuracy into out's last kind (not run: -1). */
+static ws_status gate_moves(ws_exec *x, ws_engine_gate_score *out, ws_error *err)
+{
+    ws_task_params tp;
+    ws_task_params_default("memory", &tp);
+    tp.relational_rate = 1.0f, tp.live_facts = 16, tp.live_facts_min = 8;
+    ws_eval_config ec = {
+        .n_traj = 16, .window = 8, .seed = GATE_MOVES_SEED, .n_horizons = 1, .horizons = {16}};
+    ws_eval_point pt;
+    WS_TRY(ws_evaluate(x, &tp, &ec, &pt, err));
+    out->probe_kind[WS_ENGINE_GATE_MOVES] = pt.acc;
+    out->probe_kind_n[WS_ENGINE_GATE_MOVES] = pt.n_queries;
+    return WS_OK;
 }
 
 ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engine_gate_score *out,
@@ -80,12 +104,13 @@ ws_status ws_eng_gate_score(ws_exec *x, ws_online_trainer *t, int probe, ws_engi
             n += nk, right += rk;
         }
         out->probe = n ? (double)right / (double)n : -1;
+        WS_TRY(gate_moves(x, out, err));
     }
     return ws_online_replay(t, x, &out->replay_right, &out->replay_n, answers, err);
 }
 
-static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden",
-                                                            "never-told"};
+static const char *const KIND_NAME[WS_ENGINE_GATE_KINDS] = {"told-true", "overridden", "never-told",
+                                                            "told-moves"};
 
 /* 1 when a and b replayed the same set, large enough to judge. */
 static int same_replay(const ws_engine_gate_score *a, const ws_engine_gate_score *b)

@@ -33,6 +33,7 @@ function probe(gate) {
   return kv({
     'probe accuracy': pct(gate.served_probe_accuracy),
     'told true': pct(byKind.told_true), overridden: pct(byKind.overridden), 'never told': pct(byKind.never_told),
+    'told moves': pct(byKind.told_moves),
     'best served': pct(gate.best_probe_accuracy), 'replay anchor': `version ${gate.anchor_version}`,
     'published / rejected / restored': `${gate.published} / ${gate.rejected} / ${gate.restored}`,
     'last decision': gate.last ? [gate.last.verdict, gate.last.reason].filter(Boolean).join(': ') : '—',

@@ -8,7 +8,8 @@
  * states stored with steps 18 to 32 damaged: the replay must answer all 48
  * held-out queries as the model did, where a replay from the stored states
  * answers some wrong. And the held-out share is the holdout's whatever the
- * sessions' lengths. */
+ * sessions' lengths; and unlabelled client queries are answered by the closed
+ * world. */
 #include <stdio.h>
 #include <string.h>
 
@@ -206,9 +207,101 @@ static void test_holdout_share(void **state)
     ws_backend_free(be);
 }
 
+/* Row i of r: the fact (id a, id b). */
+static void set_fact(step_rows *r, int i, int32_t a, int32_t b)
+{
+    int32_t ids[S] = {a, b, -1};
+    for (int k = 0; k < S; k++)
+        r->ids[i * S + k] = ids[k],
+                       r->hash[i * S + k] = ids[k] < 0 ? 0 : 0x51ed27ull * (uint64_t)(ids[k] + 1);
+}
+
+/* Unlabelled steps, self-supervision on (no recall or negative queries of
+ * the engine's own): the client's own queries are answered by the closed world
+ * — a fact told at the value told last, a fact never told false — and so
+ * scored by the replay. Session "s", seen from its first step: told A true, B
+ * false, asked A, B, C; then told A false, D true, asked the same: 6 answers.
+ * Session "late", first seen at its step 5 (its earlier steps went elsewhere),
+ * the same steps: C may have been told before, so only A and B are answered:
+ * 4. The replay runs both from W_0, as the model ran them here. */
+static void test_closed_world_queries(void **state)
+{
+    (void)state;
+    ws_error err = {0};
+    ws_model_config c;
+    ws_backend *be;
+    ws_model *m;
+    ws_online_trainer *ot;
+    ws_exec *x;
+    ws_batch *b;
+    float *dev;
+    small_model(&c, &be, &m, &ot);
+    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
+    assert_int_equal(ws_batch_new(&b, &c), WS_OK);
+    assert_int_equal(ws_model_state_alloc(m, 1, &dev, &err), WS_OK);
+    size_t T = ws_model_state_floats(m);
+    enum { A, B, C, D };
+    static const int32_t sym[4][2] = {{1, 2}, {1, 3}, {1, 4}, {5, 2}};
+    static const int told[2][N_INSTR][2] = {{{A, 1}, {B, 0}}, {{A, 0}, {D, 1}}};
+    static const int truth[2][N_QUERY] = {{1, 0, 0}, {0, 0, 0}};
+    step_rows rows[2];
+    static float w[4 * 16];
+    long want_s = 0, want_late = 0;
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < N_INSTR; i++) {
+            set_fact(&rows[t], i, sym[told[t][i][0]][0], sym[told[t][i][0]][1]);
+            rows[t].instr_val[i] = told[t][i][1];
+        }
+        for (int q = 0; q < N_QUERY; q++) set_fact(&rows[t], N_INSTR + q, sym[q][0], sym[q][1]);
+        float probs[N_QUERY];
+        run_step(x, b, dev, t ? w : NULL, T, &rows[t], probs);
+        if (!t) assert_int_equal(ws_backend_download(be, w, dev, sizeof(float) * T), WS_OK);
+        for (int q = 0; q < N_QUERY; q++) {
+            int right = (probs[q] >= 0.5f) == truth[t][q];
+            want_s += right, want_late += q != C && right;
+        }
+    }
+    ws_srv_training tr = ws_srv_training_default();
+    tr.enabled = 1, tr.holdout = 1.0f, tr.recall_queries = 0, tr.negative_queries = 0;
+    static const char *const sessions[2] = {"s", "late"};
+    for (int k = 0; k < 2; k++)
+        for (int t = 0; t < 2; t++) {
+            const step_rows *r = &rows[t];
+            ws_online_step st = {.session = sessions[k],
+                                 .step = (k ? 5 : 1) + t,
+                                 .w_prev = t ? w : NULL, /* stored; the replay makes its own */
+                                 .instr_ids = r->ids,
+                                 .instr_hash = r->hash,
+                                 .instr_val = r->instr_val,
+                                 .n_instr = N_INSTR,
+                                 .query_ids = r->ids + N_INSTR * S,
+                                 .query_hash = r->hash + N_INSTR * S,
+                                 .n_query = N_QUERY};
+            ws_online_observe(ot, &tr, &st);
+        }
+    ws_online_stats st = ws_online_stats_of(ot);
+    assert_int_equal(st.examples_self, 4);
+    assert_int_equal(st.examples_held_out, 4);
+    ws_online_take_held(ot);
+    long right = 0, n = 0;
+    assert_int_equal(ws_online_replay(ot, x, &right, &n, NULL, &err), WS_OK);
+    printf("replay: %ld of %ld right (the model's answers against the closed world: %ld)\n", right,
+           n, want_s + want_late);
+    assert_int_equal(n, 2 * N_QUERY + 2 * 2);
+    assert_int_equal(right, want_s + want_late);
+    ws_online_detach(ot, m);
+    ws_online_free(ot);
+    ws_backend_release(be, dev);
+    ws_batch_free(b);
+    ws_exec_free(x);
+    ws_model_free(m);
+    ws_backend_free(be);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_replay_chains_runs),
-                                       cmocka_unit_test(test_holdout_share)};
+                                       cmocka_unit_test(test_holdout_share),
+                                       cmocka_unit_test(test_closed_world_queries)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

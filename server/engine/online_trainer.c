@@ -13,12 +13,16 @@
  *   told fact with one symbol swapped (for another symbol of the session, or a
  *   fresh one), half facts of fresh symbols (a random hash, no vocabulary id:
  *   the code alone, as a new user's symbol first is);
+ * - the client's own queries, unlabelled, answered by the closed world: a
+ *   fact told at its last value, a fact never told false (when the cache holds
+ *   all the session was told: seen from its first step, none forgotten);
  * - the client's labels when the step has them; a label, the truth of the
  *   session's world at its step, also overrides the recall target of its fact
  *   from then on (labels_override: a domain's rule may have changed a fact
  *   told, which only labels say).
- * With self_supervised on, an unlabelled step is an example at once (its recall
- * and negative queries); its client queries also wait, with its instructions, in
+ * With self_supervised on, an unlabelled step is an example at once (its client
+ * queries as the closed world answers them, its recall and negative queries);
+ * its client queries also wait, with its instructions, in
  * a ring of the newest 256 for labels to arrive by PUT (older ones only get their
  * labels stored, for offline retraining). A labelled step is one example. Every
  * symbol keeps its hash beside its id, so a symbol past the vocabulary's capacity
@@ -83,6 +87,8 @@ typedef struct {
     int64_t step; /* the session's step the facts are as of */
     int64_t window;  /* the window of steps decided (hold), its index from 1; 0: none */
     int window_held; /* ... and whether it is held out */
+    int complete;    /* facts holds every fact the session was told: seen from its first
+                        step on, none forgotten (a fact not in it was never told) */
     ws_recall_facts facts;
 } fact_cache;
 
@@ -318,14 +324,12 @@ static fact_cache *cache_of(ws_online_trainer *t, const char *session)
     return oldest;
 }
 
-/* An example of st's instructions, then (with_queries) its queries with their
- * labels (-1 when unlabelled), and n_extra rows left for the engine's own
- * queries; NULL when out of memory (training is best effort: serving never
- * fails for it). */
-static example *example_new(const ws_online_trainer *t, const ws_online_step *st, int with_queries,
-                            int n_extra)
+/* An example of st's instructions, then its queries with their labels (-1
+ * when unlabelled), and n_extra rows left for the engine's own queries; NULL
+ * when out of memory (training is best effort: serving never fails for it). */
+static example *example_new(const ws_online_trainer *t, const ws_online_step *st, int n_extra)
 {
-    int S = t->S, n_query = with_queries ? st->n_query : 0;
+    int S = t->S, n_query = st->n_query;
     size_t rows = (size_t)(st->n_instr + n_query + n_extra), row = (size_t)S;
     example *e = calloc(1, sizeof *e);
     if (!e) return NULL;
@@ -406,6 +410,22 @@ static void add_extra(ws_online_trainer *t, const ws_recall_facts *f, example *e
     }
 }
 
+/* The closed world's answers to the client's own queries of e (unlabelled):
+ * a fact the session was told at the value told last, a fact never told
+ * false — known only when c is complete; else -1, unknown (not trained on, not
+ * scored). So the questions a deployment asks, near misses among them (a
+ * person's other places), are free labels too, in training and in the gate's
+ * replay, and not only the facts drawn from the cache. */
+static void closed_world(const ws_online_trainer *t, const fact_cache *c, example *e)
+{
+    int S = t->S;
+    size_t row = (size_t)S;
+    for (int q = e->n_instr; q < e->n_instr + e->n_query; q++) {
+        int k = ws_recall_find(&c->facts, S, e->ids + row * (size_t)q, e->hash + row * (size_t)q);
+        e->vals[q] = (int8_t)(k >= 0 ? c->facts.val[k] : c->complete ? 0 : -1);
+    }
+}
+
 /* A client's label is the truth of its world at that step, which a rule of
  * its domain may make differ from the value told last (told mary,kitchen then
  * mary,garden: "kitchen" was told true, the label says false). So the labels
@@ -471,24 +491,27 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
     /* Steps this daemon did not see (another daemon of a cluster served them)
      * may have told other values: what is known of the session starts again. */
     if (st->step != c->step + 1) memset(&c->facts, 0, sizeof c->facts), c->window = 0;
+    c->complete = st->step == 1 || (c->complete && st->step == c->step + 1);
     c->step = st->step;
     int S = t->S;
     for (int i = 0; i < st->n_instr; i++)
         ws_recall_tell(&c->facts, S, st->instr_ids + (size_t)i * S, st->instr_hash + (size_t)i * S,
                        st->instr_val[i]);
+    if (c->facts.n == WS_RECALL_FACTS) c->complete = 0; /* the next new fact forgets one */
     if (!tr->enabled || st->has_vectors) return;
     int n_recall = c->facts.n < tr->recall_queries ? c->facts.n : tr->recall_queries;
     int n_extra = n_recall + tr->negative_queries;
     if (st->labels) {
-        example *e = example_new(t, st, 1, n_extra);
+        example *e = example_new(t, st, n_extra);
         if (!e) return;
         add_extra(t, &c->facts, e, n_recall);
         labels_override(t, c, e);
         return hand_over(t, tr, c, e, &t->stats.examples_labelled);
     }
-    if (tr->self_supervised && n_extra > 0) {
-        example *e = example_new(t, st, 0, n_extra);
+    if (tr->self_supervised && n_extra + st->n_query > 0) {
+        example *e = example_new(t, st, n_extra);
         if (!e) return;
+        closed_world(t, c, e);
         add_extra(t, &c->facts, e, n_recall);
         hand_over(t, tr, c, e, &t->stats.examples_self);
     }
@@ -496,7 +519,7 @@ void ws_online_observe(ws_online_trainer *t, const ws_srv_training *tr, const ws
      * when those did not make an example already). */
     if (st->n_query == 0) return;
     int waiting_extra = tr->self_supervised ? 0 : n_extra;
-    example *w = example_new(t, st, 1, waiting_extra);
+    example *w = example_new(t, st, waiting_extra);
     if (!w) return;
     add_extra(t, &c->facts, w, n_recall);
     example_free(ring_put(&t->pending, w)); /* the oldest goes */

@@ -47,38 +47,9 @@ static void add_rows(ws_batch *b, const step_rows *r)
     }
 }
 
-/* One step of r from host state w (NULL: W_0): the answers, the new state into w. */
-static void run_step(ws_exec *x, ws_batch *b, float *dev, float *w, size_t T, const step_rows *r,
-                     float *probs)
-{
-    ws_error err = {0};
-    ws_backend *be = ws_model_backend(ws_exec_model(x));
-    ws_batch_clear(b);
-    assert_int_equal(ws_batch_begin_traj(b, w == NULL), WS_OK);
-    add_rows(b, r);
-    if (w) assert_int_equal(ws_backend_upload(be, dev, w, sizeof(float) * T), WS_OK);
-    assert_int_equal(ws_exec_step(x, b, dev, dev, WS_STEP_INFER, 1.0f, probs, NULL, &err), WS_OK);
-    if (w) assert_int_equal(ws_backend_download(be, w, dev, sizeof(float) * T), WS_OK);
-}
-
-/* A small model on the CPU backend (config into c), and an online trainer
- * attached to it. */
-static void small_model(ws_model_config *c, ws_backend **be, ws_model **m, ws_online_trainer **ot)
-{
-    ws_error err = {0};
-    *c = ws_model_config_default();
-    c->d = 16, c->n_heads = 2, c->n_state = 4, c->n_upd_layers = 1, c->n_ext_layers = 1;
-    c->max_fact_len = S, c->vocab_cap = 64, c->n_overflow = 4;
-    assert_int_equal(ws_backend_cpu_new(be, 0, &err), WS_OK);
-    assert_int_equal(ws_model_new(m, c, *be, 7, &err), WS_OK);
-    assert_int_equal(ws_online_new(ot, c, &err), WS_OK);
-    assert_int_equal(ws_online_attach(*ot, *m, &err), WS_OK);
-}
-
-static void test_replay_chains_runs(void **state)
-{
-    (void)state;
-    ws_error err = {0};
+/* A small model on the CPU backend, an online trainer attached to it, and
+ * what runs its steps here: an exec, a batch, one device state of T floats. */
+typedef struct {
     ws_model_config c;
     ws_backend *be;
     ws_model *m;
@@ -86,11 +57,76 @@ static void test_replay_chains_runs(void **state)
     ws_exec *x;
     ws_batch *b;
     float *dev;
-    small_model(&c, &be, &m, &ot);
-    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
-    assert_int_equal(ws_batch_new(&b, &c), WS_OK);
-    assert_int_equal(ws_model_state_alloc(m, 1, &dev, &err), WS_OK);
-    size_t T = ws_model_state_floats(m);
+    size_t T;
+} rig;
+
+static void rig_open(rig *g)
+{
+    ws_error err = {0};
+    g->c = ws_model_config_default();
+    g->c.d = 16, g->c.n_heads = 2, g->c.n_state = 4, g->c.n_upd_layers = 1, g->c.n_ext_layers = 1;
+    g->c.max_fact_len = S, g->c.vocab_cap = 64, g->c.n_overflow = 4;
+    assert_int_equal(ws_backend_cpu_new(&g->be, 0, &err), WS_OK);
+    assert_int_equal(ws_model_new(&g->m, &g->c, g->be, 7, &err), WS_OK);
+    assert_int_equal(ws_online_new(&g->ot, &g->c, &err), WS_OK);
+    assert_int_equal(ws_online_attach(g->ot, g->m, &err), WS_OK);
+    assert_int_equal(ws_exec_new(&g->x, g->m, &err), WS_OK);
+    assert_int_equal(ws_batch_new(&g->b, &g->c), WS_OK);
+    assert_int_equal(ws_model_state_alloc(g->m, 1, &g->dev, &err), WS_OK);
+    g->T = ws_model_state_floats(g->m);
+}
+
+static void rig_close(rig *g)
+{
+    ws_online_detach(g->ot, g->m);
+    ws_online_free(g->ot);
+    ws_backend_release(g->be, g->dev);
+    ws_batch_free(g->b);
+    ws_exec_free(g->x);
+    ws_model_free(g->m);
+    ws_backend_free(g->be);
+}
+
+/* One step of r from host state w (from_w0: from W_0): the answers, the new
+ * state into w. */
+static void run_step(const rig *g, float *w, int from_w0, const step_rows *r, float *probs)
+{
+    ws_error err = {0};
+    ws_batch_clear(g->b);
+    assert_int_equal(ws_batch_begin_traj(g->b, from_w0), WS_OK);
+    add_rows(g->b, r);
+    size_t bytes = sizeof(float) * g->T;
+    if (!from_w0) assert_int_equal(ws_backend_upload(g->be, g->dev, w, bytes), WS_OK);
+    assert_int_equal(
+        ws_exec_step(g->x, g->b, g->dev, g->dev, WS_STEP_INFER, 1.0f, probs, NULL, &err), WS_OK);
+    assert_int_equal(ws_backend_download(g->be, w, g->dev, bytes), WS_OK);
+}
+
+/* Step `step` of session, rows r (labels: NULL for none), W_{t-1} w_prev
+ * (NULL: W_0), observed by the online trainer. */
+static void observe(ws_online_trainer *ot, const ws_srv_training *tr, const char *session,
+                    int64_t step, const float *w_prev, const step_rows *r, const int *labels)
+{
+    ws_online_step st = {.session = session,
+                         .step = step,
+                         .w_prev = w_prev,
+                         .instr_ids = r->ids,
+                         .instr_hash = r->hash,
+                         .instr_val = r->instr_val,
+                         .n_instr = N_INSTR,
+                         .query_ids = r->ids + N_INSTR * S,
+                         .query_hash = r->hash + N_INSTR * S,
+                         .labels = labels,
+                         .n_query = N_QUERY};
+    ws_online_observe(ot, tr, &st);
+}
+
+static void test_replay_chains_runs(void **state)
+{
+    (void)state;
+    ws_error err = {0};
+    rig g;
+    rig_open(&g);
 
     /* The session as the model runs it: each step's W_{t-1} and answers. */
     static step_rows rows[STEPS];
@@ -102,20 +138,19 @@ static void test_replay_chains_runs(void **state)
         for (int i = 0; i < N_INSTR; i++) r->instr_val[i] = (int)(ws_xorshift64(&rng) & 1);
         float probs[N_QUERY];
         memcpy(prev[t], w, sizeof w);
-        run_step(x, b, dev, t ? w : NULL, T, r, probs);
-        if (!t) assert_int_equal(ws_backend_download(be, w, dev, sizeof(float) * T), WS_OK);
+        run_step(&g, w, !t, r, probs);
         for (int q = 0; q < N_QUERY; q++) r->labels[q] = probs[q] >= 0.5f;
     }
 
     /* The damaged states the later steps of the run are stored with answer
      * some queries otherwise (or the test would not tell the two replays apart). */
     static float damaged[4 * 16];
-    for (size_t i = 0; i < T; i++) damaged[i] = (i % 3 ? 25.0f : -25.0f);
+    for (size_t i = 0; i < g.T; i++) damaged[i] = (i % 3 ? 25.0f : -25.0f);
     int differ = 0;
     for (int t = FIRST_HELD; t < FIRST_HELD + RUN - 1; t++) {
         float probs[N_QUERY], tmp[4 * 16];
         memcpy(tmp, damaged, sizeof tmp);
-        run_step(x, b, dev, tmp, T, &rows[t], probs);
+        run_step(&g, tmp, 0, &rows[t], probs);
         for (int q = 0; q < N_QUERY; q++) differ += (probs[q] >= 0.5f) != rows[t].labels[q];
     }
     printf("answers from the damaged states: %d of %d differ\n", differ, (RUN - 1) * N_QUERY);
@@ -126,38 +161,19 @@ static void test_replay_chains_runs(void **state)
     for (int t = 0; t < STEPS; t++) {
         const step_rows *r = &rows[t];
         int later = t > FIRST_HELD - 1 && t < FIRST_HELD + RUN - 1;
-        ws_online_step st = {.session = "s",
-                             .step = t + 1,
-                             .w_prev = !t      ? NULL
-                                       : later ? damaged
-                                               : prev[t],
-                             .instr_ids = r->ids,
-                             .instr_hash = r->hash,
-                             .instr_val = r->instr_val,
-                             .n_instr = N_INSTR,
-                             .query_ids = r->ids + N_INSTR * S,
-                             .query_hash = r->hash + N_INSTR * S,
-                             .labels = r->labels,
-                             .n_query = N_QUERY};
-        ws_online_observe(ot, &tr, &st);
+        observe(g.ot, &tr, "s", t + 1, !t ? NULL : later ? damaged : prev[t], r, r->labels);
     }
-    ws_online_stats s = ws_online_stats_of(ot);
+    ws_online_stats s = ws_online_stats_of(g.ot);
     assert_int_equal(s.examples_held_out, RUN);
     assert_int_equal(s.examples_labelled, STEPS);
-    ws_online_take_held(ot);
+    ws_online_take_held(g.ot);
     long right = 0, n = 0;
-    assert_int_equal(ws_online_replay(ot, x, &right, &n, NULL, &err), WS_OK);
+    assert_int_equal(ws_online_replay(g.ot, g.x, &right, &n, NULL, &err), WS_OK);
     printf("replay: %ld of %ld right\n", right, n);
     assert_int_equal(n, RUN * N_QUERY);
     assert_int_equal(right, n);
 
-    ws_online_detach(ot, m);
-    ws_online_free(ot);
-    ws_backend_release(be, dev);
-    ws_batch_free(b);
-    ws_exec_free(x);
-    ws_model_free(m);
-    ws_backend_free(be);
+    rig_close(&g);
 }
 
 /* The held-out share holds whatever the sessions' lengths: 64 sessions of 8
@@ -167,11 +183,8 @@ static void test_replay_chains_runs(void **state)
 static void test_holdout_share(void **state)
 {
     (void)state;
-    ws_model_config c;
-    ws_backend *be;
-    ws_model *m;
-    ws_online_trainer *ot;
-    small_model(&c, &be, &m, &ot);
+    rig g;
+    rig_open(&g);
     ws_srv_training tr = ws_srv_training_default();
     tr.enabled = 1, tr.holdout = 0.125f, tr.recall_queries = 0, tr.negative_queries = 0;
     static step_rows r;
@@ -182,29 +195,15 @@ static void test_holdout_share(void **state)
         char name[16];
         snprintf(name, sizeof name, "s%d", sess);
         for (int t = 0; t < 8; t++) {
-            ws_online_step st = {.session = name,
-                                 .step = t + 1,
-                                 .w_prev = t ? w : NULL,
-                                 .instr_ids = r.ids,
-                                 .instr_hash = r.hash,
-                                 .instr_val = r.instr_val,
-                                 .n_instr = N_INSTR,
-                                 .query_ids = r.ids + N_INSTR * S,
-                                 .query_hash = r.hash + N_INSTR * S,
-                                 .labels = r.labels,
-                                 .n_query = N_QUERY};
-            ws_online_observe(ot, &tr, &st);
+            observe(g.ot, &tr, name, t + 1, t ? w : NULL, &r, r.labels);
         }
     }
-    ws_online_stats st = ws_online_stats_of(ot);
+    ws_online_stats st = ws_online_stats_of(g.ot);
     printf("held out %lld of %lld\n", (long long)st.examples_held_out,
            (long long)st.examples_labelled);
     assert_int_equal(st.examples_labelled, 64 * 8);
     assert_int_equal(st.examples_held_out, 64);
-    ws_online_detach(ot, m);
-    ws_online_free(ot);
-    ws_model_free(m);
-    ws_backend_free(be);
+    rig_close(&g);
 }
 
 /* Row i of r: the fact (id a, id b). */
@@ -228,18 +227,8 @@ static void test_closed_world_queries(void **state)
 {
     (void)state;
     ws_error err = {0};
-    ws_model_config c;
-    ws_backend *be;
-    ws_model *m;
-    ws_online_trainer *ot;
-    ws_exec *x;
-    ws_batch *b;
-    float *dev;
-    small_model(&c, &be, &m, &ot);
-    assert_int_equal(ws_exec_new(&x, m, &err), WS_OK);
-    assert_int_equal(ws_batch_new(&b, &c), WS_OK);
-    assert_int_equal(ws_model_state_alloc(m, 1, &dev, &err), WS_OK);
-    size_t T = ws_model_state_floats(m);
+    rig g;
+    rig_open(&g);
     enum { A, B, C, D };
     static const int32_t sym[4][2] = {{1, 2}, {1, 3}, {1, 4}, {5, 2}};
     static const int told[2][N_INSTR][2] = {{{A, 1}, {B, 0}}, {{A, 0}, {D, 1}}};
@@ -254,8 +243,7 @@ static void test_closed_world_queries(void **state)
         }
         for (int q = 0; q < N_QUERY; q++) set_fact(&rows[t], N_INSTR + q, sym[q][0], sym[q][1]);
         float probs[N_QUERY];
-        run_step(x, b, dev, t ? w : NULL, T, &rows[t], probs);
-        if (!t) assert_int_equal(ws_backend_download(be, w, dev, sizeof(float) * T), WS_OK);
+        run_step(&g, w, !t, &rows[t], probs);
         for (int q = 0; q < N_QUERY; q++) {
             int right = (probs[q] >= 0.5f) == truth[t][q];
             want_s += right, want_late += q != C && right;
@@ -265,37 +253,19 @@ static void test_closed_world_queries(void **state)
     tr.enabled = 1, tr.holdout = 1.0f, tr.recall_queries = 0, tr.negative_queries = 0;
     static const char *const sessions[2] = {"s", "late"};
     for (int k = 0; k < 2; k++)
-        for (int t = 0; t < 2; t++) {
-            const step_rows *r = &rows[t];
-            ws_online_step st = {.session = sessions[k],
-                                 .step = (k ? 5 : 1) + t,
-                                 .w_prev = t ? w : NULL, /* stored; the replay makes its own */
-                                 .instr_ids = r->ids,
-                                 .instr_hash = r->hash,
-                                 .instr_val = r->instr_val,
-                                 .n_instr = N_INSTR,
-                                 .query_ids = r->ids + N_INSTR * S,
-                                 .query_hash = r->hash + N_INSTR * S,
-                                 .n_query = N_QUERY};
-            ws_online_observe(ot, &tr, &st);
-        }
-    ws_online_stats st = ws_online_stats_of(ot);
+        for (int t = 0; t < 2; t++) /* w: the state stored; the replay makes its own */
+            observe(g.ot, &tr, sessions[k], (k ? 5 : 1) + t, t ? w : NULL, &rows[t], NULL);
+    ws_online_stats st = ws_online_stats_of(g.ot);
     assert_int_equal(st.examples_self, 4);
     assert_int_equal(st.examples_held_out, 4);
-    ws_online_take_held(ot);
+    ws_online_take_held(g.ot);
     long right = 0, n = 0;
-    assert_int_equal(ws_online_replay(ot, x, &right, &n, NULL, &err), WS_OK);
+    assert_int_equal(ws_online_replay(g.ot, g.x, &right, &n, NULL, &err), WS_OK);
     printf("replay: %ld of %ld right (the model's answers against the closed world: %ld)\n", right,
            n, want_s + want_late);
     assert_int_equal(n, 2 * N_QUERY + 2 * 2);
     assert_int_equal(right, want_s + want_late);
-    ws_online_detach(ot, m);
-    ws_online_free(ot);
-    ws_backend_release(be, dev);
-    ws_batch_free(b);
-    ws_exec_free(x);
-    ws_model_free(m);
-    ws_backend_free(be);
+    rig_close(&g);
 }
 
 int main(void)

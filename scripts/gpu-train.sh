@@ -2,7 +2,7 @@
 # gpu-train.sh — trains the shipped default model on a GPU: worldstate-train on its
 # CUDA backend (--backend cuda: the same trainer, task and checkpoints as
 # scripts/train-default.sh, the products on the GPU), resumed from
-# models/default.safetensors, on stage L's task of that recipe with many more
+# models/default.safetensors, on stage L's and M's task of that recipe with many more
 # trajectories a step than 2 CPU cores allow (issue 11: K = 16 facts is where the
 # CPU-trained default falls short of 99%). The CPU recipe ran about 1,500-3,700
 # trajectory steps/s; what a GPU runs is what this script is for finding out.
@@ -35,7 +35,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 cmake -S . -B "$build" "${cmake_args[@]}" > /dev/null
 cmake --build "$build" -j "$(nproc)" --target worldstate-train ws_kernels_cuda bench_memory
 mkdir -p "$out"
-# Stage L's task (train-default.sh) at 64 times its batch: stage L's peak
+# Stage L's and M's task (train-default.sh) at 64 times its batch: stage L's peak
 # learning rate after a warmup long enough for AdamW's moments (the shipped file
 # carries none), decaying to a tenth over the budget. On 1 CPU thread, 80
 # iterations of stage K's task at this batch at 3e-4 from stage K's file (warmup

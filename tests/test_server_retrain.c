@@ -6,7 +6,8 @@
  * /v1/models/NAME, and the model_version of step answers), and held-out
  * episodes (new sessions, seeds never trained on) must be answered measurably
  * better than before. Then, with the daemon stopped, rederive moves every
- * session to version 2. */
+ * session to version 2. And unlabelled queries are trained on as the closed
+ * world answers them when the model's training is self-supervised. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,8 +102,57 @@ static void test_retrain_beside_the_daemon(void **state)
     ws_ts_cleanup(dir);
 }
 
+/* The targets one epoch of retrain trained on, from its output. */
+static long epoch_targets(const char *out)
+{
+    const char *at = strstr(out, "% on ");
+    assert_non_null(at);
+    return strtol(at + 5, NULL, 10);
+}
+
+/* Unlabelled queries are answered by the closed world when the model's
+ * training is self-supervised, as online training answers them: a session
+ * told a=true, asked a and b (never told), then told a=false, asked both
+ * again, trains on those 4 answers (with --recall 0, nothing else); with
+ * self_supervised false, on none. */
+static void test_retrain_closed_world(void **state)
+{
+    (void)state;
+    char dir[256], sid[33], path[96];
+    ws_fs_start(&D, dir, "facts", "{\"enabled\":false}");
+    assert_int_equal(ws_ts_session(&D, NULL, "facts", sid), 201);
+    static const char *const steps[] = {
+        "{\"instructions\":[{\"fact\":[\"ann\",\"hall\"],\"value\":true}],"
+        "\"queries\":[{\"fact\":[\"ann\",\"hall\"]},{\"fact\":[\"ann\",\"yard\"]}]}",
+        "{\"instructions\":[{\"fact\":[\"ann\",\"hall\"],\"value\":false}],"
+        "\"queries\":[{\"fact\":[\"ann\",\"hall\"]},{\"fact\":[\"ann\",\"yard\"]}]}"};
+    ws_ts_resp r;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/steps"), NULL,
+                                   steps[i], &r),
+                         200);
+        ws_ts_resp_free(&r);
+    }
+    const char *args[] = {"retrain", "--data-dir", dir, "--model", "facts", "--recall", "0", NULL};
+    assert_int_equal(ws_ts_train(args, g_out, sizeof g_out), 0);
+    fprintf(stderr, "%s", g_out);
+    assert_non_null(strstr(g_out, "unlabelled queries answered by the closed world"));
+    assert_int_equal(epoch_targets(g_out), 4);
+    assert_int_equal(ws_ts_req(&D, "PATCH", "/v1/models/facts/training", NULL,
+                               "{\"self_supervised\":false}", &r),
+                     200);
+    ws_ts_resp_free(&r);
+    assert_int_equal(ws_ts_train(args, g_out, sizeof g_out), 0);
+    fprintf(stderr, "%s", g_out);
+    assert_null(strstr(g_out, "closed world"));
+    assert_int_equal(epoch_targets(g_out), 0);
+    assert_int_equal(ws_ts_stop(&D), 0);
+    ws_ts_cleanup(dir);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_retrain_beside_the_daemon)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_retrain_beside_the_daemon),
+                                       cmocka_unit_test(test_retrain_closed_world)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,11 @@
  * sessions at a time (offline_replay.c): W_t = U(stopgrad(W_{t-1}), I_t) as in
  * the daemon, the loss on the step's labelled queries plus recall queries drawn
  * from the facts told earlier in the session (labelled ones at their labels),
- * as online training draws them (recall.h). Gradients accumulate over
+ * as online training draws them (recall.h), and, when the model's training is
+ * self-supervised, its unlabelled queries answered by the closed world (a fact
+ * told at its last value, one never told false while the session has told
+ * fewer facts than recall.h keeps), as online training answers them.
+ * Gradients accumulate over
  * update_every steps per AdamW step with the trainer's warmup + cosine
  * schedule over all epochs (model/trainer.h). The result is published as the
  * model's next version (versions.h): the daemon serves it within about a
@@ -21,8 +25,19 @@
 
 typedef struct {
     int S, recall;
+    int closed; /* unlabelled queries answered by the closed world */
     uint64_t rng;
 } targets_ctx;
+
+/* The closed world's answer to fact f of row r's session (unlabelled): its
+ * last value told, false when never told, -1 when that is not known (the
+ * session told more facts than r->recall keeps, or f is a raw vector). */
+static int closed_world(const targets_ctx *c, const ws_off_row *r, const ws_off_fact *f)
+{
+    if (!c->closed || !f->n_ids) return -1;
+    int k = ws_recall_find(&r->recall, c->S, f->ids, f->hash);
+    return k >= 0 ? r->recall.val[k] : r->recall.n < WS_RECALL_FACTS ? 0 : -1;
+}
 
 /* The step's labelled queries, then recall queries about facts told so far. A
  * label is the truth of the session's world at its step and overrides the
@@ -39,10 +54,11 @@ static ws_status add_targets(void *ctx, ws_off_row *r, ws_batch *b, ws_error *er
     for (int k = st->n_instr; k < st->n_instr + st->n_query; k++) {
         const ws_off_fact *f = &st->facts[k];
         ws_sym syms[WS_MAX_FACT_LEN];
-        if (f->val < 0) continue; /* unlabelled: nothing to learn from */
-        if (f->n_ids) ws_recall_tell(&r->recall, c->S, f->ids, f->hash, f->val);
-        WS_TRY(f->n_ids ? ws_batch_add_query_syms(b, ws_off_fact_syms(f, syms), f->n_ids, f->val)
-                        : ws_batch_add_query_raw(b, f->vec, f->val));
+        int val = f->val >= 0 ? f->val : closed_world(c, r, f);
+        if (val < 0) continue; /* unlabelled, unknown: nothing to learn from */
+        if (f->n_ids && f->val >= 0) ws_recall_tell(&r->recall, c->S, f->ids, f->hash, f->val);
+        WS_TRY(f->n_ids ? ws_batch_add_query_syms(b, ws_off_fact_syms(f, syms), f->n_ids, val)
+                        : ws_batch_add_query_raw(b, f->vec, val));
     }
     int n = r->recall.n < c->recall ? r->recall.n : c->recall;
     for (int i = 0; i < n; i++) {
@@ -88,27 +104,30 @@ static ws_status epoch(ws_off_replay *rp, ws_model *m, const ws_train_config *tc
     }
 }
 
-/* The recall queries per step: the option, else the model's online setting. */
-static ws_status recall_count(const ws_off_options *o, const ws_store_model *row, int *out,
-                              ws_error *err)
+/* The recall queries per step (the option, else the model's online setting)
+ * and whether unlabelled queries are answered by the closed world (the
+ * model's self_supervised). */
+static ws_status targets_of(const ws_off_options *o, const ws_store_model *row, int *recall,
+                            int *closed, ws_error *err)
 {
-    if (o->recall >= 0) return *out = o->recall, WS_OK;
     ws_srv_training tr = ws_srv_training_default();
     cJSON *tj = cJSON_Parse(row->training_json);
     ws_status s = tj ? ws_srv_training_parse(tj, &tr, err) : WS_OK;
     cJSON_Delete(tj);
-    *out = tr.recall_queries;
+    *recall = o->recall >= 0 ? o->recall : tr.recall_queries;
+    *closed = tr.self_supervised;
     return s;
 }
 
-static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int recall, ws_error *err)
+static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int recall, int closed,
+                              ws_error *err)
 {
     int *order = malloc(sizeof(int) * (size_t)(c->n ? c->n : 1));
     if (!order) return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     for (int i = 0; i < c->n; i++) order[i] = i;
     ws_off_replay *rp = NULL;
     ws_status s = ws_off_replay_new(&rp, c, o->tc.batch, err);
-    targets_ctx tg = {ws_model_config_of(c->m)->max_fact_len, recall,
+    targets_ctx tg = {ws_model_config_of(c->m)->max_fact_len, recall, closed,
                       o->tc.seed * 0x9E3779B97F4A7C15ULL | 1};
     uint64_t rng = tg.rng ^ 0x5EEDULL;
     progress p = {.total = ws_off_corpus_steps(c) * o->epochs};
@@ -120,11 +139,11 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
         p.loss = 0, p.labelled = p.correct = 0;
         s = epoch(rp, c->m, &o->tc, &tg, &p, err);
         if (s == WS_OK)
-            printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels and recall), "
+            printf("epoch %d/%d: loss %.4f, accuracy %.2f%% on %ld targets (labels, recall%s), "
                    "%.1f s\n",
                    e, o->epochs, p.labelled ? p.loss / (double)p.labelled : 0.0,
                    p.labelled ? 100.0 * (double)p.correct / (double)p.labelled : 0.0, p.labelled,
-                   ws_clock_mono_s() - t0);
+                   closed ? ", closed world" : "", ws_clock_mono_s() - t0);
         fflush(stdout);
     }
     /* Gradients of a last partial accumulation still count. */
@@ -138,10 +157,10 @@ static ws_status train_corpus(const ws_off_options *o, ws_off_corpus *c, int rec
 ws_status ws_off_retrain(const ws_off_options *o, ws_error *err)
 {
     ws_off_work w;
-    int recall = 0;
+    int recall = 0, closed = 0;
     ws_status s = ws_off_work_open(&w, o, 0, err);
     ws_off_corpus *c = &w.corpus;
-    if (s == WS_OK) s = recall_count(o, &w.row, &recall, err);
+    if (s == WS_OK) s = targets_of(o, &w.row, &recall, &closed, err);
     if (s == WS_OK && o->n_jsonl == 0)
         s = ws_off_corpus_from_db(c, w.row.id, o->session, o->rollout, err);
     for (int i = 0; s == WS_OK && i < o->n_jsonl; i++)
@@ -151,11 +170,11 @@ ws_status ws_off_retrain(const ws_off_options *o, ws_error *err)
         s = ws_error_set(err, WS_ERR_INVALID, "no logged steps to train on");
     if (s == WS_OK) {
         printf("retrain %s from version %lld: %d sessions, %lld steps%s, %d epochs, batch %d, %d "
-               "recall queries per step\n",
+               "recall queries per step%s\n",
                o->model, (long long)w.version, c->n, (long long)steps,
                c->lines_skipped ? " (lines of other models skipped)" : "", o->epochs, o->tc.batch,
-               recall);
-        s = train_corpus(o, c, recall, err);
+               recall, closed ? ", unlabelled queries answered by the closed world" : "");
+        s = train_corpus(o, c, recall, closed, err);
     }
     char note[160];
     snprintf(note, sizeof note,

@@ -26,12 +26,18 @@ typedef struct {
     int instr_val[N_INSTR], labels[N_QUERY];
 } step_rows;
 
+/* Symbol id's hash in these tests (0: padding). */
+static uint64_t id_hash(int32_t id)
+{
+    return id < 0 ? 0 : 0x51ed27ull * (uint64_t)(id + 1);
+}
+
 /* A fact of two symbols drawn from 8 ids, padded to S. */
 static void fact(uint64_t *rng, int32_t *ids, uint64_t *hash)
 {
     for (int k = 0; k < S; k++) {
-        int32_t id = k < 2 ? (int32_t)(ws_xorshift64(rng) % 8) : -1;
-        ids[k] = id, hash[k] = id < 0 ? 0 : 0x51ed27ull * (uint64_t)(id + 1);
+        ids[k] = k < 2 ? (int32_t)(ws_xorshift64(rng) % 8) : -1;
+        hash[k] = id_hash(ids[k]);
     }
 }
 
@@ -209,10 +215,11 @@ static void test_holdout_share(void **state)
 /* Row i of r: the fact (id a, id b). */
 static void set_fact(step_rows *r, int i, int32_t a, int32_t b)
 {
-    int32_t ids[S] = {a, b, -1};
-    for (int k = 0; k < S; k++)
-        r->ids[i * S + k] = ids[k],
-                       r->hash[i * S + k] = ids[k] < 0 ? 0 : 0x51ed27ull * (uint64_t)(ids[k] + 1);
+    const int32_t ids[S] = {a, b, -1};
+    for (int k = 0; k < S; k++) {
+        r->ids[i * S + k] = ids[k];
+        r->hash[i * S + k] = id_hash(ids[k]);
+    }
 }
 
 /* Unlabelled steps, self-supervision on (no recall or negative queries of

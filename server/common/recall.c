@@ -38,6 +38,13 @@ void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, const uint64_
     f->val[f->n++] = (int8_t)val;
 }
 
+int ws_recall_closed(const ws_recall_facts *f, int S, const int32_t *ids, const uint64_t *hash,
+                     int complete)
+{
+    int k = ws_recall_find(f, S, ids, hash);
+    return k >= 0 ? f->val[k] : complete ? 0 : -1;
+}
+
 int ws_recall_draw(const ws_recall_facts *f, uint64_t *rng)
 {
     return (int)(ws_xorshift64(rng) % (uint64_t)f->n);

@@ -32,6 +32,11 @@ void ws_recall_tell(ws_recall_facts *f, int S, const int32_t *ids, const uint64_
 /* The index of the fact (ids and hashes as ws_recall_tell takes them), or -1
  * when the session was not told it (or it was forgotten). */
 int ws_recall_find(const ws_recall_facts *f, int S, const int32_t *ids, const uint64_t *hash);
+/* The closed world's answer about a fact (as ws_recall_find takes it): its
+ * last value told; 0 when it was never told, known only when f holds every
+ * fact the session was told (complete); else -1, unknown. */
+int ws_recall_closed(const ws_recall_facts *f, int S, const int32_t *ids, const uint64_t *hash,
+                     int complete);
 /* A uniformly drawn fact index in [0, f->n) (f->n > 0), advancing *rng
  * (xorshift64, never 0). */
 int ws_recall_draw(const ws_recall_facts *f, uint64_t *rng);

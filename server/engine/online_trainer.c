@@ -420,10 +420,9 @@ static void closed_world(const ws_online_trainer *t, const fact_cache *c, exampl
 {
     int S = t->S;
     size_t row = (size_t)S;
-    for (int q = e->n_instr; q < e->n_instr + e->n_query; q++) {
-        int k = ws_recall_find(&c->facts, S, e->ids + row * (size_t)q, e->hash + row * (size_t)q);
-        e->vals[q] = (int8_t)(k >= 0 ? c->facts.val[k] : c->complete ? 0 : -1);
-    }
+    for (int q = e->n_instr; q < e->n_instr + e->n_query; q++)
+        e->vals[q] = (int8_t)ws_recall_closed(&c->facts, S, e->ids + row * (size_t)q,
+                                              e->hash + row * (size_t)q, c->complete);
 }
 
 /* A client's label is the truth of its world at that step, which a rule of

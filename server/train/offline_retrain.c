@@ -35,8 +35,7 @@ typedef struct {
 static int closed_world(const targets_ctx *c, const ws_off_row *r, const ws_off_fact *f)
 {
     if (!c->closed || !f->n_ids) return -1;
-    int k = ws_recall_find(&r->recall, c->S, f->ids, f->hash);
-    return k >= 0 ? r->recall.val[k] : r->recall.n < WS_RECALL_FACTS ? 0 : -1;
+    return ws_recall_closed(&r->recall, c->S, f->ids, f->hash, r->recall.n < WS_RECALL_FACTS);
 }
 
 /* The step's labelled queries, then recall queries about facts told so far. A

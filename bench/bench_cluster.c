@@ -160,7 +160,8 @@ static void *client_main(void *arg)
     }
     char sym[4][16];
     char *f[2][2] = {{sym[0], sym[1]}, {sym[2], sym[3]}};
-    ws_client_instruction in[2] = {{{f[0], 2, NULL, 0}, 1}, {{f[1], 2, NULL, 0}, 0}};
+    ws_client_instruction in[2] = {{.fact = {f[0], 2, NULL, 0}, .value = 1},
+                                   {.fact = {f[1], 2, NULL, 0}, .value = 0}};
     ws_client_fact q[2] = {{f[0], 2, NULL, 0}, {f[1], 2, NULL, 0}};
     for (int64_t step = s.step; ws_clock_mono_s() < cl->until;) {
         snprintf(sym[0], sizeof sym[0], "e%d", (int)(step % 16));

@@ -27,7 +27,7 @@ Usage: /usr/bin/python3 bench/rules_learn.py [--build build] [--budget 4000]
            [--eval-every 500] [--eval-sessions 24] [--seed 1] [--lr 1e-4]
            [--update-every 8] [--publish-every 1] [--self-supervised on|off] [--gate on|off]
            [--ask balanced|all|moved] [--rehearsal 0] [--people 3] [--places 4] [--config JSON]
-           [--target 0.95]
+           [--target 0.95] [--rules on|off] [--network on|off]
 """
 
 import argparse
@@ -115,10 +115,11 @@ def play(client, world, moves, label, ask="balanced"):
     (label) or only the last one asked. Returns (labelled steps, the last
     questions and their answers)."""
     sid = client.create_session(MODEL)["id"]
-    steps = [world.setup()] + [world.happen() for _ in range(moves)]
     n = 0
-    for i, instr in enumerate(steps):
-        last = i == len(steps) - 1
+    for i in range(moves + 1):
+        # each step's questions and labels as the world is after that step
+        instr = world.setup() if i == 0 else world.happen()
+        last = i == moves
         if label:
             qs = world.questions(ask == "balanced", world.moved if ask == "moved" else None)
             client.step(sid, instr, [q for q, _, _ in qs], [t for _, _, t in qs])
@@ -208,6 +209,11 @@ def main():
     ap.add_argument("--scope", choices=("all", "symbols"), default="all",
                     help="what online training changes: every parameter (default) or the symbols' "
                          "corrections alone")
+    ap.add_argument("--rules", choices=("on", "off"), default="off",
+                    help="the training setting rules: exclusive relations learned from the labels "
+                         "as rules and applied (api.md, Rules learned from labels); default off")
+    ap.add_argument("--network", choices=("on", "off"), default="on",
+                    help="online training of the network (the setting enabled); default on")
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     a = ap.parse_args()
 
@@ -226,7 +232,7 @@ def main():
         before_ckpt = os.path.join(data, "before.safetensors")
         with open(before_ckpt, "wb") as f:
             f.write(c.get_checkpoint(MODEL)[1])
-        training = c.set_training(MODEL, enabled=True, lr=a.lr, update_every=a.update_every,
+        training = c.set_training(MODEL, enabled=a.network == "on", rules=a.rules == "on", lr=a.lr, update_every=a.update_every,
                                   publish_every=a.publish_every,
                                   self_supervised=a.self_supervised == "on", gate=a.gate == "on",
                                   gate_tolerance=a.gate_tolerance, recall_queries=a.recall_queries,
@@ -251,6 +257,9 @@ def main():
                   % (steps, row["seconds"], row["version"], acc["rule"], acc.get("current", -1),
                      acc.get("former", -1), acc.get("never", -1), acc.get("has", -1), acc["all"], row["loss"]),
                   flush=True)
+            held = [r["anchor"] for r in m.get("rules", []) if r["holds"]]
+            if held:
+                print("        rules that hold: %s" % ", ".join(held))
             if g.get("last"):
                 last = g["last"]
                 print("        last gate: %s %s (replay of %s answers: served %s, candidate %s; anchor v%s; "

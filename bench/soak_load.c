@@ -83,8 +83,8 @@ void soak_step_body_of(int salt, int64_t t, soak_step_body *b)
         for (; n < 3 && uses[i][n] >= 0; n++) b->facts[i][n] = b->sym[uses[i][n]];
         f[i] = (ws_client_fact){.symbols = b->facts[i], .n_symbols = n};
     }
-    b->ins[0] = (ws_client_instruction){f[0], t % 2 == 0};
-    b->ins[1] = (ws_client_instruction){f[1], 1};
+    b->ins[0] = (ws_client_instruction){.fact = f[0], .value = t % 2 == 0};
+    b->ins[1] = (ws_client_instruction){.fact = f[1], .value = 1};
     b->q[0] = f[2];
     b->q[1] = f[3];
     b->labels[0] = t % 2 == 0; /* the value just told */

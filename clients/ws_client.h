@@ -103,7 +103,9 @@ typedef struct {
 
 typedef struct {
     ws_client_fact fact;
-    int value; /* 1: the fact now holds; 0: it no longer holds */
+    int value;    /* 1: the fact now holds; 0: it no longer holds */
+    int inferred; /* a step log's: added by a rule the model learned (api.md, Rules
+                     learned from labels); posted back as it is, marked */
 } ws_client_instruction;
 
 typedef struct {
@@ -153,7 +155,8 @@ void ws_client_step_req_free(ws_client_step_req *r);
 void ws_client_answers_free(ws_client_answers *a);
 void ws_client_log_entry_free(ws_client_log_entry *e);
 void ws_client_log_page_free(ws_client_log_page *p);
-/* 1 when both carry the same instructions, queries and labels (expect_step aside). */
+/* 1 when both carry the same instructions, queries and labels (expect_step aside;
+ * instructions marked inferred left out: a server's rule added them). */
 int ws_client_step_req_equal(const ws_client_step_req *a, const ws_client_step_req *b);
 
 /* JSON Lines records for export and replay: one object per step, holding the
@@ -255,13 +258,15 @@ typedef struct {
     int publish_every; /* AdamW steps per candidate version; an older server: -1 */
     char scope[16]; /* "all" or "symbols" (what an AdamW step changes); "": an older
                        server, or (a patch) keep */
+    int rules; /* exclusive relations learned from labels (api.md, Rules learned from
+                  labels) on, 1, or off, 0; an older server: -1 */
 } ws_client_training;
 
 /* Training fields to change: enabled < 0, lr <= 0, update_every <= 0, scope ""
  * and the other fields < 0 keep the current value (start from WS_CLIENT_TRAINING_KEEP). */
 typedef ws_client_training ws_client_training_patch;
 #define WS_CLIENT_TRAINING_KEEP \
-    ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, -1, ""})
+    ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, -1, "", -1})
 
 /* The integer fields every config has; the whole config (mixers included) is config_json. */
 typedef struct {

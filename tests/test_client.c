@@ -142,7 +142,7 @@ static char *MARY_KITCHEN[] = {"mary", "kitchen"}, *JOHN_GARDEN[] = {"john", "ga
 static ws_client_step_req simple_step(ws_client_instruction *in, ws_client_fact *qs, int *labels, int value,
                                       int64_t expect)
 {
-    in[0] = (ws_client_instruction){fact2(MARY_KITCHEN), value};
+    in[0] = (ws_client_instruction){.fact = fact2(MARY_KITCHEN), .value = value};
     qs[0] = fact2(MARY_KITCHEN);
     qs[1] = fact2(JOHN_GARDEN);
     return (ws_client_step_req){.expect_step = expect,

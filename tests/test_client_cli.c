@@ -430,6 +430,11 @@ static void test_commands(void **state)
     assert_string_equal(str_of(j, "scope"), "symbols");
     assert_int_equal(num_of(j, "negative_queries"), 2); /* kept */
     cJSON_Delete(j);
+    j = cli_json(D, 0, "training small --rules");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "rules")));
+    assert_string_equal(str_of(j, "scope"), "symbols"); /* kept */
+    cJSON_Delete(j);
+    cJSON_Delete(cli_json(D, 2, "training small --rules --no-rules"));
     cJSON_Delete(cli_json(D, 2, "training small --scope weights"));
     cJSON_Delete(cli_json(D, 2, "training small --gate --no-gate"));
     cJSON_Delete(cli_json(D, 1, "training small --holdout 0.9")); /* the server's range */

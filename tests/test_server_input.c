@@ -175,8 +175,14 @@ static void test_numbers(void **state)
     step(id, body, (size_t)n, &r);
     assert_error(&r, 400, "bad_json");
     ws_ts_resp_free(&r);
-    const char *ok =
-        "{\"expect_step\":0,\"instructions\":[{\"fact\":[\"a\",\"c\"],\"value\":true}]}";
+    /* a step log's "inferred" mark (a replay posts it back): a boolean or nothing */
+    const char *marked =
+        "{\"instructions\":[{\"fact\":[\"a\",\"c\"],\"value\":false,\"inferred\":1}]}";
+    step(id, marked, strlen(marked), &r);
+    assert_error(&r, 400, "invalid_request");
+    ws_ts_resp_free(&r);
+    const char *ok = "{\"expect_step\":0,\"instructions\":[{\"fact\":[\"a\",\"c\"],"
+                     "\"value\":true},{\"fact\":[\"b\"],\"value\":false,\"inferred\":true}]}";
     assert_int_equal(step(id, ok, strlen(ok), &r), 200);
     ws_ts_resp_free(&r);
 }
@@ -267,6 +273,15 @@ static void test_scope_setting(void **state)
     check_setting("scope", "\"all\"", "\"symbols\"", bad, sizeof bad / sizeof bad[0]);
 }
 
+/* rules: a boolean, off by default. */
+static void test_rules_setting(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"rules\":1}", "{\"rules\":\"true\"}", "{\"rules\":null}",
+                         "{\"rules\":true,\"lr\":-1}"};
+    check_setting("rules", "false", "true", bad, sizeof bad / sizeof bad[0]);
+}
+
 /* One raw HTTP exchange (curl would not send these); the reply into out. */
 static size_t raw_http(const char *request, char *out, size_t cap)
 {
@@ -315,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_numbers),           cmocka_unit_test(test_lr_stored),
         cmocka_unit_test(test_framing),           cmocka_unit_test(test_key_note),
         cmocka_unit_test(test_rehearsal_setting), cmocka_unit_test(test_scope_setting),
+        cmocka_unit_test(test_rules_setting),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);
 }

@@ -5,7 +5,8 @@
  * through the engine: the same steps on an engine with the cache and on one
  * without give the same answers bit for bit and store the same states, every
  * step after the first finds its state in memory, and a deleted session or a
- * stale expect_step is never answered from memory. */
+ * stale expect_step is never answered from memory. What a session was told
+ * (the learned rules' facts) rides with the state it was committed with. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,10 +294,44 @@ static int teardown(void **state)
     return ws_test_rm_tree(EF_DIR);
 }
 
+/* What a session was told (the learned rules' facts, engine_rules.c) rides
+ * with the state it was committed with: kept only at that state's step, for
+ * that tenant, counted in the bound, forgotten by the next put or a drop. */
+static void test_told_facts(void **state)
+{
+    (void)state;
+    enum { ROWS = 4, COLS = 8, N = ROWS * COLS };
+    float a[N];
+    fill(a, N, 1);
+    ws_state_cache *c = cache_new(4 * sizeof a + 2 * sizeof(ws_recall_facts));
+    ws_recall_facts told = {0}, back;
+    int32_t ids[WS_MAX_FACT_LEN] = {3, 4, -1, -1};
+    uint64_t hash[WS_MAX_FACT_LEN] = {33, 44, 0, 0};
+    ws_recall_tell(&told, WS_MAX_FACT_LEN, ids, hash, 1);
+    ws_state_cache_put(c, 1, ID_A, 9, 3, ROWS, COLS, a);
+    ws_state_cache_put_told(c, ID_A, 2, &told); /* another step: not kept */
+    assert_false(ws_state_cache_told(c, 1, ID_A, 3, &back));
+    ws_state_cache_put_told(c, ID_A, 3, &told);
+    assert_false(ws_state_cache_told(c, 2, ID_A, 3, &back)); /* another tenant */
+    assert_false(ws_state_cache_told(c, 1, ID_A, 2, &back)); /* another step */
+    assert_true(ws_state_cache_told(c, 1, ID_A, 3, &back));
+    assert_memory_equal(&back, &told, sizeof told);
+    assert_int_equal(ws_state_cache_stats_of(c).bytes, sizeof a + sizeof told);
+    ws_state_cache_put(c, 1, ID_A, 9, 4, ROWS, COLS, a); /* the next step: told anew */
+    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back));
+    assert_int_equal(ws_state_cache_stats_of(c).bytes, sizeof a);
+    ws_state_cache_put_told(c, ID_A, 4, &told);
+    ws_state_cache_drop(c, ID_A);
+    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back));
+    assert_int_equal(ws_state_cache_stats_of(c).bytes, 0);
+    ws_state_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_alone),
+        cmocka_unit_test(test_told_facts),
         cmocka_unit_test(test_same_bits_with_and_without),
         cmocka_unit_test(test_never_answers_from_a_stale_entry),
     };

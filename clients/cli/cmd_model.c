@@ -18,11 +18,11 @@
     "[--recall-queries N]\n"                                                                   \
     "       [--self-supervised | --no-self-supervised] [--negative-queries N] [--holdout X]\n" \
     "       [--gate | --no-gate] [--gate-tolerance X] [--rehearsal N] [--scope all|symbols]\n" \
-    "       [--publish-every N]"
+    "       [--publish-every N] [--rules | --no-rules]"
 
 /* The training flags of `model create` and `training`. */
 typedef struct {
-    int enable, disable, self_sup, no_self_sup, gate, no_gate;
+    int enable, disable, self_sup, no_self_sup, gate, no_gate, rules, no_rules;
     double lr, holdout, gate_tolerance;
     long long update_every, recall_queries, negative_queries, rehearsal, publish_every;
     const char *scope;
@@ -39,7 +39,8 @@ typedef struct {
         {"--holdout", CLI_NUM, &(tf).holdout}, {"--gate", CLI_FLAG, &(tf).gate}, \
         {"--no-gate", CLI_FLAG, &(tf).no_gate}, {"--gate-tolerance", CLI_NUM, &(tf).gate_tolerance}, \
         {"--rehearsal", CLI_INT, &(tf).rehearsal}, {"--scope", CLI_STR, &(tf).scope}, \
-        {"--publish-every", CLI_INT, &(tf).publish_every}
+        {"--publish-every", CLI_INT, &(tf).publish_every}, \
+        {"--rules", CLI_FLAG, &(tf).rules}, {"--no-rules", CLI_FLAG, &(tf).no_rules}
 /* clang-format on */
 
 #define UNSET LLONG_MIN
@@ -68,7 +69,7 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
                     const char *usage)
 {
     if ((tf->enable && tf->disable) || (tf->self_sup && tf->no_self_sup) ||
-        (tf->gate && tf->no_gate))
+        (tf->gate && tf->no_gate) || (tf->rules && tf->no_rules))
         return cli_usage(usage, "a switch and its --no-/--disable form, not both");
     if ((tf->lr != -1 && tf->lr <= 0) ||
         (tf->update_every != UNSET && (tf->update_every < 1 || tf->update_every > INT_MAX)) ||
@@ -89,6 +90,7 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
     p->enabled = either(tf->enable, tf->disable);
     p->self_supervised = either(tf->self_sup, tf->no_self_sup);
     p->gate = either(tf->gate, tf->no_gate);
+    p->rules = either(tf->rules, tf->no_rules);
     if (tf->lr != -1) p->lr = tf->lr;
     if (tf->update_every != UNSET) p->update_every = (int)tf->update_every;
     if (tf->recall_queries != UNSET) p->recall_queries = (int)tf->recall_queries;
@@ -100,7 +102,8 @@ static int patch_of(const training_flags *tf, ws_client_training_patch *p, int *
     if (tf->scope) snprintf(p->scope, sizeof p->scope, "%s", tf->scope);
     *any = p->enabled >= 0 || p->lr > 0 || p->update_every > 0 || p->recall_queries >= 0 ||
            p->self_supervised >= 0 || p->negative_queries >= 0 || p->holdout >= 0 || p->gate >= 0 ||
-           p->gate_tolerance >= 0 || p->rehearsal >= 0 || p->publish_every > 0 || p->scope[0];
+           p->gate_tolerance >= 0 || p->rehearsal >= 0 || p->publish_every > 0 || p->scope[0] ||
+           p->rules >= 0;
     return CLI_EXIT_OK;
 }
 
@@ -119,6 +122,8 @@ static void print_training(const char *label, const ws_client_training *t)
     if (t->scope[0])
         printf("%-14s scope: %s\n", "",
                strcmp(t->scope, "symbols") ? "every parameter" : "the symbols' corrections alone");
+    if (t->rules >= 0)
+        printf("%-14s rules learned from labels: %s\n", "", t->rules ? "on" : "off");
 }
 
 static void print_model(const ws_client_model *m)

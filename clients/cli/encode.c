@@ -59,7 +59,8 @@ cJSON *cli_training_json(const ws_client_training *t)
     o = cli_json_num(o, "rehearsal", t->rehearsal);
     if (t->publish_every > 0) o = cli_json_num(o, "publish_every", t->publish_every);
     if (!t->scope[0]) return o; /* an older server */
-    return cli_json_item(o, "scope", cJSON_CreateString(t->scope));
+    o = cli_json_item(o, "scope", cJSON_CreateString(t->scope));
+    return t->rules < 0 ? o : cli_json_item(o, "rules", cJSON_CreateBool(t->rules));
 }
 
 static cJSON *status_json(const ws_client_model_status *st)

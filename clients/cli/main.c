@@ -35,6 +35,7 @@ static const char HELP[] =
     "  training NAME [--enable|--disable] [--lr X] [--update-every N] [--recall-queries N]\n"
     "        [--self-supervised|--no-self-supervised] [--negative-queries N] [--holdout X]\n"
     "        [--gate|--no-gate] [--gate-tolerance X] [--rehearsal N] [--scope all|symbols]\n"
+    "        [--rules|--no-rules]\n"
     "  health                                 liveness and readiness\n"
     "\n"
     "command flags (default when absent):\n"

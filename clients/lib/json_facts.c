@@ -74,6 +74,8 @@ static ws_client_status instructions_to_json(const ws_client_instruction *in, in
     for (int i = 0; s == WS_CLIENT_OK && i < n; i++) {
         cJSON *o;
         s = fact_to_json(&in[i].fact, &in[i].value, &o, err);
+        if (s == WS_CLIENT_OK && in[i].inferred && !cJSON_AddTrueToObject(o, "inferred"))
+            cJSON_Delete(o), s = nomem(err);
         if (s == WS_CLIENT_OK) s = append(arr, o, err);
     }
     if (s != WS_CLIENT_OK) cJSON_Delete(arr);
@@ -191,7 +193,12 @@ static ws_client_status fact_from_json(const cJSON *o, ws_client_fact *f, int *v
     const cJSON *sym = cJSON_GetObjectItemCaseSensitive(o, "fact");
     const cJSON *vec = cJSON_GetObjectItemCaseSensitive(o, "vector");
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(o, "value");
-    int expected = 1 + (value != NULL);
+    /* a step log's mark of an instruction a learned rule added: replayed as
+     * an instruction like any (api.md, Rules learned from labels) */
+    const cJSON *inferred = value ? cJSON_GetObjectItemCaseSensitive(o, "inferred") : NULL;
+    int expected = 1 + (value != NULL) + (inferred != NULL);
+    if (inferred && !cJSON_IsBool(inferred))
+        return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s.inferred must be true or false", what);
     if (!sym == !vec || cJSON_GetArraySize(o) != expected || (value && !val))
         return wsc_fail(err, WS_CLIENT_ERR_INVALID, "%s must have exactly %s", what,
                         value ? "\"fact\" or \"vector\", and \"value\""
@@ -239,6 +246,7 @@ static ws_client_status decode_req(const cJSON *obj, ws_client_step_req *r, ws_c
         snprintf(what, sizeof what, "instructions[%d]", r->n_instructions);
         ws_client_instruction *in = &r->instructions[r->n_instructions++];
         if ((s = fact_from_json(it, &in->fact, &in->value, what, err)) != WS_CLIENT_OK) return s;
+        in->inferred = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "inferred"));
     }
     cJSON_ArrayForEach(it, qs)
     {
@@ -279,15 +287,28 @@ static int fact_equal(const ws_client_fact *a, const ws_client_fact *b)
     return 1;
 }
 
+/* The next instruction at or after *i that the client sent (not inferred);
+ * NULL past the end. */
+static const ws_client_instruction *sent_next(const ws_client_step_req *r, int *i)
+{
+    while (*i < r->n_instructions && r->instructions[*i].inferred) (*i)++;
+    return *i < r->n_instructions ? &r->instructions[(*i)++] : NULL;
+}
+
+/* Instructions a rule inferred are the server's, not the request's: they are
+ * left out of the comparison. */
 int ws_client_step_req_equal(const ws_client_step_req *a, const ws_client_step_req *b)
 {
-    if (a->n_instructions != b->n_instructions || a->n_queries != b->n_queries ||
-        !a->has_labels != !b->has_labels)
-        return 0;
-    for (int i = 0; i < a->n_instructions; i++)
-        if (!a->instructions[i].value != !b->instructions[i].value ||
-            !fact_equal(&a->instructions[i].fact, &b->instructions[i].fact))
-            return 0;
+    if (a->n_queries != b->n_queries || !a->has_labels != !b->has_labels) return 0;
+    int ia = 0, ib = 0;
+    for (;;) {
+        const ws_client_instruction *x = sent_next(a, &ia), *y = sent_next(b, &ib);
+        if (!x || !y) {
+            if (x || y) return 0;
+            break;
+        }
+        if (!x->value != !y->value || !fact_equal(&x->fact, &y->fact)) return 0;
+    }
     for (int i = 0; i < a->n_queries; i++)
         if (!fact_equal(&a->queries[i], &b->queries[i]) ||
             (a->has_labels && !a->labels[i] != !b->labels[i]))

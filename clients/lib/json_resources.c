@@ -53,7 +53,8 @@ ws_client_status wsc_training_from_json(const cJSON *obj, ws_client_training *ou
         {"gate_tolerance", WSC_DBL, offsetof(ws_client_training, gate_tolerance), 0, 0},
         {"rehearsal", WSC_INT, offsetof(ws_client_training, rehearsal), 0, 0},
         {"publish_every", WSC_INT, offsetof(ws_client_training, publish_every), 0, 0},
-        {"scope", WSC_STR, offsetof(ws_client_training, scope), sizeof out->scope, 0}};
+        {"scope", WSC_STR, offsetof(ws_client_training, scope), sizeof out->scope, 0},
+        {"rules", WSC_BOOL, offsetof(ws_client_training, rules), 0, 0}};
     *out = WS_CLIENT_TRAINING_KEEP; /* what an older server does not send stays -1 */
     if (!cJSON_IsObject(obj))
         return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "training must be an object");
@@ -223,6 +224,7 @@ ws_client_status wsc_training_patch_to_json(const ws_client_training_patch *p, c
     if (ok && p->publish_every > 0)
         ok = cJSON_AddNumberToObject(o, "publish_every", p->publish_every) != NULL;
     if (ok && p->scope[0]) ok = cJSON_AddStringToObject(o, "scope", p->scope) != NULL;
+    if (ok && p->rules >= 0) ok = cJSON_AddBoolToObject(o, "rules", p->rules != 0) != NULL;
     if (!ok) {
         cJSON_Delete(o);
         return wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");

@@ -44,6 +44,10 @@ default does not know (it keeps a fact at the value told last). The places
 people left are then asked as a kind of their own, "left (rule)"; with --label
 the labels teach the rule, and --block N prints the accuracy of every N runs
 (households never seen before), so whether it is learned shows run after run.
+With the model's training setting "rules" on (`worldstate training default
+--rules`), the labels of the first households teach the service that `location`
+is exclusive, and from then on it tells the old place false itself (api.md,
+Rules learned from labels): --rule --label --block 20 shows it.
 
 Exit status: 0 done, 1 the service answered an error or could not be reached,
 2 bad command line.

@@ -158,7 +158,9 @@ ws_status ws_json_int(const cJSON *v, int64_t lo, int64_t hi, int64_t *out, cons
 
 static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fact *f, ws_error *err)
 {
-    static const char *const instr_fields[] = {"fact", "vector", "value", NULL};
+    /* "inferred": a step log's mark of an instruction a learned rule added
+     * (server/engine/rules.h); posted back (a replay), an instruction as any */
+    static const char *const instr_fields[] = {"fact", "vector", "value", "inferred", NULL};
     static const char *const query_fields[] = {"fact", "vector", NULL};
     const char *what = instruction ? "instructions" : "queries";
     if (!cJSON_IsObject(o))
@@ -176,6 +178,10 @@ static ws_status parse_fact(const cJSON *o, int instruction, int idx, ws_srv_fac
             return ws_error_set(err, WS_ERR_INVALID, "instructions[%d].value must be true or false",
                                 idx);
         f->value = cJSON_IsTrue(v) ? 1 : 0;
+        const cJSON *inf = cJSON_GetObjectItemCaseSensitive(o, "inferred");
+        if (inf && !cJSON_IsBool(inf))
+            return ws_error_set(err, WS_ERR_INVALID, "instructions[%d].inferred must be a boolean",
+                                idx);
     }
     if (fact) {
         if (!cJSON_IsArray(fact))

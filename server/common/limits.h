@@ -23,6 +23,8 @@ typedef struct {
     float gate_tolerance; /* accuracy a candidate may lose on the probe or the replay */
     int rehearsal;        /* trajectories of the built-in task memory trained beside each pass */
     int scope;            /* what an AdamW step changes: WS_SRV_SCOPE_* */
+    int rules;            /* exclusive relations learned from labels and applied
+                             (server/engine/rules.h), whether or not the network trains */
 } ws_srv_training;
 
 /* The parameters online training changes: all of them, or only the symbols'
@@ -43,7 +45,8 @@ enum {
     WS_SRV_TRAINING_GATE_TOLERANCE = 256,
     WS_SRV_TRAINING_REHEARSAL = 512,
     WS_SRV_TRAINING_SCOPE = 1024,
-    WS_SRV_TRAINING_PUBLISH_EVERY = 2048
+    WS_SRV_TRAINING_PUBLISH_EVERY = 2048,
+    WS_SRV_TRAINING_RULES = 4096
 };
 #define WS_SRV_REHEARSAL_MAX 8 /* the training pass's trajectories (ws_online_shape) */
 

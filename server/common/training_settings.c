@@ -29,7 +29,8 @@ ws_srv_training ws_srv_training_default(void)
                              .gate = 1,
                              .gate_tolerance = 0.02f,
                              .rehearsal = 0,
-                             .scope = WS_SRV_SCOPE_ALL};
+                             .scope = WS_SRV_SCOPE_ALL,
+                             .rules = 0};
 }
 
 void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsigned fields)
@@ -46,6 +47,7 @@ void ws_srv_training_apply(ws_srv_training *t, const ws_srv_training *from, unsi
     if (fields & WS_SRV_TRAINING_GATE_TOLERANCE) t->gate_tolerance = from->gate_tolerance;
     if (fields & WS_SRV_TRAINING_REHEARSAL) t->rehearsal = from->rehearsal;
     if (fields & WS_SRV_TRAINING_SCOPE) t->scope = from->scope;
+    if (fields & WS_SRV_TRAINING_RULES) t->rules = from->rules;
 }
 
 static const char *const scope_names[] = {"all", "symbols"};
@@ -96,6 +98,7 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
                                         "rehearsal",
                                         "scope",
                                         "publish_every",
+                                        "rules",
                                         NULL};
     if (!cJSON_IsObject(obj))
         return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
@@ -172,6 +175,10 @@ ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, uns
         n.scope = i;
         got |= WS_SRV_TRAINING_SCOPE;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, "rules"))) {
+        WS_TRY(parse_bool(v, &n.rules, "rules", err));
+        got |= WS_SRV_TRAINING_RULES;
+    }
     *t = n;
     *fields = got;
     return WS_OK;
@@ -193,5 +200,6 @@ cJSON *ws_srv_training_json(const ws_srv_training *t)
     cJSON_AddNumberToObject(o, "gate_tolerance", as_stored(t->gate_tolerance));
     cJSON_AddNumberToObject(o, "rehearsal", t->rehearsal);
     cJSON_AddStringToObject(o, "scope", scope_names[t->scope]);
+    cJSON_AddBoolToObject(o, "rules", t->rules);
     return o;
 }

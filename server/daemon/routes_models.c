@@ -210,6 +210,32 @@ static ws_store *model_store(ws_http_ctx *c, ws_http_answer *a)
     return st && ws_http_model_name_ok(c->params[0]) ? st : NULL;
 }
 
+/* The rules learned from the model's labels (rules.h), most evidence first.
+ * Their anchors are symbols a tenant posted: on a model shared by every
+ * tenant only an admin sees them, others see the counts. */
+static cJSON *rules_json(const ws_http_ctx *c, int64_t id, const cJSON *model)
+{
+    enum { MAX_SHOWN = 32 };
+    ws_engine_rule r[MAX_SHOWN];
+    int n = ws_engine_model_rules(c->srv->engine, id, r, MAX_SHOWN);
+    /* a tenant's own model: whoever sees it is that tenant or an admin */
+    int named = c->who.admin || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(model, "tenant"));
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(a, o)) break;
+        cJSON_AddNumberToObject(o, "arity", r[i].arity);
+        cJSON_AddNumberToObject(o, "position", r[i].position);
+        cJSON_AddNumberToObject(o, "anchor_position", r[i].anchor_position);
+        cJSON_AddStringToObject(o, "anchor", named ? r[i].anchor : "");
+        cJSON_AddNumberToObject(o, "exclusive", r[i].exclusive);
+        cJSON_AddNumberToObject(o, "not_exclusive", r[i].not_exclusive);
+        cJSON_AddNumberToObject(o, "contexts", r[i].contexts);
+        cJSON_AddBoolToObject(o, "holds", r[i].holds);
+    }
+    return a;
+}
+
 void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
 {
     ws_error err = {0};
@@ -223,6 +249,7 @@ void ws_route_model_get(ws_http_ctx *c, ws_http_answer *a)
     if (ws_engine_model_info_of(c->srv->engine, id, &m)) {
         cJSON_AddItemToObject(a->json, "status", status_json(&m));
         cJSON_AddItemToObject(a->json, "gate", ws_srv_gate_json(&m.gate));
+        cJSON_AddItemToObject(a->json, "rules", rules_json(c, id, a->json));
     }
 }
 

@@ -469,6 +469,15 @@ int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info
     return em != NULL;
 }
 
+int ws_engine_model_rules(ws_engine *e, int64_t model_id, ws_engine_rule *out, int max)
+{
+    pthread_mutex_lock(&e->mu);
+    ws_eng_model *em = ws_eng_model_by_id(e, model_id);
+    int n = em ? ws_rules_list(em->rules, out, max) : 0;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
 void ws_engine_models_each(ws_engine *e, void (*fn)(void *ctx, const ws_engine_model_info *m),
                            void *ctx)
 {

@@ -309,6 +309,20 @@ ws_status ws_engine_state_changes_of(ws_engine *e, const char *session,
 
 /* The model of that id: 1 with *out filled, 0 when it is not loaded. */
 int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info *out);
+/* A rule learned from a model's labels (server/engine/rules.h): facts of
+ * `arity` symbols that differ only at `position` and hold `anchor` at
+ * `anchor_position` cannot both hold — once it `holds`. */
+typedef struct {
+    int arity, position, anchor_position;
+    char anchor[64]; /* the anchor symbol ("" unknown), cut at 63 bytes */
+    uint32_t exclusive, not_exclusive; /* labelled queries for it and against it */
+    int contexts;                      /* distinct facts it was seen with, up to 3 */
+    int holds;
+} ws_engine_rule;
+/* The model's rules with evidence, most evidence first, at most max into out;
+ * returns how many (0 when the model is not loaded). */
+int ws_engine_model_rules(ws_engine *e, int64_t model_id, ws_engine_rule *out, int max);
+
 /* Calls fn for every loaded model, under the engine's lock (fn must not call
  * the engine). */
 void ws_engine_models_each(ws_engine *e, void (*fn)(void *ctx, const ws_engine_model_info *m),

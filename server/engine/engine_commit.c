@@ -143,6 +143,8 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
             ws_state_cache_put(e->cache, it->j->tenant, it->j->session, em->id,
                                it->j->result.step, (int32_t)em->cfg.n_state, (int32_t)em->cfg.d,
                                g->w + (size_t)it->row * T);
+        if (e->cache && it->told)
+            ws_state_cache_put_told(e->cache, it->j->session, it->j->result.step, it->told);
         /* Before any reply: a client that has its step acknowledged sees its
          * example counted (GET /v1/models, /metrics). In a cluster the daemon
          * that holds the model's lock trains it, on the steps it serves. */
@@ -259,6 +261,7 @@ void ws_eng_flight_free(ws_eng_flight *f)
         ws_store_session_clear(&f->items[i].sess);
         free(f->items[i].ids);
         free(f->items[i].hash);
+        free(f->items[i].told);
     }
     for (int k = 0; f->groups && k < f->n_groups; k++) free(f->groups[k].probs);
     free(f->items);

@@ -14,6 +14,7 @@
 #include "files.h"
 #include "kernels/threads_pick.h"
 #include "online_trainer.h"
+#include "rules.h"
 #include "state_cache.h"
 #include "engine_train.h"
 
@@ -35,6 +36,8 @@ typedef struct {
     ws_srv_training tr;
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
+    ws_rules *rules;            /* exclusive relations learned from its labels (tr.rules) */
+    int rules_loaded;           /* its rules file was read (engine_rules.c) */
     ws_batch *batch;
     ws_threads_pick par[2]; /* the threads of its step and of its query passes */
     float *w_dev;           /* max_batch states on the backend */
@@ -278,7 +281,21 @@ typedef struct {
     int row;        /* trajectory in the model's batch */
     int q_off;      /* first answer in the probs array */
     int live;       /* still to be answered by the run */
+    ws_recall_facts *told; /* STEP under rules (engine_rules.c): what the session was
+                              told, this step included; NULL otherwise */
 } ws_eng_item;
+
+/* engine_rules.c: a step job of a model with rules on (tr.rules) whose symbols
+ * are mapped: learns from its labels, adds the instructions its rules infer
+ * (it->ids, it->hash and the job's instructions and log text grow), and
+ * leaves in it->told what the session was told, for the commit to keep. */
+ws_status ws_eng_rules_apply(ws_engine *e, ws_eng_item *it, ws_error *err);
+/* engine_rules.c: the labels of a LABELS job as evidence for its model's
+ * rules (engine thread, before the commit thread stores them): only for the
+ * session's latest step, not yet labelled, while its told facts are cached. */
+void ws_eng_rules_labels(ws_engine *e, const ws_job *j);
+/* Where model `name`'s learned rules are saved: <data_dir>/models/<name>.rules. */
+void ws_eng_rules_path(const char *data_dir, const char *name, char *out, size_t cap);
 
 /* The step or query jobs of one model in a flight, as the compute left them. */
 typedef struct {

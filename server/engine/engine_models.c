@@ -48,6 +48,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
     em->leader = !e->shared; /* on a shared store: once ws_eng_models_lead takes the lock */
+    WS_TRY(ws_rules_new(&em->rules, err));
     return ws_online_new(&em->trainer, &em->cfg, err);
 }
 
@@ -75,6 +76,7 @@ static void model_release(ws_eng_model *em)
     if (!em->m) return;
     ws_eng_trainer_free(em->train); /* first: it trains on em->trainer's examples */
     ws_online_free(em->trainer);
+    ws_rules_free(em->rules);
     ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
     free(em->w_host[0]);
@@ -654,9 +656,11 @@ void ws_eng_model_delete_job(ws_engine *e, ws_job *j)
         table_remove(e, em); /* its training thread stopped: nothing writes its files now */
         /* The rows are gone: a file left behind only takes space (said below). */
         for (int i = 0; i < files.n; i++) deleted_file_remove(j->model_name, files.paths[i]);
-        char optim[WS_ENG_CKPT_PATH]; /* and its AdamW state, saved as it stopped */
-        ws_eng_optim_path(e->cfg.data_dir, j->model_name, optim, sizeof optim);
-        deleted_file_remove(j->model_name, optim);
+        char file[WS_ENG_CKPT_PATH]; /* its AdamW state, saved as it stopped, and its rules */
+        ws_eng_optim_path(e->cfg.data_dir, j->model_name, file, sizeof file);
+        deleted_file_remove(j->model_name, file);
+        ws_eng_rules_path(e->cfg.data_dir, j->model_name, file, sizeof file);
+        deleted_file_remove(j->model_name, file);
         ws_log(WS_LOG_INFO, "model %s deleted", j->model_name);
     }
     for (int i = 0; i < files.n; i++) free(files.paths[i]);

@@ -112,6 +112,11 @@ static void prepare(ws_engine *e, ws_eng_item *it)
     it->hash = malloc(sizeof(uint64_t) * (size_t)S * (size_t)(rows ? rows : 1));
     if (!it->ids || !it->hash) return fail_item(it, WS_JOB_FAILED, WS_ERR_NOMEM, "out of memory");
     map_ids(it);
+    /* rules work from what the session was told, kept in the state cache: only
+     * where this daemon is the store's one writer */
+    if (j->kind == WS_JOB_STEP && it->em->tr.rules && e->cache &&
+        (s = ws_eng_rules_apply(e, it, &err)) != WS_OK)
+        fail_item(it, WS_JOB_FAILED, s, err.msg);
 }
 
 /* The ids of the live items of em again, after its vocabulary was rebuilt. */
@@ -324,9 +329,10 @@ static ws_eng_flight *compute(ws_engine *e, ws_job **jobs, int n)
         ws_eng_item *it = &f->items[i];
         it->j = jobs[i];
         memcpy(f->sessions[i], jobs[i]->session, sizeof f->sessions[i]);
-        if (jobs[i]->kind == WS_JOB_LABELS)
+        if (jobs[i]->kind == WS_JOB_LABELS) {
             it->live = 1; /* labelled on the commit thread, which writes SQLite */
-        else
+            ws_eng_rules_labels(e, jobs[i]);
+        } else
             prepare(e, it);
     }
     if (e->shared) share_vocabs(e, f);

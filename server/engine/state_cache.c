@@ -13,6 +13,7 @@ typedef struct entry {
     int64_t tenant, model, step;
     int32_t rows, cols;
     float *state;                /* rows * cols */
+    ws_recall_facts *told;       /* what the session was told (rules.h); NULL none */
     struct entry *chain;         /* the next of its bucket */
     struct entry *newer, *older; /* the use list */
 } entry;
@@ -81,6 +82,8 @@ static size_t state_bytes(const entry *e)
     return sizeof(float) * (size_t)e->rows * (size_t)e->cols;
 }
 
+static size_t told_bytes(const entry *e) { return e->told ? sizeof *e->told : 0; }
+
 /* Takes e out of the table and frees it (mu held). */
 static void remove_entry(ws_state_cache *c, entry *e)
 {
@@ -88,9 +91,10 @@ static void remove_entry(ws_state_cache *c, entry *e)
     while (*p != e) p = &(*p)->chain;
     *p = e->chain;
     unlink_use(c, e);
-    c->bytes -= state_bytes(e);
+    c->bytes -= state_bytes(e) + told_bytes(e);
     c->entries--;
     free(e->state);
+    free(e->told);
     free(e);
 }
 
@@ -144,6 +148,8 @@ void ws_state_cache_put(ws_state_cache *c, int64_t tenant, const char *id, int64
             c->bytes += n;
         } else {
             unlink_use(c, e);
+            c->bytes -= told_bytes(e);
+            free(e->told), e->told = NULL; /* a new step: ws_state_cache_put_told's again */
         }
         e->tenant = tenant, e->model = model, e->step = step, e->rows = rows, e->cols = cols;
         memcpy(e->state, state, n);
@@ -151,6 +157,30 @@ void ws_state_cache_put(ws_state_cache *c, int64_t tenant, const char *id, int64
         while (c->bytes > c->max_bytes) remove_entry(c, c->oldest);
     }
     pthread_mutex_unlock(&c->mu);
+}
+
+void ws_state_cache_put_told(ws_state_cache *c, const char *id, int64_t step,
+                             const ws_recall_facts *told)
+{
+    pthread_mutex_lock(&c->mu);
+    entry *e = find(c, id);
+    if (e && e->step == step && !e->told && (e->told = malloc(sizeof *e->told))) {
+        *e->told = *told;
+        c->bytes += sizeof *e->told;
+        while (c->bytes > c->max_bytes && c->oldest != e) remove_entry(c, c->oldest);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int ws_state_cache_told(ws_state_cache *c, int64_t tenant, const char *id, int64_t step,
+                        ws_recall_facts *out)
+{
+    pthread_mutex_lock(&c->mu);
+    entry *e = find(c, id);
+    int have = e && e->tenant == tenant && e->step == step && e->told;
+    if (have) *out = *e->told;
+    pthread_mutex_unlock(&c->mu);
+    return have;
 }
 
 void ws_state_cache_drop(ws_state_cache *c, const char *id)

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "base/ws_status.h"
+#include "server/common/recall.h"
 #include "storage/storage.h"
 
 typedef struct ws_state_cache ws_state_cache;
@@ -42,6 +43,16 @@ int ws_state_cache_get(ws_state_cache *c, int64_t tenant, const char *id, ws_sto
  * than the bound) any older entry of the session is dropped. */
 void ws_state_cache_put(ws_state_cache *c, int64_t tenant, const char *id, int64_t model,
                         int64_t step, int32_t rows, int32_t cols, const float *state);
+
+/* Keeps beside the session's state, committed after `step` steps, what it
+ * was told up to then (rules.h): the facts its next step's rules work from.
+ * Nothing when the cache holds it at another step; a new put forgets them. */
+void ws_state_cache_put_told(ws_state_cache *c, const char *id, int64_t step,
+                             const ws_recall_facts *told);
+/* 1 and *out filled when the session of that tenant is cached at `step` with
+ * what it was told; 0 otherwise. */
+int ws_state_cache_told(ws_state_cache *c, int64_t tenant, const char *id, int64_t step,
+                        ws_recall_facts *out);
 
 /* Forgets the session (any tenant's): the store holds what it has now. */
 void ws_state_cache_drop(ws_state_cache *c, const char *id);

@@ -309,6 +309,11 @@ typedef struct {
     char origin[16];
     char *version_note;
     char tenant[WS_CLIENT_NAME_MAX + 1]; /* the tenant it belongs to; "" shared */
+    /* The rules learned from its labels that hold (api.md, Rules learned from
+     * labels), as "ANCHOR@J:K/N" (anchor symbol at position J, facts of N
+     * symbols exclusive at position K; ANCHOR "" when hidden), comma-separated
+     * as many as fit; "" none (ws_client_model_get only). */
+    char rules_holding[256];
 } ws_client_model;
 
 typedef struct {

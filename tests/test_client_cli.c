@@ -614,6 +614,41 @@ static void test_model_delete(void **state)
 /* With --json every error is one JSON document on stderr (stdout stays
  * empty), with the server's code, status and current_step where it has them;
  * the labels hint names the CLI's flag, not the API's field. */
+/* A model's learned rules: eight people's moves labelled (the old place
+ * false), and `model status` names the rule that holds (none on a shared
+ * PostgreSQL store, where rules are not applied). */
+static void test_rules_shown(void **state)
+{
+    (void)state;
+    char id[33], args[512];
+    cJSON_Delete(cli_json(D, 0,
+                          "model create ruled --config '{\"d\":16,\"n_heads\":2,\"n_state\":4}' "
+                          "--disable --rules"));
+    cJSON *j = cli_json(D, 0, "session create --model ruled");
+    snprintf(id, sizeof id, "%s", str_of(j, "id"));
+    cJSON_Delete(j);
+    for (int p = 0; p < 8; p++) {
+        snprintf(args, sizeof args, "step %s --instr p%d,location,kitchen=true", id, p);
+        cJSON_Delete(cli_json(D, 0, args));
+        snprintf(args, sizeof args,
+                 "step %s --instr p%d,location,garden=true --query p%d,location,kitchen --label false",
+                 id, p, p);
+        cJSON_Delete(cli_json(D, 0, args));
+    }
+    j = cli_json(D, 0, "model status ruled");
+    if (ws_ts_on_postgresql()) { /* rules need the daemon's own SQLite store (api.md) */
+        assert_null(cJSON_GetObjectItem(j, "rules_holding"));
+        cJSON_Delete(j);
+        return;
+    }
+    assert_string_equal(str_of(j, "rules_holding"), "location@1:2/3");
+    cJSON_Delete(j);
+    run_result r = cli(D, "model status ruled");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "rules          location@1:2/3"));
+    run_free(&r);
+}
+
 static void test_json_errors(void **state)
 {
     (void)state;
@@ -670,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_model_import),
         cmocka_unit_test(test_model_rollback),
         cmocka_unit_test(test_model_delete),
+        cmocka_unit_test(test_rules_shown),
         cmocka_unit_test(test_json_errors),
     };
     return cmocka_run_group_tests(tests, ws_ts_shared_setup, ws_ts_shared_teardown);

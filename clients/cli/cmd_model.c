@@ -140,6 +140,9 @@ static void print_model(const ws_client_model *m)
     if (m->version_note) printf("version note   %s\n", m->version_note);
     printf("tenant         %s\n", m->tenant[0] ? m->tenant : "(shared by every tenant)");
     print_training("training", &m->training);
+    if (m->rules_holding[0]) /* "location@1:2/3": location (position 1) makes position 2 exclusive */
+        printf("rules          %s (anchor@position:exclusive position/symbols)\n",
+               m->rules_holding);
     const ws_client_model_status *st = &m->status;
     if (!st->present) return;
     printf("state          %s (serving version %lld)\nexamples       %lld ready, %lld labelled, "

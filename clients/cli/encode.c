@@ -107,5 +107,6 @@ cJSON *cli_model_json(const ws_client_model *m)
     o = cli_json_item(o, "tenant",
                       m->tenant[0] ? cJSON_CreateString(m->tenant) : cJSON_CreateNull());
     if (m->gate.present) o = cli_json_item(o, "gate", gate_json(&m->gate));
+    if (m->rules_holding[0]) o = cli_json_str(o, "rules_holding", m->rules_holding);
     return m->status.present ? cli_json_item(o, "status", status_json(&m->status)) : o;
 }

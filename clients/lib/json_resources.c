@@ -164,6 +164,32 @@ static ws_client_status origin_from_json(const cJSON *obj, ws_client_model *m, w
     return m->version_note ? WS_CLIENT_OK : wsc_fail(err, WS_CLIENT_ERR_NOMEM, "out of memory");
 }
 
+/* The rules that hold, as ws_client_model.rules_holding says (servers before
+ * rules sent none). */
+static void rules_from_json(const cJSON *arr, ws_client_model *m)
+{
+    const cJSON *r;
+    size_t at = 0;
+    cJSON_ArrayForEach(r, arr)
+    {
+        const cJSON *anchor = cJSON_GetObjectItemCaseSensitive(r, "anchor");
+        const cJSON *j = cJSON_GetObjectItemCaseSensitive(r, "anchor_position");
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(r, "position");
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "arity");
+        if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "holds")) ||
+            !cJSON_IsString(anchor) || !cJSON_IsNumber(j) || !cJSON_IsNumber(k) ||
+            !cJSON_IsNumber(n))
+            continue;
+        int w = snprintf(m->rules_holding + at, sizeof m->rules_holding - at, "%s%s@%d:%d/%d",
+                         at ? "," : "", anchor->valuestring, j->valueint, k->valueint, n->valueint);
+        if (w < 0 || (size_t)w >= sizeof m->rules_holding - at) {
+            m->rules_holding[at] = '\0'; /* what does not fit is left out whole */
+            return;
+        }
+        at += (size_t)w;
+    }
+}
+
 ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_client_error *err)
 {
     static const wsc_field fields[] = {
@@ -182,6 +208,7 @@ ws_client_status wsc_model_from_json(const cJSON *obj, ws_client_model *out, ws_
     const cJSON *gate = cJSON_GetObjectItemCaseSensitive(obj, "gate");
     if (s == WS_CLIENT_OK && cJSON_IsObject(gate)) s = gate_from_json(gate, &out->gate, err);
     if (s == WS_CLIENT_OK) s = origin_from_json(obj, out, err);
+    rules_from_json(cJSON_GetObjectItemCaseSensitive(obj, "rules"), out);
     if (s != WS_CLIENT_OK) ws_client_model_free(out);
     return s;
 }

@@ -288,6 +288,25 @@ class OpenMode(unittest.TestCase):
         with self.assertRaises(ws.StepConflict):
             lossy.step(sid, instructions=[(["x", "y"], True)], expect_step=1)
 
+    def test_lost_reply_recovered_with_inferred(self):
+        """A step whose log holds instructions a learned rule added (marked
+        inferred) is still recognised as the one sent."""
+        c = self.c
+        c.create_model("ruled", config=SMALL, training={"enabled": False, "rules": True}, seed=5)
+        sid = c.create_session("ruled")["id"]
+        for p in range(8):  # eight people's moves, the old place labelled false
+            c.step(sid, instructions=[(["p%d" % p, "location", "kitchen"], True)])
+            c.step(sid, instructions=[(["p%d" % p, "location", "garden"], True)],
+                   queries=[["p%d" % p, "location", "kitchen"]], labels=[False])
+        self.assertTrue(any(r["holds"] for r in c.get_model("ruled")["rules"]))
+        at = c.step(sid, instructions=[(["x", "location", "kitchen"], True)])["step"]
+        lossy = LosesFirstReply(self.d.url, "POST", "/steps", retries=2, backoff=0.01)
+        r = lossy.step(sid, instructions=[(["x", "location", "garden"], True)], expect_step=at)
+        self.assertTrue(r.get("recovered"))
+        logged = c.list_steps(sid, after=at)["steps"][0]["instructions"]
+        self.assertEqual(logged[1], {"fact": ["x", "location", "kitchen"], "value": False,
+                                     "inferred": True})
+
     def test_retries_not_applied_and_unreachable(self):
         busy = BusyFirst(self.d.url, retries=1, backoff=0.01)
         self.assertEqual(busy.health(), {"status": "ok"})

@@ -407,34 +407,6 @@ static void tell_place(const char *sid, const char *who, const char *where)
     ws_ts_resp_free(&r);
 }
 
-/* A restart keeps the rule (its file) and what a session was told before it
- * (read back from the step log): a person placed before the restart and
- * moving after it has left the old place. */
-static void across_restart(const char *dir)
-{
-    char sid[33];
-    assert_int_equal(ws_ts_session(&D, NULL, "default", sid), 201);
-    tell_place(sid, "restart-person", "restart-kitchen");
-    assert_int_equal(ws_ts_stop(&D), 0);
-    static const char *const flags[] = {"--batch-wait-us", "0", NULL};
-    assert_int_equal(ws_ts_start(&D, dir, flags), 0);
-    tell_place(sid, "restart-person", "restart-garden");
-    assert_true(p_of(sid, "restart-person", "restart-kitchen") < 0.5);
-    assert_true(p_of(sid, "restart-person", "restart-garden") >= 0.5);
-}
-
-static void test_rule_learned_as_rule(void **state)
-{
-    (void)state;
-    stream_result rule;
-    run_stream("{\"enabled\":false,\"rules\":true}", 70, &rule, across_restart);
-    assert_true(rule.rule_holds);
-    assert_true(rule.memory_after == rule.memory_before);
-    assert_true(rule.before[LEFT] < 0.5);
-    assert_true(rule.after[LEFT] >= 0.95);
-    assert_true(rule.after[CURRENT] >= 0.95);
-}
-
 /* The "exclusive" count of the rule (3 symbols, position 2, anchor
  * "location"); 0 when it has none. */
 static int location_evidence(void)
@@ -451,6 +423,35 @@ static int location_evidence(void)
     }
     ws_ts_resp_free(&r);
     return n;
+}
+
+/* A restart keeps the rule (its file) and what a session was told before it
+ * (read back from the step log): a person placed before the restart and
+ * moving after it has left the old place. */
+static void across_restart(const char *dir)
+{
+    char sid[33];
+    assert_int_equal(ws_ts_session(&D, NULL, "default", sid), 201);
+    tell_place(sid, "restart-person", "restart-kitchen");
+    assert_int_equal(ws_ts_stop(&D), 0);
+    static const char *const flags[] = {"--batch-wait-us", "0", NULL};
+    assert_int_equal(ws_ts_start(&D, dir, flags), 0);
+    assert_true(location_evidence() >= 8); /* listed before any step */
+    tell_place(sid, "restart-person", "restart-garden");
+    assert_true(p_of(sid, "restart-person", "restart-kitchen") < 0.5);
+    assert_true(p_of(sid, "restart-person", "restart-garden") >= 0.5);
+}
+
+static void test_rule_learned_as_rule(void **state)
+{
+    (void)state;
+    stream_result rule;
+    run_stream("{\"enabled\":false,\"rules\":true}", 70, &rule, across_restart);
+    assert_true(rule.rule_holds);
+    assert_true(rule.memory_after == rule.memory_before);
+    assert_true(rule.before[LEFT] < 0.5);
+    assert_true(rule.after[LEFT] >= 0.95);
+    assert_true(rule.after[CURRENT] >= 0.95);
 }
 
 /* Person who moves kitchen -> garden in session sid; the move's step asks

@@ -37,7 +37,6 @@ typedef struct {
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
     ws_rules *rules;            /* exclusive relations learned from its labels (tr.rules) */
-    int rules_loaded;           /* its rules file was read (engine_rules.c) */
     ws_batch *batch;
     ws_threads_pick par[2]; /* the threads of its step and of its query passes */
     float *w_dev;           /* max_batch states on the backend */
@@ -294,6 +293,8 @@ ws_status ws_eng_rules_apply(ws_engine *e, ws_eng_item *it, ws_error *err);
  * rules (engine thread, before the commit thread stores them): only for the
  * session's latest step, not yet labelled, while its told facts are cached. */
 void ws_eng_rules_labels(ws_engine *e, const ws_job *j);
+/* Adds model em's saved rules (its rules file, if any) to em->rules (a start). */
+void ws_eng_rules_load(ws_engine *e, ws_eng_model *em);
 /* Where model `name`'s learned rules are saved: <data_dir>/models/<name>.rules. */
 void ws_eng_rules_path(const char *data_dir, const char *name, char *out, size_t cap);
 

@@ -253,6 +253,7 @@ ws_status ws_eng_models_load(ws_engine *e, ws_error *err)
     ws_status s = ws_srv_model_rows_read(e->st, &rows, err);
     for (int i = 0; s == WS_OK && i < rows.n; i++) s = load_one(e, &rows.rows[i], err);
     ws_srv_model_rows_free(&rows);
+    for (int i = 0; s == WS_OK && i < e->n_models; i++) ws_eng_rules_load(e, &e->models[i]);
     if (s == WS_OK) ws_eng_tmp_clean(e); /* temporary files a crash left behind */
     if (s == WS_OK && e->n_models == 0) s = ws_eng_default_create(e, err); /* first start */
     if (s == WS_OK) ws_eng_models_lead(e);

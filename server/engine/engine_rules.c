@@ -172,31 +172,33 @@ void ws_eng_rules_path(const char *data_dir, const char *name, char *out, size_t
     snprintf(out, cap, "%s/models/%s.rules", data_dir, name);
 }
 
-/* The model's rules as saved last, the first time a step of it needs them;
- * then saved again whenever one begins or ceases to hold. A file that cannot
- * be read or written is logged: the rules go on in memory. */
+/* A rules file that cannot be read or written is logged: the rules go on in
+ * memory. */
+void ws_eng_rules_load(ws_engine *e, ws_eng_model *em)
+{
+    char path[WS_ENG_CKPT_PATH];
+    ws_error err = {0};
+    ws_eng_rules_path(e->cfg.data_dir, em->name, path, sizeof path);
+    if (ws_rules_load(em->rules, path, &err) != WS_OK)
+        ws_log(WS_LOG_WARN, "model %s: its learned rules were not loaded: %s", em->name, err.msg);
+    ws_rules_changed(em->rules); /* loaded, not changed */
+}
+
+/* Saved whenever a rule begins or ceases to hold. */
 static void rules_file(ws_engine *e, ws_eng_model *em)
 {
     char path[WS_ENG_CKPT_PATH];
     ws_error err = {0};
     ws_eng_rules_path(e->cfg.data_dir, em->name, path, sizeof path);
-    if (!em->rules_loaded) {
-        em->rules_loaded = 1;
-        if (ws_rules_load(em->rules, path, &err) != WS_OK)
-            ws_log(WS_LOG_WARN, "model %s: its learned rules were not loaded: %s", em->name,
-                   err.msg);
-        ws_rules_changed(em->rules); /* loaded, not changed */
-    } else if (ws_rules_changed(em->rules) &&
-               ws_rules_save(em->rules, e->cfg.data_dir, path, &err) != WS_OK) {
+    if (ws_rules_changed(em->rules) &&
+        ws_rules_save(em->rules, e->cfg.data_dir, path, &err) != WS_OK)
         ws_log(WS_LOG_WARN, "model %s: its learned rules were not saved: %s", em->name, err.msg);
-    }
 }
 
 ws_status ws_eng_rules_apply(ws_engine *e, ws_eng_item *it, ws_error *err)
 {
     ws_job *j = it->j;
     ws_rules *rules = it->em->rules;
-    rules_file(e, it->em);
     if (!(it->told = malloc(sizeof *it->told)))
         return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(told_before(e, it, err));

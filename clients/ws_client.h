@@ -258,8 +258,9 @@ typedef struct {
     int publish_every; /* AdamW steps per candidate version; an older server: -1 */
     char scope[16]; /* "all" or "symbols" (what an AdamW step changes); "": an older
                        server, or (a patch) keep */
-    int rules; /* exclusive relations learned from labels (api.md, Rules learned from
-                  labels) on, 1, or off, 0; an older server: -1 */
+    /* Exclusive relations learned from labels (api.md, Rules learned from
+     * labels): on, 1, or off, 0; an older server: -1. */
+    int rules;
 } ws_client_training;
 
 /* Training fields to change: enabled < 0, lr <= 0, update_every <= 0, scope ""

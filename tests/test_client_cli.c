@@ -630,9 +630,10 @@ static void test_rules_shown(void **state)
     for (int p = 0; p < 8; p++) {
         snprintf(args, sizeof args, "step %s --instr p%d,location,kitchen=true", id, p);
         cJSON_Delete(cli_json(D, 0, args));
-        snprintf(args, sizeof args,
-                 "step %s --instr p%d,location,garden=true --query p%d,location,kitchen --label false",
-                 id, p, p);
+        snprintf(
+            args, sizeof args,
+            "step %s --instr p%d,location,garden=true --query p%d,location,kitchen --label false",
+            id, p, p);
         cJSON_Delete(cli_json(D, 0, args));
     }
     j = cli_json(D, 0, "model status ruled");

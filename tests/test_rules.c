@@ -133,7 +133,7 @@ static void test_plain_relation_never_holds(void **state)
     char e[16];
     for (int i = 0; i < 40; i++) {
         snprintf(e, sizeof e, "e%d", i);
-        move(r, e, "has", 1);                /* a second object: the first still had */
+        move(r, e, "has", 1);                 /* a second object: the first still had */
         if (i % 2) move(r, e, "location", 0); /* and some moves */
     }
     assert_int_equal(inferred(r, "new", "has"), 0);

@@ -192,7 +192,7 @@ static void held_out(uint64_t first, double *acc, double *p_left)
 typedef struct {
     double before[2], after[2], memory_before, memory_after;
     double p_left_before, p_left_after; /* the mean p of held-out places left */
-    int updates;    /* AdamW steps of the training thread */
+    int updates;                        /* AdamW steps of the training thread */
     int rule_holds; /* one rule holds: a person's place (anchor "location", position 2) */
 } stream_result;
 
@@ -305,9 +305,9 @@ static void run_stream(const char *training, int budget, stream_result *out,
  * default was trained to hold, and the gate's memory probe refuses every
  * candidate that starts to move (bench/rules_learn.py, api.md: Rules from
  * labels): off here, so that what the labels teach is served. */
-#define NETWORK(lr, rehearsal, scope)                                                 \
-    "{\"enabled\":true,\"lr\":" lr ",\"update_every\":8,\"gate\":false,\"rehearsal\":" \
-    #rehearsal ",\"scope\":\"" scope "\"}"
+#define NETWORK(lr, rehearsal, scope)                                                             \
+    "{\"enabled\":true,\"lr\":" lr ",\"update_every\":8,\"gate\":false,\"rehearsal\":" #rehearsal \
+    ",\"scope\":\"" scope "\"}"
 
 static stream_result plain; /* the stream without rehearsal */
 
@@ -387,7 +387,8 @@ static double p_of(const char *sid, const char *who, const char *where)
     snprintf(body, sizeof body, "{\"queries\":[{\"fact\":[\"%s\",\"location\",\"%s\"]}]}", who,
              where);
     assert_int_equal(
-        ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/queries"), NULL, body, &r), 200);
+        ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/queries"), NULL, body, &r),
+        200);
     const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(r.json, "answers"), 0);
     assert_non_null(a);
     double p = cJSON_GetObjectItem(a, "p")->valuedouble;
@@ -400,8 +401,8 @@ static void tell_place(const char *sid, const char *who, const char *where)
     char path[96], body[160];
     ws_ts_resp r;
     snprintf(body, sizeof body,
-             "{\"instructions\":[{\"fact\":[\"%s\",\"location\",\"%s\"],\"value\":true}]}",
-             who, where);
+             "{\"instructions\":[{\"fact\":[\"%s\",\"location\",\"%s\"],\"value\":true}]}", who,
+             where);
     assert_int_equal(
         ws_ts_req(&D, "POST", ws_ts_spath(path, sizeof path, sid, "/steps"), NULL, body, &r), 200);
     ws_ts_resp_free(&r);
@@ -506,10 +507,9 @@ static void test_rule_from_labels_put_later(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rule_learned_as_rule),
-                                       cmocka_unit_test(test_rule_from_labels_put_later),
-                                       cmocka_unit_test(test_rule_from_labels),
-                                       cmocka_unit_test(test_rule_with_rehearsal),
-                                       cmocka_unit_test(test_rule_symbols_only)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rule_learned_as_rule),
+        cmocka_unit_test(test_rule_from_labels_put_later), cmocka_unit_test(test_rule_from_labels),
+        cmocka_unit_test(test_rule_with_rehearsal), cmocka_unit_test(test_rule_symbols_only)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,8 +122,7 @@ static void print_training(const char *label, const ws_client_training *t)
     if (t->scope[0])
         printf("%-14s scope: %s\n", "",
                strcmp(t->scope, "symbols") ? "every parameter" : "the symbols' corrections alone");
-    if (t->rules >= 0)
-        printf("%-14s rules learned from labels: %s\n", "", t->rules ? "on" : "off");
+    if (t->rules >= 0) printf("%-14s rules learned from labels: %s\n", "", t->rules ? "on" : "off");
 }
 
 static void print_model(const ws_client_model *m)
@@ -140,7 +139,8 @@ static void print_model(const ws_client_model *m)
     if (m->version_note) printf("version note   %s\n", m->version_note);
     printf("tenant         %s\n", m->tenant[0] ? m->tenant : "(shared by every tenant)");
     print_training("training", &m->training);
-    if (m->rules_holding[0]) /* "location@1:2/3": location (position 1) makes position 2 exclusive */
+    /* "location@1:2/3": location (at position 1) makes position 2 of 3 exclusive */
+    if (m->rules_holding[0])
         printf("rules          %s (anchor@position:exclusive position/symbols)\n",
                m->rules_holding);
     const ws_client_model_status *st = &m->status;

@@ -86,20 +86,13 @@ ws_status ws_srv_training_parse(const cJSON *obj, ws_srv_training *t, ws_error *
 ws_status ws_srv_training_parse_fields(const cJSON *obj, ws_srv_training *t, unsigned *fields,
                                        ws_error *err)
 {
-    static const char *const names[] = {"enabled",
-                                        "lr",
-                                        "update_every",
-                                        "recall_queries",
-                                        "self_supervised",
-                                        "negative_queries",
-                                        "holdout",
-                                        "gate",
-                                        "gate_tolerance",
-                                        "rehearsal",
-                                        "scope",
-                                        "publish_every",
-                                        "rules",
-                                        NULL};
+    static const char *const names[] = {"enabled",         "lr",
+                                        "update_every",    "recall_queries",
+                                        "self_supervised", "negative_queries",
+                                        "holdout",         "gate",
+                                        "gate_tolerance",  "rehearsal",
+                                        "scope",           "publish_every",
+                                        "rules",           NULL};
     if (!cJSON_IsObject(obj))
         return ws_error_set(err, WS_ERR_INVALID, "training must be an object");
     WS_TRY(ws_json_only(obj, names, err));

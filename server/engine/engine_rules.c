@@ -40,9 +40,10 @@ static int inferred_fact(const ws_vocab *v, const ws_recall_facts *told, int i, 
 {
     const char *syms[WS_MAX_FACT_LEN];
     int lens[WS_MAX_FACT_LEN], n = 0;
-    for (; n < S && told->ids[i][n] >= 0; n++)
+    for (; n < S && told->ids[i][n] >= 0; n++) {
         if (!(syms[n] = ws_vocab_symbol(v, told->ids[i][n]))) return 0;
-        else lens[n] = (int)strlen(syms[n]);
+        lens[n] = (int)strlen(syms[n]);
+    }
     *out = (ws_job_fact){.value = 0};
     return ws_job_fact_syms(out, syms, lens, n, err) == WS_OK ? 1 : -1;
 }
@@ -69,8 +70,8 @@ static ws_status log_inferred(ws_job *j, int n_was, ws_error *err)
 
 /* Adds the inferred facts (indices into told) as instructions after the
  * step's own, their ids and hashes as rows between instructions and queries. */
-static ws_status add_inferred(ws_eng_item *it, const ws_recall_facts *told, const int *idx,
-                              int n, ws_error *err)
+static ws_status add_inferred(ws_eng_item *it, const ws_recall_facts *told, const int *idx, int n,
+                              ws_error *err)
 {
     ws_job *j = it->j;
     int S = it->em->cfg.max_fact_len, n_was = j->n_instr, rows = j->n_instr + n + j->n_query;

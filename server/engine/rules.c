@@ -56,12 +56,15 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 static uint64_t key_hash(int arity, int pos, int anchor, ws_sym s)
 {
-    return mix(mix(mix(mix((uint64_t)arity, (uint64_t)pos), (uint64_t)anchor),
-                   (uint64_t)(uint32_t)s.id),
-               s.hash);
+    return mix(
+        mix(mix(mix((uint64_t)arity, (uint64_t)pos), (uint64_t)anchor), (uint64_t)(uint32_t)s.id),
+        s.hash);
 }
 
-static int sym_eq(ws_sym a, ws_sym b) { return a.id == b.id && a.hash == b.hash; }
+static int sym_eq(ws_sym a, ws_sym b)
+{
+    return a.id == b.id && a.hash == b.hash;
+}
 
 static int holds(const rule *x)
 {
@@ -111,8 +114,8 @@ static void keep(ws_rules *r, uint32_t min_evidence)
     if (!old) return;
     int n = 0;
     for (int i = 0; i < SLOTS; i++)
-        if (r->slot[i].used && (holds(&r->slot[i]) ||
-                                r->slot[i].excl + r->slot[i].plain >= min_evidence))
+        if (r->slot[i].used &&
+            (holds(&r->slot[i]) || r->slot[i].excl + r->slot[i].plain >= min_evidence))
             old[n++] = r->slot[i];
     memset(r->slot, 0, sizeof r->slot);
     r->n = 0;
@@ -306,8 +309,9 @@ ws_status ws_rules_load(ws_rules *r, const char *path, ws_error *err)
     while (s == WS_OK && r->n < WS_RULES_MAX && fgets(line, sizeof line, f)) {
         rule x = {.used = 1};
         int at = 0;
-        int got = sscanf(line, "%d %d %d %" SCNd32 " %" SCNu64 " %" SCNu32 " %" SCNu32 " %d %" SCNu64
-                               " %" SCNu64 " %" SCNu64 " %n",
+        int got = sscanf(line,
+                         "%d %d %d %" SCNd32 " %" SCNu64 " %" SCNu32 " %" SCNu32 " %d %" SCNu64
+                         " %" SCNu64 " %" SCNu64 " %n",
                          &x.arity, &x.pos, &x.anchor, &x.sym.id, &x.sym.hash, &x.excl, &x.plain,
                          &x.n_ctx, &x.ctx[0], &x.ctx[1], &x.ctx[2], &at);
         if (got != 11 || x.arity < 2 || x.arity > WS_MAX_FACT_LEN || x.pos < 0 ||

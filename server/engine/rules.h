@@ -33,7 +33,8 @@
 #define WS_RULE_MIN_EVIDENCE 8
 #define WS_RULE_MAX_AGAINST  20 /* exclusive >= 20 x not exclusive */
 #define WS_RULE_MIN_CONTEXTS 3
-#define WS_RULES_MAX 1024 /* rules with evidence kept (a full table keeps what holds and
+#define WS_RULES_MAX \
+    1024 /* rules with evidence kept (a full table keeps what holds and
                              what saw more than one label) */
 
 typedef struct ws_rules ws_rules;

@@ -82,7 +82,10 @@ static size_t state_bytes(const entry *e)
     return sizeof(float) * (size_t)e->rows * (size_t)e->cols;
 }
 
-static size_t told_bytes(const entry *e) { return e->told ? sizeof *e->told : 0; }
+static size_t told_bytes(const entry *e)
+{
+    return e->told ? sizeof *e->told : 0;
+}
 
 /* Takes e out of the table and frees it (mu held). */
 static void remove_entry(ws_state_cache *c, entry *e)

@@ -164,8 +164,16 @@ async function openMode(browser, dir) {
       }
     }
     check(`the training history has updates with gate decisions (${hist.points.length} points)`, hist.points.length >= 2 && hist.points.some((p) => p.gate));
+    // Rules: eight people's moves, the old place labelled false, make `location` a rule.
+    check('rules are turned on', (await call(base, '/v1/models/default/training', { method: 'PATCH', body: { rules: true } })).status === 200);
+    const rsid = (await call(base, '/v1/sessions', { method: 'POST', body: {} })).json.id;
+    for (let p = 0; p < 8; p++) {
+      await call(base, `/v1/sessions/${rsid}/steps`, { method: 'POST', body: { instructions: [{ fact: [`p${p}`, 'location', 'kitchen'], value: true }] } });
+      await call(base, `/v1/sessions/${rsid}/steps`, { method: 'POST', body: { instructions: [{ fact: [`p${p}`, 'location', 'garden'], value: true }], queries: [{ fact: [`p${p}`, 'location', 'kitchen'] }], labels: [false] } });
+    }
     await page.goto(`${base}/#/models`);
     await page.waitForSelector('section[data-model="default"] canvas.loss-chart');
+    check('the models page lists the rule learned', /location \(1\)\s*2 of 3\s*8 \/ 0\s*holds/.test(await page.textContent('section[data-model="default"] table.rules')));
     check('the models page shows the default model and its versions', (await page.textContent('section[data-model="default"]')).includes('current'));
     check('the models page shows the replay anchor', /replay anchor\s*version \d+/.test(await page.textContent('section[data-model="default"]')));
     check('the loss chart draws the history', (await inkOf(page, 'section[data-model="default"] canvas.loss-chart', 1)) > 50);

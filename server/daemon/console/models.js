@@ -1,7 +1,8 @@
 // models.js — every model the key may use: config, training settings and
 // status, versions (which is current), the online-training loss and the
 // publication gate's scores over time (from the daemon's bounded history),
-// and the gate's memory probe of the served version.
+// the gate's memory probe of the served version, and the rules learned from
+// its labels.
 import { api } from './api.js';
 import { lineChart } from './draw.js';
 import { h, table, time, pct, num, kv, errorBox } from './ui.js';
@@ -40,6 +41,17 @@ function probe(gate) {
   });
 }
 
+// The rules learned from the model's labels, most evidence first (the
+// training setting rules: api.md, Rules learned from labels).
+function rules(list) {
+  if (!list?.length) return h('p', { class: 'muted' }, 'None learned (the training setting rules is off, or no labels said so yet).');
+  const t = table(['anchor (at position)', 'exclusive position', 'labels for / against', ''], list.slice(0, 8).map((r) =>
+    h('tr', {}, h('td', {}, `${r.anchor || '—'} (${r.anchor_position})`), h('td', { class: 'num' }, `${r.position} of ${r.arity}`),
+      h('td', { class: 'num' }, `${r.exclusive} / ${r.not_exclusive}`), h('td', { class: r.holds ? 'yes' : '' }, r.holds ? 'holds' : ''))));
+  t.classList.add('rules');
+  return t;
+}
+
 async function card(name) {
   const [m, v, hist] = await Promise.all([
     api(`/v1/models/${name}`), api(`/v1/models/${name}/versions`), api(`/v1/models/${name}/training/history`)]);
@@ -53,6 +65,8 @@ async function card(name) {
         'examples ready': st.examples_ready, 'last loss': num(st.last_loss) })),
       h('div', {}, h('h3', {}, 'Memory probe of the served version'), probe(m.gate))),
     charts(hist.points),
+    h('h3', {}, 'Rules learned from labels'),
+    rules(m.rules),
     h('h3', {}, 'Versions'),
     table(['version', 'note', 'created', 'current', 'file'], v.versions.slice().reverse().map((x) =>
       h('tr', {}, h('td', { class: 'num' }, x.version), h('td', {}, x.note), h('td', {}, time(x.created_ms)),

@@ -2,7 +2,7 @@
  * learned from labels).
  *
  * The network learns a deployment's rules from labels slowly and at a cost to
- * its memory (api.md: a few thousand AdamW steps reach 80-87% on the one-place
+ * its memory (api.md: thousands of AdamW steps reach 80-89% on the one-place
  * rule). One kind of rule is plain in the labels themselves: "telling
  * (mary, location, garden) makes (mary, location, kitchen) false". Here it is
  * learned as counts and applied as instructions: once a relation is learned to
@@ -22,7 +22,7 @@
  * places: what lets it generalise to people never seen, and keeps a person's
  * own symbol from becoming a rule about all of their facts).
  *
- * Thread-safe: the engine thread learns and infers, any thread reads the JSON. */
+ * Thread-safe: the engine thread learns and infers, any thread lists them. */
 #ifndef WS_RULES_H
 #define WS_RULES_H
 

@@ -310,19 +310,19 @@ static void test_told_facts(void **state)
     ws_recall_tell(&told, WS_MAX_FACT_LEN, ids, hash, 1);
     ws_state_cache_put(c, 1, ID_A, 9, 3, ROWS, COLS, a);
     ws_state_cache_put_told(c, ID_A, 2, &told); /* another step: not kept */
-    assert_false(ws_state_cache_told(c, 1, ID_A, 3, &back));
+    assert_false(ws_state_cache_told(c, 1, ID_A, 3, &back, NULL));
     ws_state_cache_put_told(c, ID_A, 3, &told);
-    assert_false(ws_state_cache_told(c, 2, ID_A, 3, &back)); /* another tenant */
-    assert_false(ws_state_cache_told(c, 1, ID_A, 2, &back)); /* another step */
-    assert_true(ws_state_cache_told(c, 1, ID_A, 3, &back));
+    assert_false(ws_state_cache_told(c, 2, ID_A, 3, &back, NULL)); /* another tenant */
+    assert_false(ws_state_cache_told(c, 1, ID_A, 2, &back, NULL)); /* another step */
+    assert_true(ws_state_cache_told(c, 1, ID_A, 3, &back, NULL));
     assert_memory_equal(&back, &told, sizeof told);
     assert_int_equal(ws_state_cache_stats_of(c).bytes, sizeof a + sizeof told);
     ws_state_cache_put(c, 1, ID_A, 9, 4, ROWS, COLS, a); /* the next step: told anew */
-    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back));
+    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back, NULL));
     assert_int_equal(ws_state_cache_stats_of(c).bytes, sizeof a);
     ws_state_cache_put_told(c, ID_A, 4, &told);
     ws_state_cache_drop(c, ID_A);
-    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back));
+    assert_false(ws_state_cache_told(c, 1, ID_A, 4, &back, NULL));
     assert_int_equal(ws_state_cache_stats_of(c).bytes, 0);
     ws_state_cache_free(c);
 }

@@ -284,6 +284,10 @@ typedef struct {
                               told, this step included; NULL otherwise */
 } ws_eng_item;
 
+/* engine_run.c: row r of the item's facts (instructions, then queries) as
+ * symbols (id and hash), S of them into out; returns out. */
+const ws_sym *ws_eng_row_syms(const ws_eng_item *it, int r, int S, ws_sym *out);
+
 /* engine_rules.c: a step job of a model with rules on (tr.rules) whose symbols
  * are mapped: learns from its labels, adds the instructions its rules infer
  * (it->ids, it->hash and the job's instructions and log text grow), and

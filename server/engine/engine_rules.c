@@ -16,10 +16,8 @@
 static void fact_of(const ws_eng_item *it, int row, int n_sym, const char *const *text,
                     ws_rule_fact *f)
 {
-    int S = it->em->cfg.max_fact_len;
+    ws_eng_row_syms(it, row, it->em->cfg.max_fact_len, f->sym);
     f->n = n_sym;
-    for (int k = 0; k < n_sym; k++)
-        f->sym[k] = (ws_sym){it->ids[(size_t)row * S + k], it->hash[(size_t)row * S + k]};
     f->text = text;
 }
 
@@ -126,6 +124,22 @@ typedef struct {
     ws_recall_facts *told;
 } rebuild;
 
+/* A fact of the step log (an instruction or a query object) as symbols of v
+ * (looked up, not added) into f, with their strings; f->n 0 when it is not
+ * one of at most S symbols (a vector fact). */
+static void logged_fact(ws_vocab *v, int S, const cJSON *o, ws_rule_fact *f, const char **text)
+{
+    const cJSON *fact = cJSON_GetObjectItemCaseSensitive(o, "fact"), *sym;
+    f->n = 0, f->text = text;
+    cJSON_ArrayForEach(sym, fact)
+    {
+        if (f->n == S || !cJSON_IsString(sym)) break;
+        text[f->n] = sym->valuestring;
+        f->sym[f->n++] = ws_vocab_sym(v, sym->valuestring, strlen(sym->valuestring), 0);
+    }
+    if (f->n != cJSON_GetArraySize(fact)) f->n = 0;
+}
+
 static ws_status tell_logged(void *ctx, const ws_store_log_entry *entry)
 {
     rebuild *rb = ctx;
@@ -133,18 +147,13 @@ static ws_status tell_logged(void *ctx, const ws_store_log_entry *entry)
     const cJSON *o;
     cJSON_ArrayForEach(o, a)
     {
-        const cJSON *fact = cJSON_GetObjectItemCaseSensitive(o, "fact"), *sym;
+        const char *text[WS_MAX_FACT_LEN];
+        ws_rule_fact f;
+        logged_fact(rb->v, rb->S, o, &f, text);
+        if (!f.n) continue;
         int32_t ids[WS_MAX_FACT_LEN];
         uint64_t hash[WS_MAX_FACT_LEN];
-        int n = 0;
-        cJSON_ArrayForEach(sym, fact)
-        {
-            if (n == rb->S || !cJSON_IsString(sym)) break;
-            ws_sym x = ws_vocab_sym(rb->v, sym->valuestring, strlen(sym->valuestring), 0);
-            ids[n] = x.id, hash[n++] = x.hash;
-        }
-        if (!n || n != cJSON_GetArraySize(fact)) continue; /* a vector fact */
-        for (int k = n; k < rb->S; k++) ids[k] = -1, hash[k] = 0;
+        ws_rule_fact_row(&f, rb->S, ids, hash);
         int val = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "value"));
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "inferred"))) val = WS_RULE_MADE_FALSE;
         ws_recall_tell(rb->told, rb->S, ids, hash, val);
@@ -160,7 +169,7 @@ static ws_status told_before(ws_engine *e, ws_eng_item *it, ws_error *err)
     const ws_job *j = it->j;
     it->told->n = 0;
     if (!it->sess.step ||
-        ws_state_cache_told(e->cache, j->tenant, j->session, it->sess.step, it->told))
+        ws_state_cache_told(e->cache, j->tenant, j->session, it->sess.step, it->told, NULL))
         return WS_OK;
     rebuild rb = {ws_model_vocab(it->em->m), it->em->cfg.max_fact_len, it->told};
     int64_t after = it->sess.step > REBUILD_STEPS ? it->sess.step - REBUILD_STEPS : 0;
@@ -188,11 +197,11 @@ void ws_eng_rules_load(ws_engine *e, ws_eng_model *em)
 /* Saved whenever a rule begins or ceases to hold. */
 static void rules_file(ws_engine *e, ws_eng_model *em)
 {
+    if (!ws_rules_changed(em->rules)) return; /* every step of the model asks */
     char path[WS_ENG_CKPT_PATH];
     ws_error err = {0};
     ws_eng_rules_path(e->cfg.data_dir, em->name, path, sizeof path);
-    if (ws_rules_changed(em->rules) &&
-        ws_rules_save(em->rules, e->cfg.data_dir, path, &err) != WS_OK)
+    if (ws_rules_save(em->rules, e->cfg.data_dir, path, &err) != WS_OK)
         ws_log(WS_LOG_WARN, "model %s: its learned rules were not saved: %s", em->name, err.msg);
 }
 
@@ -247,40 +256,31 @@ static ws_status read_step(void *ctx, const ws_store_log_entry *entry)
     return WS_OK;
 }
 
-/* Counts query q (a logged fact) with its label as evidence. */
-static void learn_logged(ws_eng_model *em, const ws_recall_facts *told, const cJSON *q, int label)
-{
-    const char *text[WS_MAX_FACT_LEN];
-    ws_rule_fact f = {.text = text};
-    const cJSON *sym;
-    cJSON_ArrayForEach(sym, cJSON_GetObjectItemCaseSensitive(q, "fact"))
-    {
-        if (f.n == em->cfg.max_fact_len || !cJSON_IsString(sym)) return;
-        text[f.n] = sym->valuestring;
-        f.sym[f.n++] =
-            ws_vocab_sym(ws_model_vocab(em->m), sym->valuestring, strlen(sym->valuestring), 0);
-    }
-    if (f.n) ws_rules_learn(em->rules, told, em->cfg.max_fact_len, &f, label);
-}
-
 void ws_eng_rules_labels(ws_engine *e, const ws_job *j)
 {
-    ws_store_session sess = {0};
-    if (!e->cache || !ws_state_cache_get(e->cache, j->tenant, j->session, &sess)) return;
-    ws_eng_model *em = ws_eng_model_by_id(e, sess.model);
-    int latest = sess.step == j->label_step;
-    ws_store_session_clear(&sess);
-    ws_recall_facts *told = malloc(sizeof *told);
+    int64_t model = 0;
+    ws_recall_facts *told = e->cache ? malloc(sizeof *told) : NULL;
+    /* cached with what it was told at the labelled step: that is its latest */
+    ws_eng_model *em = told && ws_state_cache_told(e->cache, j->tenant, j->session,
+                                                   j->label_step, told, &model)
+                           ? ws_eng_model_by_id(e, model)
+                           : NULL;
     logged_step ls = {0};
     ws_error err = {0};
-    if (em && em->tr.rules && latest && told &&
-        ws_state_cache_told(e->cache, j->tenant, j->session, j->label_step, told) &&
+    if (em && em->tr.rules &&
         ws_store_log_page(e->st, j->tenant, j->session, j->label_step - 1, 1, read_step, &ls,
                           &err) == WS_OK &&
         cJSON_GetArraySize(ls.queries) == j->n_labels && !ls.labelled) {
         int i = 0;
         const cJSON *q;
-        cJSON_ArrayForEach(q, ls.queries) learn_logged(em, told, q, j->labels[i++]);
+        cJSON_ArrayForEach(q, ls.queries)
+        {
+            const char *text[WS_MAX_FACT_LEN];
+            ws_rule_fact f;
+            logged_fact(ws_model_vocab(em->m), em->cfg.max_fact_len, q, &f, text);
+            if (f.n) ws_rules_learn(em->rules, told, em->cfg.max_fact_len, &f, j->labels[i]);
+            i++;
+        }
         rules_file(e, em);
     }
     cJSON_Delete(ls.queries);

@@ -229,8 +229,7 @@ static void share_vocabs(ws_engine *e, ws_eng_flight *f)
     }
 }
 
-/* Row r of the item's facts as symbols (id and hash). */
-static const ws_sym *row_syms(const ws_eng_item *it, int r, int S, ws_sym *out)
+const ws_sym *ws_eng_row_syms(const ws_eng_item *it, int r, int S, ws_sym *out)
 {
     for (int k = 0; k < S; k++)
         out[k] = (ws_sym){it->ids[(size_t)r * S + k], it->hash[(size_t)r * S + k]};
@@ -243,13 +242,13 @@ static ws_status add_facts(ws_batch *b, const ws_eng_item *it, int S)
     ws_sym syms[WS_MAX_FACT_LEN];
     for (int i = 0; i < j->n_instr; i++) {
         const ws_job_fact *f = &j->instr[i];
-        WS_TRY(f->n_sym ? ws_batch_add_instr_syms(b, row_syms(it, i, S, syms), f->n_sym, f->value)
+        WS_TRY(f->n_sym ? ws_batch_add_instr_syms(b, ws_eng_row_syms(it, i, S, syms), f->n_sym, f->value)
                         : ws_batch_add_instr_raw(b, f->vec, f->value));
     }
     for (int i = 0; i < j->n_query; i++) {
         const ws_job_fact *f = &j->query[i];
         WS_TRY(f->n_sym
-                   ? ws_batch_add_query_syms(b, row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
+                   ? ws_batch_add_query_syms(b, ws_eng_row_syms(it, j->n_instr + i, S, syms), f->n_sym, -1)
                    : ws_batch_add_query_raw(b, f->vec, -1));
     }
     return WS_OK;

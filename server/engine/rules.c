@@ -172,14 +172,19 @@ static void count(ws_rules *r, const ws_rule_fact *q, int k, int j, int label)
     r->changed |= holds(x) != held;
 }
 
-static int find(const ws_recall_facts *told, int S, const ws_rule_fact *f)
+void ws_rule_fact_row(const ws_rule_fact *f, int S, int32_t *ids, uint64_t *hash)
 {
-    int32_t ids[WS_MAX_FACT_LEN];
-    uint64_t hash[WS_MAX_FACT_LEN];
     for (int k = 0; k < S; k++) {
         ids[k] = k < f->n ? f->sym[k].id : -1;
         hash[k] = k < f->n ? f->sym[k].hash : 0;
     }
+}
+
+static int find(const ws_recall_facts *told, int S, const ws_rule_fact *f)
+{
+    int32_t ids[WS_MAX_FACT_LEN];
+    uint64_t hash[WS_MAX_FACT_LEN];
+    ws_rule_fact_row(f, S, ids, hash);
     return ws_recall_find(told, S, ids, hash);
 }
 

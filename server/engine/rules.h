@@ -50,6 +50,9 @@ typedef struct {
     const char *const *text;
 } ws_rule_fact;
 
+/* f as a recall row (recall.h): S ids (-1 padded) and hashes (0 padded). */
+void ws_rule_fact_row(const ws_rule_fact *f, int S, int32_t *ids, uint64_t *hash);
+
 /* A session's told facts as the rules keep them: ws_recall_facts whose val is
  * 1 (told true), 0 (told false) or WS_RULE_MADE_FALSE: told true by the client,
  * then false by a rule. Evidence counts it as told true (so a rule that holds

@@ -176,12 +176,13 @@ void ws_state_cache_put_told(ws_state_cache *c, const char *id, int64_t step,
 }
 
 int ws_state_cache_told(ws_state_cache *c, int64_t tenant, const char *id, int64_t step,
-                        ws_recall_facts *out)
+                        ws_recall_facts *out, int64_t *model)
 {
     pthread_mutex_lock(&c->mu);
     entry *e = find(c, id);
     int have = e && e->tenant == tenant && e->step == step && e->told;
     if (have) *out = *e->told;
+    if (have && model) *model = e->model;
     pthread_mutex_unlock(&c->mu);
     return have;
 }

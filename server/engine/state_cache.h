@@ -49,10 +49,11 @@ void ws_state_cache_put(ws_state_cache *c, int64_t tenant, const char *id, int64
  * Nothing when the cache holds it at another step; a new put forgets them. */
 void ws_state_cache_put_told(ws_state_cache *c, const char *id, int64_t step,
                              const ws_recall_facts *told);
-/* 1 and *out filled when the session of that tenant is cached at `step` with
- * what it was told; 0 otherwise. */
+/* 1 and *out filled (and *model, may be NULL: the session's model) when the
+ * session of that tenant is cached at `step` with what it was told; 0
+ * otherwise. */
 int ws_state_cache_told(ws_state_cache *c, int64_t tenant, const char *id, int64_t step,
-                        ws_recall_facts *out);
+                        ws_recall_facts *out, int64_t *model);
 
 /* Forgets the session (any tenant's): the store holds what it has now. */
 void ws_state_cache_drop(ws_state_cache *c, const char *id);

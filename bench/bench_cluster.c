@@ -36,6 +36,7 @@
 #include "clients/ws_client.h"
 #include "daemon_proc.h"
 #include "latencies.h"
+#include "tmp_dir.h"
 
 enum { MAX_NODES = 3, MAX_CLIENTS = 256 };
 
@@ -415,10 +416,6 @@ int main(int argc, char **argv)
                r->pg_cpu, r->stmts_per_batch, r->stmts_per_step, r->wal_per_step, r->steps_per_batch, r->errors);
     }
     printf("]}\n");
-    if (!keep) {
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-        if (sh(cmd) != 0) fprintf(stderr, "bench_cluster: could not remove %s\n", base);
-    }
+    if (!keep) tmp_dir_remove("bench_cluster", base);
     return failed;
 }

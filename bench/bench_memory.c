@@ -28,6 +28,7 @@
 #ifdef WS_DAEMON_PATH
 #include "daemon_proc.h"
 #include "probe_http.h"
+#include "tmp_dir.h"
 #include "base/ws_clock.h"
 #endif
 
@@ -149,8 +150,9 @@ static void print_json(const char *name, const ws_probe_config *pc, const ws_pro
 #ifdef WS_DAEMON_PATH
 static int run_http(const options *o, ws_probe_result *res, double *secs)
 {
-    char dir[] = "/tmp/ws-bench-memory-XXXXXX", err[512];
-    if (!mkdtemp(dir)) return -1;
+    char base[] = "/tmp/ws-bench-memory-XXXXXX", dir[64], err[512];
+    if (!mkdtemp(base)) return -1;
+    snprintf(dir, sizeof dir, "%s/data", base);
     daemon_proc d;
     const char *flags[] = {"--backend", "cpu", NULL};
     if (daemon_start(&d, WS_DAEMON_PATH, dir, flags) != 0) {
@@ -163,7 +165,10 @@ static int run_http(const options *o, ws_probe_result *res, double *secs)
     int rc = ws_probe_http_run(url, NULL, &o->http, NULL, res, err, sizeof err);
     *secs = ws_clock_mono_s() - t0;
     daemon_stop(&d);
-    if (rc) fprintf(stderr, "bench_memory: http: %s\n", err);
+    if (rc)
+        fprintf(stderr, "bench_memory: http: %s (daemon log %s.log)\n", err, dir);
+    else
+        tmp_dir_remove("bench_memory", base);
     return rc;
 }
 #endif

@@ -38,6 +38,7 @@
 #include "http_raw.h"
 #include "latencies.h"
 #include "storage/storage.h"
+#include "tmp_dir.h"
 #include "base/ws_clock.h"
 
 #define MODEL_D 32
@@ -408,9 +409,7 @@ int main(int argc, char **argv)
            "\"sqlite_commit_1_per_s\":%.1f,\"sqlite_commit_64_per_s\":%.1f}\n",
            backend, clients, seconds, durability, off.steps_per_s, off.p50_ms, off.p99_ms, off.errors, atoi(wait_us), on.steps_per_s, on.p50_ms,
            on.p99_ms, on.errors, on.steps_per_cpu_s, on.jobs_per_batch, on.floor_ms, default_model, wide_d, training, c1, c64);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (system(cmd) != 0) fprintf(stderr, "bench_server: could not remove %s\n", base);
+    tmp_dir_remove("bench_server", base);
     curl_global_cleanup();
     return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "storage/storage.h"
 #include "base/ws_clock.h"
+#include "tmp_dir.h"
 
 #define FILL_PER_TXN 10000
 #define LIMIT        (1 << 30) /* a limit that is checked but never reached */
@@ -110,9 +111,7 @@ int main(int argc, char **argv)
     if (s == WS_OK) s = time_creates(st, tenant, model, n, &at_large, &err);
     double elapsed = ws_clock_mono_s() - t0;
     ws_store_close(st);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (system(cmd) != 0) fprintf(stderr, "bench_sessions: could not remove %s\n", base);
+    tmp_dir_remove("bench_sessions", base);
     if (s != WS_OK) {
         fprintf(stderr, "bench_sessions: %s\n", err.msg);
         return 1;

@@ -28,6 +28,7 @@
 #include "daemon_proc.h"
 #include "http_raw.h"
 #include "latencies.h"
+#include "tmp_dir.h"
 
 #define N_INSTR 4
 #define N_QUERY 8
@@ -287,6 +288,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train_serving: a load failed (daemon log: %s.log)\n", dir);
         return 1;
     }
+    tmp_dir_remove("bench_train_serving", base);
     printf("default model, steps of %d instructions + %d queries with labels, %d rounds of %.0f s "
            "per load, off and on alternating, --train-priority %s\n",
            N_INSTR, N_QUERY, rounds, seconds, priority);

@@ -17,6 +17,7 @@
 #include "daemon_proc.h"
 #include "soak.h"
 #include "storage/storage.h"
+#include "tmp_dir.h"
 
 typedef struct {
     soak *s;
@@ -287,11 +288,7 @@ int soak_run(const soak_options *o, soak_result *r)
 void soak_result_free(soak_result *r, int remove_dir)
 {
     soak *s = r->s;
-    if (remove_dir && r->base[0]) { /* set once mkdtemp made it */
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->base);
-        if (system(cmd) != 0) fprintf(stderr, "soak: could not remove %s\n", r->base);
-    }
+    if (remove_dir && r->base[0]) tmp_dir_remove("soak", r->base); /* set once mkdtemp made it */
     int n = s ? atomic_load(&s->n_sessions) : 0;
     for (int i = 0; i < n; i++) {
         pthread_mutex_destroy(&s->sessions[i]->mu);

@@ -14,8 +14,13 @@
  * Off and on alternate for `rounds` rounds (latencies pooled per load), so a
  * machine whose load drifts meanwhile weighs on both alike.
  *
+ * --toggle rules: the same for the training setting `rules` (exclusive relations
+ * learned from the labels and applied to every step: its cost to serving),
+ * with the network's training off in both loads.
+ *
  *   build/bench/bench_train_serving [--seconds 5] [--rounds 3] [--clients 1,64]
  *                                   [--train-priority low|idle|normal]  (the daemon's flag)
+ *                                   [--toggle enabled|rules]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -51,9 +56,16 @@ static void put_fact(char *body, size_t cap, size_t *n, char sym[3][24], int ari
     if (*n < cap) *n += (size_t)snprintf(body + *n, cap - *n, "]");
 }
 
+/* The setting off and on: training's `enabled`, or `rules` (the network's
+ * training off). */
+static int toggle_rules;
+
 /* Step t of client k as the JSON body of POST .../steps: entity e moves to a
  * new place (told: the new one true, the old one false), a colour is told;
- * queries ask the told facts and some never told, labelled with the truth. */
+ * queries ask the told facts and some never told, labelled with the truth.
+ * With --toggle rules, the first never-told query asks instead where e was
+ * told it is 5 steps before (labelled false): the evidence a rule is learned
+ * from, so that, once it holds, each move has that place made false. */
 static void step_body(int k, int t, char *body, size_t cap)
 {
     int e = t % 5, place = t % 7, old = (t + 6) % 7;
@@ -77,6 +89,13 @@ static void step_body(int k, int t, char *body, size_t cap)
                 snprintf(sym[r][s], 24, "%s", sym[i][s]);
             else
                 snprintf(sym[r][s], 24, "c%dn%d_%d", k, t % 97, i * 3 + s); /* never told */
+    }
+    if (toggle_rules && t >= 5) { /* e's place 5 steps before */
+        int r = 2 * N_INSTR;
+        arity[r] = 3;
+        snprintf(sym[r][0], 24, "c%de%d", k, e);
+        snprintf(sym[r][1], 24, "at");
+        snprintf(sym[r][2], 24, "p%d", (t - 5) % 7);
     }
     size_t n = (size_t)snprintf(body, cap, "{\"instructions\":[");
     for (int i = 0; i < N_INSTR && n < cap; i++) {
@@ -138,6 +157,9 @@ typedef struct {
     int64_t trained, dropped, updates, published;
 } phase;
 
+/* The rules that held at the last look (GET /v1/models/default). */
+static char rules_holding[256];
+
 static int model_counts(const ws_client *c, int64_t *trained, int64_t *dropped, int64_t *updates,
                         int64_t *published)
 {
@@ -149,16 +171,18 @@ static int model_counts(const ws_client *c, int64_t *trained, int64_t *dropped, 
     }
     *trained = m.status.examples_trained, *dropped = m.status.examples_dropped;
     *updates = m.status.updates, *published = m.gate.published;
+    snprintf(rules_holding, sizeof rules_holding, "%s", m.rules_holding);
     ws_client_model_free(&m);
     return 0;
 }
 
-static int set_training(const ws_client *c, int enabled)
+static int set_training(const ws_client *c, int on)
 {
     ws_client_training_patch p = WS_CLIENT_TRAINING_KEEP;
     ws_client_training out;
     ws_client_error err = {0};
-    p.enabled = enabled;
+    p.enabled = toggle_rules ? 0 : on;
+    if (toggle_rules) p.rules = on;
     if (ws_client_training_set(c, "default", &p, &out, &err) == WS_CLIENT_OK) return 0;
     fprintf(stderr, "bench_train_serving: PATCH training: %s\n", err.message);
     return -1;
@@ -243,11 +267,16 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--train-priority") && i + 1 < argc)
             priority = argv[++i];
+        else if (!strcmp(argv[i], "--toggle") && i + 1 < argc && !strcmp(argv[i + 1], "rules"))
+            toggle_rules = 1, i++;
+        else if (!strcmp(argv[i], "--toggle") && i + 1 < argc && !strcmp(argv[i + 1], "enabled"))
+            toggle_rules = 0, i++;
         else
             n_counts = -1;
         if (n_counts < 1 || seconds <= 0 || rounds < 1) {
             fprintf(stderr, "usage: bench_train_serving [--seconds S] [--rounds R] "
-                            "[--clients 1,64] [--train-priority low|idle|normal]\n");
+                            "[--clients 1,64] [--train-priority low|idle|normal] "
+                            "[--toggle enabled|rules]\n");
             return 2;
         }
     }
@@ -289,31 +318,35 @@ int main(int argc, char **argv)
         return 1;
     }
     tmp_dir_remove("bench_train_serving", base);
+    const char *setting = toggle_rules ? "rules" : "training";
     printf("default model, steps of %d instructions + %d queries with labels, %d rounds of %.0f s "
-           "per load, off and on alternating, --train-priority %s\n",
-           N_INSTR, N_QUERY, rounds, seconds, priority);
+           "per load, %s off and on alternating%s, --train-priority %s\n",
+           N_INSTR, N_QUERY, rounds, seconds, setting,
+           toggle_rules ? " (the network's training off)" : "", priority);
     double p50[MAX_PHASES], p99[MAX_PHASES], rate[MAX_PHASES];
     for (int i = 0; i < n; i++) {
         p50[i] = quantile_ms(&ph[i], 0.5), p99[i] = quantile_ms(&ph[i], 0.99);
         rate[i] = (double)ph[i].steps / ph[i].seconds;
     }
-    printf("%8s %9s %9s %9s %9s %14s %9s %8s %10s\n", "clients", "training", "p50 ms", "p99 ms",
+    printf("%8s %9s %9s %9s %9s %14s %9s %8s %10s\n", "clients", setting, "p50 ms", "p99 ms",
            "steps/s", "trained ex/s", "dropped", "updates", "published");
     for (int i = 0; i < n; i++)
         printf("%8d %9s %9.2f %9.2f %9.1f %14.1f %9lld %8lld %10lld\n", ph[i].clients,
                ph[i].training ? "on" : "off", p50[i], p99[i], rate[i],
                (double)ph[i].trained / ph[i].seconds, (long long)ph[i].dropped,
                (long long)ph[i].updates, (long long)ph[i].published);
+    if (toggle_rules) printf("rules that hold at the end: %s\n", *rules_holding ? rules_holding : "none");
     printf("on / off: ");
     for (int i = 0; i + 1 < n; i += 2)
         printf("%s%d client%s p50 %.2fx, p99 %.2fx, steps/s %.2fx", i ? "; " : "", ph[i].clients,
                ph[i].clients == 1 ? "" : "s", p50[i + 1] / p50[i], p99[i + 1] / p99[i],
                rate[i + 1] / rate[i]);
-    printf(" (target: p50 and p99 within 1.20x)\n{\"bench\":\"train_serving\",\"seconds\":%.0f,"
-           "\"rounds\":%d,\"train_priority\":\"%s\",\"loads\":[",
-           seconds, rounds, priority);
+    printf("%s\n{\"bench\":\"train_serving\",\"seconds\":%.0f,"
+           "\"rounds\":%d,\"train_priority\":\"%s\",\"toggle\":\"%s\",\"loads\":[",
+           toggle_rules ? "" : " (target: p50 and p99 within 1.20x)", seconds, rounds, priority,
+           toggle_rules ? "rules" : "enabled");
     for (int i = 0; i < n; i++)
-        printf("%s{\"clients\":%d,\"training\":%s,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+        printf("%s{\"clients\":%d,\"on\":%s,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
                "\"steps_per_s\":%.1f,\"errors\":%ld,\"trained_per_s\":%.1f,\"dropped\":%lld,"
                "\"updates\":%lld,\"published\":%lld}",
                i ? "," : "", ph[i].clients, ph[i].training ? "true" : "false", p50[i], p99[i],

@@ -19,5 +19,9 @@ int ws_utf8_has_control(const unsigned char *s, size_t n);
  * valid UTF-8 sequence with '?': text that echoes client bytes (an error
  * message) stays valid UTF-8, and so valid JSON once escaped. */
 void ws_utf8_scrub(char *s);
+/* The length of the longest prefix of s (NUL-terminated, valid UTF-8) of at
+ * most max bytes that ends between two characters: where s is kept in a
+ * buffer too small for it, it is cut there, never inside a character. */
+size_t ws_utf8_cut(const char *s, size_t max);
 
 #endif

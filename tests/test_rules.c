@@ -6,9 +6,16 @@
  * as told true); and it infers exactly the session's other true values of the
  * relation for the entity told a new one, nothing for another entity, another
  * relation, another arity or a fact told false; a table full of one-label
- * anchors keeps what holds and still learns. */
+ * anchors keeps what holds and still learns; the rules file gives back what was
+ * saved, its anchors' strings included, and a damaged one gives back nothing;
+ * an anchor's string too long to keep is cut at a character, never inside one. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/ws_utf8.h"
 
 #include "server/engine/rules.h"
 #include "test_util.h"
@@ -68,6 +75,18 @@ static void move(ws_rules *r, const char *e, const char *rel, int label)
     tell(&told, &old, 1);
     tell(&told, &now, 1);
     ws_rules_learn(r, &told, S, &old, label);
+}
+
+/* move(), the facts' strings given: rel's is the rules' anchor string. */
+static void move_named(ws_rules *r, const char *e, const char *rel)
+{
+    ws_recall_facts told = {0};
+    const char *old_text[3] = {e, rel, "v0"};
+    ws_rule_fact old = fact3(e, rel, "v0"), now = fact3(e, rel, "v1");
+    old.text = old_text;
+    tell(&told, &old, 1);
+    tell(&told, &now, 1);
+    ws_rules_learn(r, &told, S, &old, 0);
 }
 
 /* The facts a move of e to v1 makes false, the session told (e, rel, v0). */
@@ -205,6 +224,83 @@ static void test_table_full(void **state)
     ws_rules_free(r);
 }
 
+/* A rule for rel learned from WS_RULE_MIN_EVIDENCE people's moves. */
+static ws_rules *learned(const char *rel)
+{
+    ws_rules *r = rules_new();
+    char e[16];
+    for (int i = 0; i < WS_RULE_MIN_EVIDENCE; i++) {
+        snprintf(e, sizeof e, "e%d", i);
+        move_named(r, e, rel);
+    }
+    return r;
+}
+
+static void test_anchor_cut_at_a_character(void **state)
+{
+    (void)state;
+    char rel[2 * 40 + 1] = ""; /* 40 two-byte characters: 80 bytes, kept are 63 at most */
+    for (int i = 0; i < 40; i++) strcat(rel, "\xc3\xa9");
+    ws_rules *r = learned(rel);
+    ws_engine_rule list[8];
+    int n = ws_rules_list(r, list, 8);
+    const ws_engine_rule *loc = find_rule(list, n, 2, 1);
+    assert_non_null(loc);
+    assert_true(loc->holds);
+    size_t len = strlen(loc->anchor);
+    assert_int_equal(len, 62); /* 31 characters: the 32nd would end at byte 64 */
+    assert_true(ws_utf8_valid((const unsigned char *)loc->anchor, len));
+    assert_memory_equal(loc->anchor, rel, len);
+    ws_rules_free(r);
+}
+
+static void test_saved_and_loaded(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_rules_XXXXXX", path[64]; /* a data dir: the file in models/ */
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/models", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/models/m.rules", dir);
+    ws_error err = {0};
+    ws_rules *r = learned(" the place"), *back = rules_new();
+    move(r, "x0", "has", 1); /* a rule that does not hold is kept too */
+    assert_int_equal(ws_rules_load(back, path, &err), WS_OK); /* no file yet: nothing */
+    ws_engine_rule list[8], got[8];
+    assert_int_equal(ws_rules_list(back, got, 8), 0);
+    assert_int_equal(ws_rules_save(r, dir, path, &err), WS_OK);
+    assert_int_equal(ws_rules_load(back, path, &err), WS_OK);
+    int n = ws_rules_list(r, list, 8);
+    assert_true(n >= 2);
+    assert_int_equal(ws_rules_list(back, got, 8), n);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(got[i].arity, list[i].arity);
+        assert_int_equal(got[i].position, list[i].position);
+        assert_int_equal(got[i].anchor_position, list[i].anchor_position);
+        assert_int_equal(got[i].exclusive, list[i].exclusive);
+        assert_int_equal(got[i].not_exclusive, list[i].not_exclusive);
+        assert_int_equal(got[i].contexts, list[i].contexts);
+        assert_int_equal(got[i].holds, list[i].holds);
+        assert_string_equal(got[i].anchor, list[i].anchor);
+    }
+    assert_non_null(find_rule(got, n, 2, 1));
+    assert_string_equal(find_rule(got, n, 2, 1)->anchor, " the place"); /* its space kept */
+    assert_int_equal(inferred(back, "new", " the place"), 1);
+    ws_rules_free(back);
+    /* a line damaged: nothing of the file is taken */
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fputs("3 2 1 x\n", f);
+    fclose(f);
+    back = rules_new();
+    assert_int_equal(ws_rules_load(back, path, &err), WS_ERR_FORMAT);
+    assert_int_equal(ws_rules_list(back, got, 8), 0);
+    assert_int_equal(inferred(back, "new", " the place"), 0);
+    ws_rules_free(back);
+    ws_rules_free(r);
+    assert_int_equal(ws_test_rm_tree(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +309,8 @@ int main(void)
         cmocka_unit_test(test_plain_relation_never_holds),
         cmocka_unit_test(test_refuted),
         cmocka_unit_test(test_table_full),
+        cmocka_unit_test(test_anchor_cut_at_a_character),
+        cmocka_unit_test(test_saved_and_loaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

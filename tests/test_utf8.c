@@ -1,5 +1,6 @@
 /* test_utf8.c — the strict UTF-8 validator (base/ws_utf8): every refused form,
- * the edges it accepts, control characters, and scrubbing of echoed bytes. */
+ * the edges it accepts, control characters, scrubbing of echoed bytes, and
+ * cutting between characters. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,12 +48,24 @@ static void test_scrub(void **state)
     }
 }
 
+static void test_cut(void **state)
+{
+    (void)state;
+    const char *s = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"; /* a, é, €, 😀: 1+2+3+4 bytes */
+    const size_t at[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 10};
+    for (size_t max = 0; max < sizeof at / sizeof *at; max++)
+        assert_int_equal(ws_utf8_cut(s, max), at[max]);
+    assert_int_equal(ws_utf8_cut("", 5), 0);
+    assert_int_equal(ws_utf8_cut("abc", 2), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
         cmocka_unit_test(test_control),
         cmocka_unit_test(test_scrub),
+        cmocka_unit_test(test_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,7 +314,8 @@ int ws_engine_model_info_of(ws_engine *e, int64_t model_id, ws_engine_model_info
  * `anchor_position` cannot both hold — once it `holds`. */
 typedef struct {
     int arity, position, anchor_position;
-    char anchor[64];                   /* the anchor symbol ("" unknown), cut at 63 bytes */
+    /* the anchor symbol ("" unknown), cut between characters: 63 bytes at most */
+    char anchor[64];
     uint32_t exclusive, not_exclusive; /* labelled queries for it and against it */
     int contexts;                      /* distinct facts it was seen with, up to 3 */
     int holds;

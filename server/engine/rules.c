@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/ws_utf8.h"
 #include "files.h"
 #include "server/common/limits.h"
 
@@ -163,7 +164,11 @@ static void count(ws_rules *r, const ws_rule_fact *q, int k, int j, int label)
         *x = (rule){.used = 1, .arity = q->n, .pos = k, .anchor = j, .sym = q->sym[j]};
         r->n++;
     }
-    if (!x->text[0] && q->text && q->text[j]) snprintf(x->text, sizeof x->text, "%s", q->text[j]);
+    if (!x->text[0] && q->text && q->text[j]) { /* cut between characters: it is served as JSON */
+        size_t n = ws_utf8_cut(q->text[j], sizeof x->text - 1);
+        memcpy(x->text, q->text[j], n);
+        x->text[n] = '\0';
+    }
     int held = holds(x);
     if (label)
         x->plain++;
@@ -316,17 +321,19 @@ ws_status ws_rules_load(ws_rules *r, const char *path, ws_error *err)
         int at = 0;
         int got = sscanf(line,
                          "%d %d %d %" SCNd32 " %" SCNu64 " %" SCNu32 " %" SCNu32 " %d %" SCNu64
-                         " %" SCNu64 " %" SCNu64 " %n",
+                         " %" SCNu64 " %" SCNu64 "%n",
                          &x.arity, &x.pos, &x.anchor, &x.sym.id, &x.sym.hash, &x.excl, &x.plain,
                          &x.n_ctx, &x.ctx[0], &x.ctx[1], &x.ctx[2], &at);
         if (got != 11 || x.arity < 2 || x.arity > WS_MAX_FACT_LEN || x.pos < 0 ||
             x.pos >= x.arity || x.anchor < 0 || x.anchor >= x.arity || x.anchor == x.pos ||
-            x.n_ctx < 0 || x.n_ctx > WS_RULE_MIN_CONTEXTS) {
+            x.n_ctx < 0 || x.n_ctx > WS_RULE_MIN_CONTEXTS || line[at] != ' ') {
             s = ws_error_set(err, WS_ERR_FORMAT, "%s: not a rules file", path);
             break;
         }
-        snprintf(x.text, sizeof x.text, "%s", line + at);
-        x.text[strcspn(x.text, "\n")] = '\0';
+        /* the string after one space, which may begin with spaces of its own */
+        line[at + 1 + strcspn(line + at + 1, "\n")] = '\0';
+        memcpy(x.text, line + at + 1, ws_utf8_cut(line + at + 1, sizeof x.text - 1)); /* x zeroed */
+        ws_utf8_scrub(x.text); /* a file of an older daemon: cut inside a character */
         rule *slot = slot_of(r, x.arity, x.pos, x.anchor, x.sym);
         if (slot && !slot->used) *slot = x, r->n++;
     }

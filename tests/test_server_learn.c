@@ -3,8 +3,12 @@
  * places) posted as ordinary steps with labels; the daemon trains on it in the
  * background. Accuracy on held-out episodes (argmax over each entity's places,
  * chance 1/places), posted without labels so they teach nothing, must rise
- * measurably from before to after. WS_LEARN_EPISODES=N caps the stream's length,
+ * measurably from before to after; meanwhile each model's training thread is
+ * kept to a core of its own. WS_LEARN_EPISODES=N caps the stream's length,
  * WS_LEARN_VERBOSE=1 prints the training status every 50 episodes. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,53 @@ static double model_status(const char *field)
     double x = v ? v->valuedouble : -1;
     ws_ts_resp_free(&r);
     return x;
+}
+
+/* The daemon's threads kept to one core (Cpus_allowed_list one number): their
+ * cores into cores[] (at most max); how many. */
+static int pinned_threads(pid_t pid, int *cores, int max)
+{
+    char path[320], line[256];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/status", (int)pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* a thread that ended meanwhile */
+        while (fgets(line, sizeof line, f)) {
+            const char *list = strncmp(line, "Cpus_allowed_list:", 18) ? NULL : line + 18;
+            if (list && !strpbrk(list, "-,") && n < max) cores[n++] = atoi(list);
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Training threads (this model's and the default model's, both training) are
+ * kept to cores of their own, the first the highest the daemon may use
+ * (engine_train.c, pin_to_core); nothing else is. */
+static void check_trainers_pinned(void)
+{
+    cpu_set_t allowed;
+    assert_int_equal(sched_getaffinity(0, sizeof allowed, &allowed), 0); /* the daemon's too */
+    if (CPU_COUNT(&allowed) < 2) {
+        fprintf(stderr, "one core: the training threads are not pinned, not checked\n");
+        return;
+    }
+    int highest = CPU_SETSIZE - 1, cores[8];
+    while (!CPU_ISSET(highest, &allowed)) highest--;
+    int n = pinned_threads(D.pid, cores, 8), top = 0;
+    assert_true(n >= 1 && n <= 2);
+    for (int i = 0; i < n; i++) {
+        assert_true(CPU_ISSET(cores[i], &allowed));
+        top |= cores[i] == highest;
+    }
+    assert_true(top);
+    if (n == 2) assert_int_not_equal(cores[0], cores[1]);
 }
 
 static void test_online_learning(void **state)
@@ -64,6 +115,7 @@ static void test_online_learning(void **state)
             ws_ts_resp_free(&r);
         }
     }
+    check_trainers_pinned();
     for (int i = 0; i < 600 && model_status("examples_ready") > 0; i++) { /* let training drain */
         struct timespec ts = {0, 100000000};
         nanosleep(&ts, NULL);

@@ -30,9 +30,10 @@
  * AdamW steps since the last save (api.md, Online training), never a version.
  *
  * The thread runs at a low CPU priority (nice 19, or SCHED_IDLE: the
- * engine's train_priority), so that on a busy machine the engine thread and
- * the HTTP threads go first; it trains with what is left, and when it falls
- * behind the oldest examples are dropped (counted: examples_dropped). */
+ * engine's train_priority), kept to one core (train_core.h), so that on a busy
+ * machine the engine thread and the HTTP threads go first; it trains with what
+ * is left, and when it falls behind the oldest examples are dropped (counted:
+ * examples_dropped). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
@@ -48,6 +49,7 @@
 #include "model/checkpoint.h"
 #include "engine_impl.h"
 #include "server/common/versions.h"
+#include "train_core.h"
 
 #define OPTIM_SAVE_EVERY_US 60000000 /* the AdamW state's save, at most once a minute */
 #define TRAIN_NICE          19
@@ -611,6 +613,9 @@ static void *train_main(void *arg)
 {
     ws_eng_trainer *t = arg;
     lower_priority(t);
+    static _Atomic int trainers; /* started so far: each its own core while there are some */
+    ws_train_core core;
+    ws_train_core_init(&core, atomic_fetch_add(&trainers, 1), t->name, NULL);
     ws_online_on_ready(t->ex, examples_ready, t);
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
@@ -635,6 +640,7 @@ static void *train_main(void *arg)
             if (t->stop || t->rebase) continue;
             ws_srv_training tr = t->tr;
             pthread_mutex_unlock(&t->mu);
+            ws_train_core_look(&core, t->name);
             int ok = ensure_copy(t);
             if (ok) train_pass(t, &tr);
             pthread_mutex_lock(&t->mu);
@@ -648,6 +654,7 @@ static void *train_main(void *arg)
     }
     pthread_mutex_unlock(&t->mu);
     if (t->optim_dirty) optim_save(t);
+    ws_train_core_free(&core);
     return NULL;
 }
 

@@ -4,7 +4,7 @@
  * background. Accuracy on held-out episodes (argmax over each entity's places,
  * chance 1/places), posted without labels so they teach nothing, must rise
  * measurably from before to after; meanwhile each model's training thread is
- * kept to a core of its own. WS_LEARN_EPISODES=N caps the stream's length,
+ * kept to one core. WS_LEARN_EPISODES=N caps the stream's length,
  * WS_LEARN_VERBOSE=1 prints the training status every 50 episodes. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -57,9 +57,9 @@ static int pinned_threads(pid_t pid, int *cores, int max)
     return n;
 }
 
-/* Training threads (this model's and the default model's, both training) are
- * kept to cores of their own, the first the highest the daemon may use
- * (engine_train.c, pin_to_core); nothing else is. */
+/* Training threads (this model's and the default model's) are kept to one core
+ * each (server/engine/train_core.h: which one is test_train_core's: they start
+ * on cores of their own and may move); nothing else is. */
 static void check_trainers_pinned(void)
 {
     cpu_set_t allowed;
@@ -68,16 +68,9 @@ static void check_trainers_pinned(void)
         fprintf(stderr, "one core: the training threads are not pinned, not checked\n");
         return;
     }
-    int highest = CPU_SETSIZE - 1, cores[8];
-    while (!CPU_ISSET(highest, &allowed)) highest--;
-    int n = pinned_threads(D.pid, cores, 8), top = 0;
+    int cores[8], n = pinned_threads(D.pid, cores, 8);
     assert_true(n >= 1 && n <= 2);
-    for (int i = 0; i < n; i++) {
-        assert_true(CPU_ISSET(cores[i], &allowed));
-        top |= cores[i] == highest;
-    }
-    assert_true(top);
-    if (n == 2) assert_int_not_equal(cores[0], cores[1]);
+    for (int i = 0; i < n; i++) assert_true(CPU_ISSET(cores[i], &allowed));
 }
 
 static void test_online_learning(void **state)

@@ -50,8 +50,8 @@ size_t ws_utf8_cut(const char *s, size_t max)
     size_t n = strnlen(s, max + 1);
     if (n <= max) return n;
     /* s[max] begins the first character left out unless it continues one */
-    for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--) {
-    }
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
     return n;
 }
 

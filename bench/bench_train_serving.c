@@ -335,7 +335,8 @@ int main(int argc, char **argv)
                ph[i].training ? "on" : "off", p50[i], p99[i], rate[i],
                (double)ph[i].trained / ph[i].seconds, (long long)ph[i].dropped,
                (long long)ph[i].updates, (long long)ph[i].published);
-    if (toggle_rules) printf("rules that hold at the end: %s\n", *rules_holding ? rules_holding : "none");
+    if (toggle_rules)
+        printf("rules that hold at the end: %s\n", *rules_holding ? rules_holding : "none");
     printf("on / off: ");
     for (int i = 0; i + 1 < n; i += 2)
         printf("%s%d client%s p50 %.2fx, p99 %.2fx, steps/s %.2fx", i ? "; " : "", ph[i].clients,

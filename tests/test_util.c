@@ -1,7 +1,6 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/ws_rm_tree.h"
 #include "base/ws_rng.h"
 
 uint64_t ws_test_next(ws_test_rng *r)
@@ -85,25 +85,7 @@ int ws_test_key_bias_slice(const char *name, int d, size_t numel, size_t *off, s
     return 0;
 }
 
-int ws_test_rm_tree(const char *p)
-{
-    struct stat st;
-    if (lstat(p, &st) != 0) return 0;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(p);
-        if (!d) return -1;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s/%s", p, e->d_name);
-            ws_test_rm_tree(sub);
-        }
-        closedir(d);
-        return rmdir(p);
-    }
-    return unlink(p);
-}
+int ws_test_rm_tree(const char *p) { return ws_rm_tree(p); }
 
 void ws_test_flip_byte(const char *path, long from_end, int mask)
 {

@@ -18,7 +18,13 @@
  * Entries live in [0, n). A dropped entry is replaced by the last one, so a
  * reader that scanned meanwhile may miss an entry (or see one twice): a miss is
  * looked up again under the mutex before a pack is added, and a write that
- * cannot tell whether it overlaps takes the mutex. A pack's buffer is freed
+ * cannot tell whether it overlaps takes the mutex. That includes a write whose
+ * scan saw no change in any entry but ran while entries moved: the moved entry
+ * may have gone to a slot it had already passed, and the slot it left may have
+ * been taken by a new pack since, so the write would keep the pack of weights
+ * as they were before it (test_cpu_packs caught that about once in a hundred
+ * runs). A table-wide count of moves, odd while they are made, tells it. A
+ * pack's buffer is freed
  * only when its weights are written or freed, which no thread does while
  * another computes with them, so a pack a reader found stays valid while it
  * uses it. */
@@ -49,6 +55,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pack_entry packs[PACKS];
 static atomic_int n_packs;
+static atomic_uint moves;  /* odd while ws_cpu_packs_forget drops and moves entries */
 static size_t floats_kept; /* under lock */
 
 /* Copies entry e into v; 0 when it changed meanwhile (v is then not to be used). */
@@ -132,21 +139,28 @@ float *ws_cpu_pack_keep(float *wt, size_t floats, const float *w, const float *b
     return kept;
 }
 
-/* Whether [p, p + bytes) may overlap a kept pack (an entry changing counts). */
+/* Whether [p, p + bytes) may overlap a kept pack (an entry changing, or
+ * entries moving, counts). */
 static int any_overlaps(const void *p, size_t bytes)
 {
+    unsigned m = atomic_load_explicit(&moves, memory_order_acquire);
+    if (m & 1) return 1;
     int n = atomic_load_explicit(&n_packs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         pack_view v;
         if (!entry_read(&packs[i], &v) || view_overlaps(&v, p, bytes)) return 1;
     }
-    return 0;
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&moves, memory_order_relaxed) != m;
 }
 
 void ws_cpu_packs_forget(const void *p, size_t bytes)
 {
     if (!any_overlaps(p, bytes)) return; /* the usual case: activations, states */
     pthread_mutex_lock(&lock);
+    unsigned m = atomic_load_explicit(&moves, memory_order_relaxed);
+    atomic_store_explicit(&moves, m + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
     int n = atomic_load_explicit(&n_packs, memory_order_relaxed);
     for (int i = 0; i < n;) {
         pack_view v;
@@ -165,5 +179,6 @@ void ws_cpu_packs_forget(const void *p, size_t bytes)
         }
         atomic_store_explicit(&n_packs, n, memory_order_release);
     }
+    atomic_store_explicit(&moves, m + 2, memory_order_release);
     pthread_mutex_unlock(&lock);
 }

@@ -406,7 +406,7 @@ static struct {
     pthread_cond_t cv;
     ws_engine *e;
     ws_store *st;
-    char sess[PIPE_SESSIONS][WS_STORE_ID_LEN + 1];
+    char sess[PIPE_SESSIONS + 1][WS_STORE_ID_LEN + 1]; /* the last: test_pipeline's reference */
     int64_t acked[PIPE_SESSIONS]; /* steps acknowledged so far, per session */
     int done, failed, uncommitted, out_of_order;
 } pipe_seen = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
@@ -470,16 +470,31 @@ static void *pipe_submit(void *arg)
     return NULL;
 }
 
+/* The state stored for session `id` (owned by the caller: ws_store_session_clear). */
+static ws_store_session stored_state(ws_store *st, const char *id)
+{
+    ws_store_session s = {0};
+    ws_error err = {0};
+    assert_int_equal(ws_store_session_get(st, EF_TENANT, id, 1, &s, &err), WS_OK);
+    assert_true(s.rows > 0 && s.cols > 0);
+    return s;
+}
+
 /* Steps and queries of many sessions submitted at once from several threads,
- * so that batches are computed while others are committed: every job succeeds,
- * is answered only once its step is committed, and a session's jobs complete
- * in the order they were sent (each step expects the one before it). */
+ * so that batches are computed while others are committed (and, with
+ * WS_ENG_FLIGHTS, while others wait for their commit): every job succeeds, is
+ * answered only once its step is committed, and a session's jobs complete in
+ * the order they were sent (each step expects the one before it). Every
+ * session is told the same, so each ends with the state, bit for bit, of a
+ * session stepped alone one step at a time: a batch computed into the states
+ * of a flight still in hand would commit another step's state. */
 static void test_pipeline(void **state)
 {
     (void)state;
     ws_engine_config cfg = ef_engine_config("");
     cfg.max_batch = 5; /* batches of a part of the sessions, in flight beside each other */
-    tiny_engine("pipeline", &cfg, &pipe_seen.e, &pipe_seen.st, pipe_seen.sess, PIPE_SESSIONS);
+    tiny_engine("pipeline", &cfg, &pipe_seen.e, &pipe_seen.st, pipe_seen.sess,
+                PIPE_SESSIONS + 1);
     pthread_t th[PIPE_THREADS];
     for (int t = 0; t < PIPE_THREADS; t++)
         assert_int_equal(pthread_create(&th[t], NULL, pipe_submit, (void *)(intptr_t)t), 0);
@@ -492,6 +507,22 @@ static void test_pipeline(void **state)
     assert_int_equal(pipe_seen.uncommitted, 0);
     assert_int_equal(pipe_seen.out_of_order, 0);
     for (int i = 0; i < PIPE_SESSIONS; i++) assert_int_equal(pipe_seen.acked[i], PIPE_ROUNDS);
+    const char *alone = pipe_seen.sess[PIPE_SESSIONS];
+    for (int k = 0; k < PIPE_ROUNDS; k++) {
+        ws_job *j = ef_step_job(alone, k);
+        ef_run_on(pipe_seen.e, j);
+        assert_int_equal(j->result.status, WS_OK);
+        ws_job_free(j);
+    }
+    ws_store_session want = stored_state(pipe_seen.st, alone);
+    for (int i = 0; i < PIPE_SESSIONS; i++) {
+        ws_store_session got = stored_state(pipe_seen.st, pipe_seen.sess[i]);
+        assert_int_equal(got.step, PIPE_ROUNDS);
+        assert_int_equal(got.rows * got.cols, want.rows * want.cols);
+        assert_memory_equal(got.state, want.state, sizeof(float) * (size_t)want.rows * want.cols);
+        ws_store_session_clear(&got);
+    }
+    ws_store_session_clear(&want);
     ws_engine_free(pipe_seen.e);
     ws_store_close(pipe_seen.st);
 }

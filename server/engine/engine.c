@@ -4,12 +4,13 @@
  * committed (a later job of the session stays queued for a later batch, so a
  * session's steps apply strictly in order); computes them (engine_run.c) and
  * hands them to the commit stage (engine_commit.c), which commits and answers
- * them while this thread computes the next batch; between batches it publishes
+ * them while this thread computes the next batch (up to WS_ENG_FLIGHTS batches
+ * computed wait for their commit, in order); between batches it publishes
  * the candidate versions that the models' training threads made
  * (engine_train.c: online training never runs here) and, about once a second,
  * adopts model versions that another process recorded in SQLite
  * (engine_models.c). Whatever writes SQLite or changes a model here waits for
- * the flight in hand to complete first (ws_eng_commit_wait).
+ * the flights in hand to complete first (ws_eng_commit_wait).
  *
  * Continuous batching: an idle engine runs what is queued the moment it comes,
  * so a lone client never waits for a batch to fill; what arrives while a batch
@@ -200,8 +201,8 @@ static void idle_until(ws_engine *e, int64_t until)
 {
     int64_t t0 = ws_clock_mono_us();
     atomic_store(&e->idle_since, t0);
-    /* Jobs may be queued that cannot run yet (their session is in the flight
-     * in hand): what ends the wait is a signal (a new job, the flight
+    /* Jobs may be queued that cannot run yet (their session is in a flight
+     * in hand): what ends the wait is a signal (a new job, a flight
      * completed, a wake), polled for unlocked, then waited for; a signal
      * given between the two is seen under mu, so none is lost. */
     unsigned seen = atomic_load(&e->signals);
@@ -250,7 +251,7 @@ static void *engine_main(void *arg)
             drained(e, ws_eng_builds_finish);
             continue;
         }
-        if (e->refill > 1 && !e->flight) { /* a flight's clients are coming back */
+        if (e->refill > 1 && !e->n_flight) { /* a flight's clients are coming back */
             int64_t until = ws_clock_mono_us() + e->cfg.batch_wait_us;
             while (!e->stop && e->depth < (e->refill + 1) / 2 && ws_clock_mono_us() < until)
                 wait_until(e, until);
@@ -258,7 +259,7 @@ static void *engine_main(void *arg)
             continue;
         }
         int n = take(e, jobs, max); /* what is queued now, at once */
-        if (!n) { /* until a job comes, the flight in hand completes, or the next sync */
+        if (!n) { /* until a job comes, a flight in hand completes, or the next sync */
             idle_until(e, next_sync);
             continue;
         }

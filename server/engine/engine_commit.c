@@ -275,13 +275,13 @@ static void *commit_main(void *arg)
     ws_engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        while (!e->flight && !e->commit_stop) pthread_cond_wait(&e->commit_cv, &e->mu);
-        ws_eng_flight *f = e->flight;
-        if (!f) break;
+        while (!e->n_flight && !e->commit_stop) pthread_cond_wait(&e->commit_cv, &e->mu);
+        if (!e->n_flight) break;
+        ws_eng_flight *f = e->flight[0]; /* stays in hand (its sessions held) until done */
         pthread_mutex_unlock(&e->mu);
         commit_flight(e, f);
         pthread_mutex_lock(&e->mu);
-        e->flight = NULL;
+        memmove(e->flight, e->flight + 1, sizeof *e->flight * (size_t)--e->n_flight);
         e->refill = f->n;
         ws_eng_signal(e); /* the engine thread may wait for it */
         pthread_mutex_unlock(&e->mu);
@@ -303,24 +303,26 @@ ws_status ws_eng_commit_start(ws_engine *e, ws_error *err)
 
 void ws_eng_commit_wait(ws_engine *e)
 {
-    while (e->flight) pthread_cond_wait(&e->cv, &e->mu);
+    while (e->n_flight) pthread_cond_wait(&e->cv, &e->mu);
 }
 
 void ws_eng_commit_hand(ws_engine *e, ws_eng_flight *f)
 {
     pthread_mutex_lock(&e->mu);
-    ws_eng_commit_wait(e);
-    e->flight = f;
+    while (e->n_flight == WS_ENG_FLIGHTS) pthread_cond_wait(&e->cv, &e->mu);
+    e->flight[e->n_flight++] = f;
     pthread_cond_signal(&e->commit_cv);
     pthread_mutex_unlock(&e->mu);
 }
 
 int ws_eng_commit_holds(const ws_engine *e, const char *session)
 {
-    const ws_eng_flight *f = e->flight;
-    if (!f || !session[0]) return 0;
-    for (int i = 0; i < f->n; i++)
-        if (!strcmp(f->sessions[i], session)) return 1;
+    if (!session[0]) return 0;
+    for (int k = 0; k < e->n_flight; k++) {
+        const ws_eng_flight *f = e->flight[k];
+        for (int i = 0; i < f->n; i++)
+            if (!strcmp(f->sessions[i], session)) return 1;
+    }
     return 0;
 }
 

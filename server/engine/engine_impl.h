@@ -18,6 +18,13 @@
 #include "state_cache.h"
 #include "engine_train.h"
 
+/* Flights the engine thread may have handed to the commit stage and not yet
+ * seen completed. Two: a batch computed while the commit thread is still on
+ * the one before it is handed over at once, and the engine thread goes on
+ * to the next, instead of waiting for that commit (which the HTTP threads and
+ * the clients preempt on a small machine). */
+#define WS_ENG_FLIGHTS 2
+
 typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
@@ -40,8 +47,9 @@ typedef struct {
     ws_batch *batch;
     ws_threads_pick par[2]; /* the threads of its step and of its query passes */
     float *w_dev;           /* max_batch states on the backend */
-    float *w_host[2];       /* max_batch states on the host, twice: one for the batch being
-                         committed (engine_commit.c), one for the batch being computed */
+    float *w_host[WS_ENG_FLIGHTS + 1]; /* max_batch states on the host: one per flight in
+                                          hand (engine_commit.c), one for the batch being
+                                          computed */
     size_t bytes;           /* what it takes (ws_engine_model_bytes), counted in mem_used */
 } ws_eng_model;
 
@@ -78,10 +86,12 @@ struct ws_engine {
     pthread_t commit_thread;
     int commit_started, commit_stop;
     pthread_cond_t commit_cv; /* wakes the commit thread: a flight handed over, or stop */
-    ws_eng_flight *flight;    /* handed over and not yet completed (at most one) */
-    int refill;               /* jobs of the last completed flight, their clients coming
-                                 back (engine.c waits for them when idle); 0 once waited */
-    unsigned flights;         /* flights computed: which w_host buffer the next one uses */
+    ws_eng_flight *flight[WS_ENG_FLIGHTS]; /* handed over and not yet completed, in the
+                                              order handed: flight[0] is being committed */
+    int n_flight;
+    int refill;       /* jobs of the last completed flight, their clients coming back
+                         (engine.c waits for them when idle); 0 once waited */
+    unsigned flights; /* flights computed: which w_host buffer the next one uses */
     /* The engine thread's time with nothing to run (engine.c; any thread reads
      * them through ws_eng_idle_us): what the training threads yield to. */
     _Atomic int64_t idle_us;    /* idle waits completed, µs */
@@ -332,24 +342,25 @@ struct ws_eng_flight {
 ws_status ws_eng_vocab_refresh(ws_engine *e, ws_eng_model *em, ws_error *err);
 /* engine_run.c: steps, queries and labels of one batch (all kinds mixed):
  * loads the sessions and computes (engine thread), then hands the flight to
- * the commit stage, waiting for the one before it to complete first. */
+ * the commit stage, waiting first while WS_ENG_FLIGHTS are in hand. */
 void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
 
 /* engine_commit.c: the commit stage, on a thread of its own, so that the
  * SQLite commit and the replies of a batch overlap the compute of the next.
- * The engine thread hands over at most one flight at a time; the sessions of
- * the flight in hand are not taken into a batch until it completed (so a
+ * The engine thread hands over at most WS_ENG_FLIGHTS flights, committed in
+ * the order handed; the sessions of a flight in hand are not taken into a
+ * batch until it completed (so a
  * session's steps stay in order, each computed from the state committed by
  * its step before), and every SQLite write, the online trainer's
  * observations and labels, and the replies of a flight are made here. What
  * else writes SQLite or changes a model (admin jobs, training, version
  * adoption, builds) runs on the engine thread only after ws_eng_commit_wait. */
 ws_status ws_eng_commit_start(ws_engine *e, ws_error *err);
-/* Waits for the flight in hand to complete, then hands f over (mu not held). */
+/* Waits while WS_ENG_FLIGHTS flights are in hand, then hands f over (mu not held). */
 void ws_eng_commit_hand(ws_engine *e, ws_eng_flight *f);
 /* Waits until no flight is in hand (mu held). */
 void ws_eng_commit_wait(ws_engine *e);
-/* 1 when session is in the flight in hand (mu held). */
+/* 1 when session is in a flight in hand (mu held). */
 int ws_eng_commit_holds(const ws_engine *e, const char *session);
 /* Stops the thread once the flight in hand completed; closes its connection. */
 void ws_eng_commit_stop(ws_engine *e);

@@ -43,7 +43,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     for (int k = 0; k < 2; k++)
         ws_threads_pick_init(&em->par[k], ws_backend_threads(e->be, 0), WS_THREADS_PICK_SMALL);
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < WS_ENG_FLIGHTS + 1; k++)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     WS_TRY(ws_exec_new(&em->x, em->m, err));
@@ -79,8 +79,7 @@ static void model_release(ws_eng_model *em)
     ws_rules_free(em->rules);
     ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
-    free(em->w_host[0]);
-    free(em->w_host[1]);
+    for (int k = 0; k < WS_ENG_FLIGHTS + 1; k++) free(em->w_host[k]);
     ws_exec_free(em->x);
     ws_model_free(em->m);
     memset(em, 0, sizeof *em);
@@ -150,12 +149,13 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
                                 ws_error *err)
 {
     /* The served weights with the serving context and states (max_batch on the
-     * backend, twice on the host: the pipeline's two flights), and the training
+     * backend, WS_ENG_FLIGHTS + 1 times on the host: the flights in hand and the
+     * batch computed), and the training
      * thread's copy of the weights with its own context. */
     ws_batch_shape serve = {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
     ws_batch_shape train = ws_online_shape();
     ws_model_memory ms, mt;
-    WS_TRY(ws_model_memory_of(mc, &serve, 1, 3 * (size_t)cfg->max_batch, &ms, err));
+    WS_TRY(ws_model_memory_of(mc, &serve, 1, (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch, &ms, err));
     WS_TRY(ws_model_memory_of(mc, &train, 1, 0, &mt, err));
     *out = ms.total + mt.total + ws_online_bytes(mc);
     return WS_OK;

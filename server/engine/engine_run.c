@@ -342,7 +342,7 @@ static ws_eng_flight *compute(ws_engine *e, ws_job **jobs, int n)
             f->n_queries += jobs[i]->kind == WS_JOB_LABELS ? 0 : jobs[i]->n_query;
         }
     }
-    unsigned parity = e->flights++ & 1;
+    unsigned buf = e->flights++ % (WS_ENG_FLIGHTS + 1); /* not a flight's in hand */
     for (int mi = 0; mi < e->n_models; mi++) {
         ws_eng_model *em = &e->models[mi];
         for (int k = 0; k < 2; k++) {
@@ -350,8 +350,8 @@ static ws_eng_flight *compute(ws_engine *e, ws_job **jobs, int n)
             if (!has_group(f->items, n, em, kind)) continue;
             ws_eng_group *g = &f->groups[f->n_groups++];
             *g = (ws_eng_group){
-                .em = em, .kind = kind, .version = em->version, .w = em->w_host[parity]};
-            g->s = run_model(e, f->items, n, g, em->w_host[parity]);
+                .em = em, .kind = kind, .version = em->version, .w = em->w_host[buf]};
+            g->s = run_model(e, f->items, n, g, em->w_host[buf]);
             g->vocab_now = ws_vocab_size(ws_model_vocab(em->m));
         }
     }

@@ -493,8 +493,7 @@ static void test_pipeline(void **state)
     (void)state;
     ws_engine_config cfg = ef_engine_config("");
     cfg.max_batch = 5; /* batches of a part of the sessions, in flight beside each other */
-    tiny_engine("pipeline", &cfg, &pipe_seen.e, &pipe_seen.st, pipe_seen.sess,
-                PIPE_SESSIONS + 1);
+    tiny_engine("pipeline", &cfg, &pipe_seen.e, &pipe_seen.st, pipe_seen.sess, PIPE_SESSIONS + 1);
     pthread_t th[PIPE_THREADS];
     for (int t = 0; t < PIPE_THREADS; t++)
         assert_int_equal(pthread_create(&th[t], NULL, pipe_submit, (void *)(intptr_t)t), 0);

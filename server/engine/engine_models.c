@@ -150,12 +150,13 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
 {
     /* The served weights with the serving context and states (max_batch on the
      * backend, WS_ENG_FLIGHTS + 1 times on the host: the flights in hand and the
-     * batch computed), and the training
-     * thread's copy of the weights with its own context. */
+     * batch computed), and the training thread's copy of the weights with its
+     * own context. */
     ws_batch_shape serve = {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
     ws_batch_shape train = ws_online_shape();
     ws_model_memory ms, mt;
-    WS_TRY(ws_model_memory_of(mc, &serve, 1, (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch, &ms, err));
+    size_t states = (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch;
+    WS_TRY(ws_model_memory_of(mc, &serve, 1, states, &ms, err));
     WS_TRY(ws_model_memory_of(mc, &train, 1, 0, &mt, err));
     *out = ms.total + mt.total + ws_online_bytes(mc);
     return WS_OK;

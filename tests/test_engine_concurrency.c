@@ -202,6 +202,103 @@ static void test_continuous_batching(void **state)
     ws_store_close(st);
 }
 
+/* The state stored for session `id` (owned by the caller: ws_store_session_clear). */
+static ws_store_session stored_state(ws_store *st, const char *id)
+{
+    ws_store_session s = {0};
+    ws_error err = {0};
+    assert_int_equal(ws_store_session_get(st, EF_TENANT, id, 1, &s, &err), WS_OK);
+    assert_true(s.rows > 0 && s.cols > 0);
+    return s;
+}
+
+/* Steps of sessions sess[1..n] computed as one batch, once `before` batches
+ * were reported: a step of sess[0] is held in its commit (on_batch) and the
+ * engine thread by an admin job that waits for that commit while they are
+ * queued. Each job is in jobs[1..n], done. */
+static void step_as_one_batch(ws_engine *e, char (*sess)[WS_STORE_ID_LEN + 1], int n,
+                              ws_job **jobs, int before)
+{
+    ef_waiter w[66];
+    assert_true(n + 2 <= 66 && before + 2 <= 16);
+    assert_int_equal(batches_reported(before), before);
+    pthread_mutex_lock(&batches.mu);
+    batches.hold = 1;
+    pthread_mutex_unlock(&batches.mu);
+    for (int i = 0; i <= n + 1; i++)
+        w[i] = (ef_waiter){PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    jobs[0] = ef_step_job(sess[0], -1);
+    ef_submit_on(e, jobs[0], &w[0]);
+    pthread_mutex_lock(&batches.mu);
+    while (batches.n == before) pthread_cond_wait(&batches.cv, &batches.mu);
+    pthread_mutex_unlock(&batches.mu);
+    jobs[n + 1] = ef_job_new(WS_JOB_TRAINING_SET, "");
+    snprintf(jobs[n + 1]->model_name, sizeof jobs[n + 1]->model_name, "tiny");
+    jobs[n + 1]->training_fields = WS_SRV_TRAINING_ENABLED; /* enabled = 0, as it is */
+    ef_submit_on(e, jobs[n + 1], &w[n + 1]);
+    while (ws_engine_queue_depth(e) > 0) usleep(1000); /* the engine thread has it */
+    for (int i = 1; i <= n; i++) {
+        jobs[i] = ef_step_job(sess[i], -1);
+        ef_submit_on(e, jobs[i], &w[i]);
+    }
+    pthread_mutex_lock(&batches.mu);
+    batches.hold = 0;
+    pthread_cond_broadcast(&batches.cv);
+    pthread_mutex_unlock(&batches.mu);
+    for (int i = 0; i <= n + 1; i++) {
+        wait_done(&w[i]);
+        assert_int_equal(jobs[i]->result.status, WS_OK);
+    }
+    ws_job_free(jobs[0]);
+    ws_job_free(jobs[n + 1]);
+    assert_int_equal(batches_reported(before + 2), before + 2);
+    pthread_mutex_lock(&batches.mu);
+    assert_int_equal(batches.sizes[before + 1], n);
+    pthread_mutex_unlock(&batches.mu);
+}
+
+/* A batch larger than a one-thread pass's chunk (engine_run.c runs it 8
+ * trajectories at a time) answers and steps every session, bit for bit, as a
+ * session stepped alone: twice, from W_0 and then from the stored states. */
+static void test_batch_in_chunks(void **state)
+{
+    (void)state;
+    enum { N = 21 }; /* chunks of 8, 8 and 5 */
+    ws_engine_config cfg = ef_engine_config("");
+    cfg.max_batch = 64;
+    cfg.on_batch = record_batch;
+    ws_engine *e = NULL;
+    ws_store *st = NULL;
+    char sess[N + 2][WS_STORE_ID_LEN + 1]; /* the held one, N, the one alone */
+    tiny_engine("chunks", &cfg, &e, &st, sess, N + 2);
+    pthread_mutex_lock(&batches.mu);
+    batches.n = 0;
+    pthread_mutex_unlock(&batches.mu);
+    for (int round = 1; round <= 2; round++) {
+        ws_job *jobs[N + 2], *alone = ef_step_job(sess[N + 1], -1);
+        ef_run_on(e, alone);
+        assert_int_equal(alone->result.status, WS_OK);
+        step_as_one_batch(e, sess, N, jobs, 3 * round - 2); /* after `alone`'s */
+        for (int i = 1; i <= N; i++) {
+            assert_int_equal(jobs[i]->result.step, round);
+            assert_int_equal(jobs[i]->result.n_p, alone->result.n_p);
+            assert_memory_equal(jobs[i]->result.p, alone->result.p,
+                                sizeof(float) * (size_t)alone->result.n_p);
+            ws_job_free(jobs[i]);
+        }
+        ws_job_free(alone);
+    }
+    ws_store_session want = stored_state(st, sess[N + 1]);
+    for (int i = 1; i <= N; i++) {
+        ws_store_session got = stored_state(st, sess[i]);
+        assert_memory_equal(got.state, want.state, sizeof(float) * (size_t)want.rows * want.cols);
+        ws_store_session_clear(&got);
+    }
+    ws_store_session_clear(&want);
+    ws_engine_free(e);
+    ws_store_close(st);
+}
+
 /* ---- training never stalls serving (issue 12 item 4) ------------------------ */
 /* With hold set, the training thread stays at the start of its next AdamW step
  * (on_training_update) until the test clears it. */
@@ -470,16 +567,6 @@ static void *pipe_submit(void *arg)
     return NULL;
 }
 
-/* The state stored for session `id` (owned by the caller: ws_store_session_clear). */
-static ws_store_session stored_state(ws_store *st, const char *id)
-{
-    ws_store_session s = {0};
-    ws_error err = {0};
-    assert_int_equal(ws_store_session_get(st, EF_TENANT, id, 1, &s, &err), WS_OK);
-    assert_true(s.rows > 0 && s.cols > 0);
-    return s;
-}
-
 /* Steps and queries of many sessions submitted at once from several threads,
  * so that batches are computed while others are committed (and, with
  * WS_ENG_FLIGHTS, while others wait for their commit): every job succeeds, is
@@ -531,6 +618,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_continuous_batching),
+        cmocka_unit_test(test_batch_in_chunks),
         cmocka_unit_test(test_training_does_not_block_serving),
         cmocka_unit_test(test_pipeline),
     };

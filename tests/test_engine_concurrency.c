@@ -216,8 +216,8 @@ static ws_store_session stored_state(ws_store *st, const char *id)
  * were reported: a step of sess[0] is held in its commit (on_batch) and the
  * engine thread by an admin job that waits for that commit while they are
  * queued. Each job is in jobs[1..n], done. */
-static void step_as_one_batch(ws_engine *e, char (*sess)[WS_STORE_ID_LEN + 1], int n,
-                              ws_job **jobs, int before)
+static void step_as_one_batch(ws_engine *e, char (*sess)[WS_STORE_ID_LEN + 1], int n, ws_job **jobs,
+                              int before)
 {
     ef_waiter w[66];
     assert_true(n + 2 <= 66 && before + 2 <= 16);

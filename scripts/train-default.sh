@@ -246,7 +246,13 @@ run --resume "$OUT/stage-m.safetensors" --seed 89 --lr 1e-4 --warmup 300 --min-l
 # 21 / 31) 98.4 / 97.9 / 98.2 -> 98.3 / 98.2 / 98.4% at 6 steps, 96.1 / 96.4 /
 # 96.1 -> 96.1 / 96.2 / 96.5% at 12. Beside it, the same at batch 64 (seed 103,
 # lr 8e-5, 5,400 s, 141,703 iterations) reached K = 16 96.88% but lost chatter
-# told-true (94.10%): not kept.
+# told-true (94.10%): not kept. After O, run and not shipped yet (2 threads,
+# beside other work): O's task from O's parameters at --batch 256 --seed 109
+# --lr 8e-5 --seconds 4200 (35,014 iterations) reached bench_memory seed 5 K = 4
+# / 8 / 16 / 64 99.99 / 99.44 / 97.06 / 72.81%, seed 7 K = 8 / 16 99.44 /
+# 97.15%, told-moves 99.36 / 96.96%, the example assistant (seed 11) 98.6 /
+# 96.2%, but K = 4 after 10 chatter steps told-true 94.30% (O 94.40%) and K = 8
+# with one fact a step 99.30% (O 99.38%).
 echo "stage O: stage N's task at batch 128, from N's parameters (5280 s)"
 run --resume "$OUT/stage-n.safetensors" --batch 128 --seed 107 --lr 1e-4 --warmup 300 \
   --min-lr-ratio 0.1 --seconds 5280 --live-facts 24 --live-facts-min 6 --instr-per-step 6 \

@@ -349,12 +349,12 @@ void ws_eng_run_batch(ws_engine *e, ws_job **jobs, int n);
  * SQLite commit and the replies of a batch overlap the compute of the next.
  * The engine thread hands over at most WS_ENG_FLIGHTS flights, committed in
  * the order handed; the sessions of a flight in hand are not taken into a
- * batch until it completed (so a
- * session's steps stay in order, each computed from the state committed by
- * its step before), and every SQLite write, the online trainer's
- * observations and labels, and the replies of a flight are made here. What
- * else writes SQLite or changes a model (admin jobs, training, version
- * adoption, builds) runs on the engine thread only after ws_eng_commit_wait. */
+ * batch until it completed (so a session's steps stay in order, each computed
+ * from the state committed by its step before), and every SQLite write, the
+ * online trainer's observations and labels, and the replies of a flight are
+ * made here. What else writes SQLite or changes a model (admin jobs,
+ * training, version adoption, builds) runs on the engine thread only after
+ * ws_eng_commit_wait. */
 ws_status ws_eng_commit_start(ws_engine *e, ws_error *err);
 /* Waits while WS_ENG_FLIGHTS flights are in hand, then hands f over (mu not held). */
 void ws_eng_commit_hand(ws_engine *e, ws_eng_flight *f);
@@ -362,7 +362,7 @@ void ws_eng_commit_hand(ws_engine *e, ws_eng_flight *f);
 void ws_eng_commit_wait(ws_engine *e);
 /* 1 when session is in a flight in hand (mu held). */
 int ws_eng_commit_holds(const ws_engine *e, const char *session);
-/* Stops the thread once the flight in hand completed; closes its connection. */
+/* Stops the thread once the flights in hand completed; closes its connection. */
 void ws_eng_commit_stop(ws_engine *e);
 /* Frees a flight and what its items own. */
 void ws_eng_flight_free(ws_eng_flight *f);

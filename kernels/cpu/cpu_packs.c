@@ -24,10 +24,9 @@
  * been taken by a new pack since, so the write would keep the pack of weights
  * as they were before it (test_cpu_packs caught that about once in a hundred
  * runs). A table-wide count of moves, odd while they are made, tells it. A
- * pack's buffer is freed
- * only when its weights are written or freed, which no thread does while
- * another computes with them, so a pack a reader found stays valid while it
- * uses it. */
+ * pack's buffer is freed only when its weights are written or freed, which no
+ * thread does while another computes with them, so a pack a reader found
+ * stays valid while it uses it. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>

@@ -157,9 +157,11 @@ void ws_cpu_packs_forget(const void *p, size_t bytes)
 {
     if (!any_overlaps(p, bytes)) return; /* the usual case: activations, states */
     pthread_mutex_lock(&lock);
+    /* counted only when an entry goes: a count moved by every locked call
+     * would send other threads' scans under the lock, whose calls would move
+     * it again (the mutex the seqlocks are there to spare) */
     unsigned m = atomic_load_explicit(&moves, memory_order_relaxed);
-    atomic_store_explicit(&moves, m + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    int moving = 0;
     int n = atomic_load_explicit(&n_packs, memory_order_relaxed);
     for (int i = 0; i < n;) {
         pack_view v;
@@ -167,6 +169,11 @@ void ws_cpu_packs_forget(const void *p, size_t bytes)
         if (!view_overlaps(&v, p, bytes)) {
             i++;
             continue;
+        }
+        if (!moving) {
+            atomic_store_explicit(&moves, m + 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            moving = 1;
         }
         floats_kept -= packs[i].floats;
         free(v.wt);
@@ -178,6 +185,6 @@ void ws_cpu_packs_forget(const void *p, size_t bytes)
         }
         atomic_store_explicit(&n_packs, n, memory_order_release);
     }
-    atomic_store_explicit(&moves, m + 2, memory_order_release);
+    if (moving) atomic_store_explicit(&moves, m + 2, memory_order_release);
     pthread_mutex_unlock(&lock);
 }

@@ -77,11 +77,6 @@ static void observe(ws_eng_model *em, ws_eng_item *it, int64_t step)
     ws_online_observe(em->trainer, &em->tr, &ts);
 }
 
-static int in_group(const ws_eng_item *it, const ws_eng_group *g)
-{
-    return it->live && it->em == g->em && it->j->kind == g->kind;
-}
-
 /* Group commit of a group of steps, then the completions. */
 static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
 {
@@ -92,7 +87,7 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
     if (s == WS_OK) s = flush_vocab(e, em, g->vocab_now, &err);
     for (int i = 0; s == WS_OK && i < f->n; i++) {
         ws_eng_item *it = &f->items[i];
-        if (!in_group(it, g)) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         cJSON *ans = ws_srv_answers_json(g->probs + it->q_off, it->j->n_query);
         char *ans_text = ans ? cJSON_PrintUnformatted(ans) : NULL;
         cJSON_Delete(ans);
@@ -132,7 +127,7 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
     s = end_commit(e, em, g->vocab_now, s, &err);
     for (int i = 0; i < f->n; i++) {
         ws_eng_item *it = &f->items[i];
-        if (!in_group(it, g)) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         if (s != WS_OK) { /* nothing of the group was kept: nobody is acknowledged */
             it->live = 0;
             if (e->cache) ws_state_cache_drop(e->cache, it->j->session);
@@ -156,7 +151,7 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
     }
     for (int i = 0; i < f->n; i++) {
         ws_eng_item *it = &f->items[i];
-        if (!in_group(it, g)) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         it->live = 0;
         ws_eng_finish(it->j);
     }
@@ -173,7 +168,7 @@ static void answer_queries(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g
     }
     for (int i = 0; i < f->n; i++) {
         ws_eng_item *it = &f->items[i];
-        if (!in_group(it, g)) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         it->live = 0;
         ws_error e1 = err;
         ws_status s1 = s == WS_OK ? set_answers(it->j, g->probs + it->q_off, g->version, &e1) : s;
@@ -189,7 +184,7 @@ static void fail_group(ws_eng_flight *f, const ws_eng_group *g)
 {
     for (int i = 0; i < f->n; i++) {
         ws_eng_item *it = &f->items[i];
-        if (!in_group(it, g)) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         it->live = 0;
         ws_eng_fail(it->j, g->s, &g->err);
     }

@@ -324,6 +324,12 @@ typedef struct {
     int vocab_now;   /* the vocabulary's size after the batch was prepared */
 } ws_eng_group;
 
+/* Whether item it belongs to group g (live, g's model and kind). */
+static inline int ws_eng_in_group(const ws_eng_item *it, const ws_eng_group *g)
+{
+    return it->live && it->em == g->em && it->j->kind == g->kind;
+}
+
 /* One batch handed from the compute (engine thread, engine_run.c) to the
  * commit stage (commit thread, engine_commit.c). */
 struct ws_eng_flight {

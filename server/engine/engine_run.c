@@ -273,8 +273,7 @@ static ws_status run_rows(ws_engine *e, ws_eng_item *items, int n, ws_eng_group 
     ws_batch_clear(b);
     for (int i = 0; i < n; i++) {
         ws_eng_item *it = &items[i];
-        if (!it->live || it->em != em || it->j->kind != g->kind || it->row < r0 || it->row >= r1)
-            continue;
+        if (!ws_eng_in_group(it, g) || it->row < r0 || it->row >= r1) continue;
         it->q_off = *q_base + ws_batch_n_query(b);
         int from_w0 = it->sess.rows == 0;
         WS_TRY(ws_batch_begin_traj(b, g->kind == WS_JOB_STEP && from_w0));
@@ -303,7 +302,7 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
     int n_traj = 0, nq = 0;
     for (int i = 0; i < n; i++) {
         ws_eng_item *it = &items[i];
-        if (!it->live || it->em != em || it->j->kind != g->kind) continue;
+        if (!ws_eng_in_group(it, g)) continue;
         it->row = n_traj++;
         nq += it->j->n_query;
     }

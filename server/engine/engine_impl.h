@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "files.h"
 #include "kernels/threads_pick.h"
+#include "model/exec_pool.h"
 #include "online_trainer.h"
 #include "rules.h"
 #include "state_cache.h"
@@ -29,7 +30,7 @@ typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
     ws_model *m;
-    ws_exec *x; /* the engine thread's context on m: serving */
+    ws_exec_pool *pool; /* the engine thread's contexts on m, and its pass's helpers: serving */
     ws_model_config cfg;
     int64_t version;
     int64_t unloadable; /* a recorded version that failed to load (not tried again): the
@@ -44,7 +45,6 @@ typedef struct {
     ws_online_trainer *trainer; /* the examples made from its committed steps */
     ws_eng_trainer *train;      /* its training thread (NULL: it could not start) */
     ws_rules *rules;            /* exclusive relations learned from its labels (tr.rules) */
-    ws_batch *batch;
     ws_threads_pick par[2]; /* the threads of its step and of its query passes */
     float *w_dev;           /* max_batch states on the backend */
     float *w_host[WS_ENG_FLIGHTS + 1]; /* max_batch states on the host: one per flight in

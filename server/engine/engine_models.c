@@ -39,14 +39,13 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
 {
     em->cfg = *ws_model_config_of(em->m);
     int n = e->cfg.max_batch;
-    WS_TRY(ws_batch_new(&em->batch, &em->cfg));
-    for (int k = 0; k < 2; k++)
-        ws_threads_pick_init(&em->par[k], ws_backend_threads(e->be, 0), WS_THREADS_PICK_SMALL);
     WS_TRY(ws_model_state_alloc(em->m, n, &em->w_dev, err));
     for (int k = 0; k < WS_ENG_FLIGHTS + 1; k++)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    WS_TRY(ws_exec_new(&em->x, em->m, err));
+    WS_TRY(ws_exec_pool_new(&em->pool, em->m, 0, err));
+    for (int k = 0; k < 2; k++)
+        ws_threads_pick_init(&em->par[k], ws_exec_pool_threads(em->pool), WS_THREADS_PICK_SMALL);
     em->leader = !e->shared; /* on a shared store: once ws_eng_models_lead takes the lock */
     WS_TRY(ws_rules_new(&em->rules, err));
     return ws_online_new(&em->trainer, &em->cfg, err);
@@ -77,10 +76,9 @@ static void model_release(ws_eng_model *em)
     ws_eng_trainer_free(em->train); /* first: it trains on em->trainer's examples */
     ws_online_free(em->trainer);
     ws_rules_free(em->rules);
-    ws_batch_free(em->batch);
     ws_backend_release(ws_model_backend(em->m), em->w_dev);
     for (int k = 0; k < WS_ENG_FLIGHTS + 1; k++) free(em->w_host[k]);
-    ws_exec_free(em->x);
+    ws_exec_pool_free(em->pool);
     ws_model_free(em->m);
     memset(em, 0, sizeof *em);
 }
@@ -467,16 +465,16 @@ void ws_eng_models_publish(ws_engine *e)
 ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_t version,
                              ws_error *err)
 {
-    ws_exec *x = NULL;
-    ws_status s = ws_exec_new(&x, m, err);
+    ws_exec_pool *pool = NULL;
+    ws_status s = ws_exec_pool_new(&pool, m, 0, err);
     if (s != WS_OK) {
         ws_model_free(m);
         return s;
     }
-    ws_exec_free(em->x);
+    ws_exec_pool_free(em->pool);
     ws_model_free(em->m);
     em->m = m;
-    em->x = x;
+    em->pool = pool;
     /* Symbols that never reached SQLite (a failed group commit) are dropped with
      * the old model: no committed step refers to them. */
     em->vocab_stored = ws_vocab_size(ws_model_vocab(m));

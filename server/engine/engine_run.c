@@ -254,43 +254,49 @@ static ws_status add_facts(ws_batch *b, const ws_eng_item *it, int S)
     return WS_OK;
 }
 
-/* Trajectories a one-thread pass runs at a time: the activations of a few
- * stay in the core's caches, those of a whole batch of 64 do not (the default
- * model on one thread, bench_threads: 9,800 steps/s at batch 8, 7,400 at 64).
- * Rows are computed alike in any batch, so this changes no bits. */
-#define ONE_THREAD_CHUNK 8
+/* Trajectories a pass runs at a time, on one thread or on each of several: the
+ * activations of a few stay in the core's caches, those of a whole batch of 64
+ * do not (the default model on one thread, bench_threads: 9,800 steps/s at
+ * batch 8, 7,400 at 64). Rows are computed alike in any chunk, so this changes
+ * no bits. */
+#define PASS_CHUNK 8
 
-/* Runs the model on rows [r0, r1) of g's items (rows as run_model numbered
- * them); their answers into g->probs from *q_base on, which moves past them. */
-static ws_status run_rows(ws_engine *e, ws_eng_item *items, int n, ws_eng_group *g, int r0, int r1,
-                          int *q_base)
+/* A pass over the live items of g, in chunks (model/exec_pool.h). */
+typedef struct {
+    ws_engine *e;
+    ws_eng_item *items;
+    int n;
+    ws_eng_group *g;
+} pass;
+
+/* Runs the model on rows [r0, r1) of the pass's items (rows as run_model
+ * numbered them) on x, built in b; their answers into g->probs at their q_off. */
+static ws_status run_rows(void *ctx, ws_exec *x, ws_batch *b, int r0, int r1, ws_error *err)
 {
+    const pass *ps = ctx;
+    ws_eng_group *g = ps->g;
     ws_eng_model *em = g->em;
-    ws_error *err = &g->err;
-    ws_batch *b = em->batch;
     size_t T = ws_model_state_floats(em->m);
-    int S = em->cfg.max_fact_len;
+    int S = em->cfg.max_fact_len, q0 = -1;
     ws_batch_clear(b);
-    for (int i = 0; i < n; i++) {
-        ws_eng_item *it = &items[i];
+    for (int i = 0; i < ps->n; i++) {
+        ws_eng_item *it = &ps->items[i];
         if (!ws_eng_in_group(it, g) || it->row < r0 || it->row >= r1) continue;
-        it->q_off = *q_base + ws_batch_n_query(b);
+        if (q0 < 0) q0 = it->q_off; /* rows run in order of items: the first answer */
         int from_w0 = it->sess.rows == 0;
         WS_TRY(ws_batch_begin_traj(b, g->kind == WS_JOB_STEP && from_w0));
         WS_TRY(add_facts(b, it, S));
         float *dst = em->w_dev + (size_t)it->row * T;
         if (!from_w0)
-            WS_TRY(ws_backend_upload(e->be, dst, it->sess.state, sizeof(float) * T));
+            WS_TRY(ws_backend_upload(ps->e->be, dst, it->sess.state, sizeof(float) * T));
         else if (g->kind == WS_JOB_QUERY)
             WS_TRY(ws_model_state_init(em->m, em->w_dev, it->row, 1, err));
     }
-    int nq = ws_batch_n_query(b);
-    float *w = em->w_dev + (size_t)r0 * T, *probs = g->probs + *q_base;
-    *q_base += nq;
-    if (g->kind == WS_JOB_QUERY && !nq) return WS_OK;
+    float *w = em->w_dev + (size_t)r0 * T, *probs = g->probs + (q0 < 0 ? 0 : q0);
+    if (g->kind == WS_JOB_QUERY && !ws_batch_n_query(b)) return WS_OK;
     ws_step_result res;
-    if (g->kind == WS_JOB_QUERY) return ws_exec_query(em->x, b, w, probs, &res, err);
-    return ws_exec_step(em->x, b, w, w, WS_STEP_INFER, 1.0f, probs, &res, err);
+    if (g->kind == WS_JOB_QUERY) return ws_exec_query(x, b, w, probs, &res, err);
+    return ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, probs, &res, err);
 }
 
 /* Builds and runs the model on the live items of g's model and kind; the new
@@ -304,20 +310,23 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
         ws_eng_item *it = &items[i];
         if (!ws_eng_in_group(it, g)) continue;
         it->row = n_traj++;
+        it->q_off = nq;
         nq += it->j->n_query;
     }
     g->probs = malloc(sizeof(float) * (size_t)(nq ? nq : 1));
     if (!g->probs) return ws_error_set(&g->err, WS_ERR_NOMEM, "out of memory");
     if (g->kind == WS_JOB_QUERY && !nq) return WS_OK;
-    /* the parallelism of the pass from its size and what such passes took */
+    /* the parallelism of the pass from its size and what such passes took: one
+     * thread, or chunks on each of several (PASS_CHUNK rows, fewer to give each
+     * thread some); a GPU takes the batch whole */
     ws_threads_pick *par = &em->par[g->kind == WS_JOB_QUERY];
     int threads = ws_threads_choose(par, n_traj);
-    int chunk = threads == 1 ? ONE_THREAD_CHUNK : n_traj;
-    ws_backend_threads(e->be, threads);
+    int chunk = (n_traj + threads - 1) / threads;
+    if (chunk > PASS_CHUNK && !strcmp(e->be->ops->name, "cpu")) chunk = PASS_CHUNK;
+    ws_backend_threads(e->be, 1);
     double t0 = ws_clock_mono_s();
-    ws_status s = WS_OK;
-    for (int r0 = 0, q_base = 0; s == WS_OK && r0 < n_traj; r0 += chunk)
-        s = run_rows(e, items, n, g, r0, r0 + chunk < n_traj ? r0 + chunk : n_traj, &q_base);
+    pass ps = {e, items, n, g};
+    ws_status s = ws_exec_pool_run(em->pool, n_traj, chunk, threads, run_rows, &ps, &g->err);
     ws_threads_record(par, n_traj, threads, ws_clock_mono_s() - t0);
     ws_backend_threads(e->be, 0); /* training passes on this thread choose their own */
     if (s != WS_OK || g->kind == WS_JOB_QUERY) return s;

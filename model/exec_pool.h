@@ -1,0 +1,41 @@
+/* exec_pool.h — one pass over a batch's trajectories by several threads at once,
+ * each running whole chunks of trajectories through the model.
+ *
+ * Why: an op shared among threads ends at a barrier, some 70 of them a serving
+ * step, and on a machine whose other core is busy (the daemon's HTTP and commit
+ * threads) every barrier waits for the thread that was preempted. Chunks need no
+ * barrier until the pass ends, and a chunk of a few trajectories keeps its
+ * activations in the core's caches. A trajectory's rows are computed alike in
+ * any chunk (the ops are row-deterministic), so a chunk's thread changes no bit.
+ *
+ * Thread 0 is the caller's; the others are the pool's own, started with it and
+ * asleep between passes. Each has its own context and batch; threads past the
+ * first have their own CPU backend (its scratch and symbol codes are per
+ * backend) and a view of the model on it: the same parameters and vocabulary,
+ * never copied. On another backend (CUDA) a pool has one thread. */
+#ifndef WS_EXEC_POOL_H
+#define WS_EXEC_POOL_H
+
+#include "model.h"
+
+typedef struct ws_exec_pool ws_exec_pool;
+
+/* Builds rows [r0, r1) of the pass into b and runs them on x; err per thread. */
+typedef ws_status (*ws_exec_chunk_fn)(void *ctx, ws_exec *x, ws_batch *b, int r0, int r1,
+                                      ws_error *err);
+
+/* A pool of up to `threads` threads (<= 0: the backend's own count) on m, which
+ * must outlive it; thread 0 runs on m itself. */
+ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_error *err);
+void ws_exec_pool_free(ws_exec_pool *p);
+/* The most threads a pass can have (1 unless the model's backend is the CPU). */
+int ws_exec_pool_threads(const ws_exec_pool *p);
+/* Calls fn on chunks of `chunk` rows of n_rows, claimed in order by `threads`
+ * threads (at most the pool's); one thread runs them in order on the caller's
+ * thread with the backend's thread count as the caller set it, several run
+ * each op on one thread. The first failure is returned, and no chunk starts
+ * after it. */
+ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,
+                           void *ctx, ws_error *err);
+
+#endif

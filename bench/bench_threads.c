@@ -1,14 +1,17 @@
-/* bench_threads.c — the engine's forward step at 1 and 2 threads, on a quiet
+/* bench_threads.c — the engine's forward pass at 1 and 2 threads, on a quiet
  * machine and beside a competing busy process (issue 15).
  *
  * The model worldstated serves out of the box (models/default.safetensors; the
  * default config with random parameters in a tree without it);
  * a step = 4 instructions + 8 queries of 2-3 symbols per trajectory, updater
- * and extractor in one ws_exec_step, states fed back. For batches of 1, 8, 64
- * and 256 trajectories: steps/s at 1 thread, 2 threads, and "auto" (the
+ * and extractor in one ws_exec_step, states fed back. A pass runs as the
+ * engine runs one (server/engine/engine_run.c): chunks of up to 8 trajectories
+ * (fewer where that gives each thread some), on the caller's thread or also on
+ * a helper's (model/exec_pool.h), each op on one thread. For batches of 1, 8,
+ * 64 and 256 trajectories: steps/s at 1 thread, 2 threads, and "auto" (the
  * engine's choice, kernels/threads_pick.h), first quiet, then with a child
  * process spinning on a core. Prints a table and one JSON line (which
- * bench/serving_targets.sh reads for the engine's own rates).
+ * bench/serving_targets.py reads for the engine's own rates).
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive, as in worldstated)
  * unless the caller sets it. Also prints what an OpenMP parallel region costs on
  * one thread against the same loop outside one (why kernels/cpu/cpu_par.h runs a
@@ -30,6 +33,7 @@
 #include "base/ws_rng.h"
 #include "kernels/threads_pick.h"
 #include "model/checkpoint.h"
+#include "model/exec_pool.h"
 #include "model/model.h"
 
 #define N_INSTR 4
@@ -42,30 +46,49 @@ enum { N_B = 4, MODES = 3 }; /* 1 thread, 2 threads, auto */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
 static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
 
-static void build_batch(ws_batch *b, const ws_model_config *c, int n)
+#define PASS_CHUNK 8 /* as server/engine/engine_run.c */
+
+/* Each trajectory's facts, drawn once: N_INSTR instructions then N_QUERY queries. */
+static struct {
+    int32_t ids[N_INSTR + N_QUERY][WS_MAX_FACT_LEN];
+    int len[N_INSTR + N_QUERY], value[N_INSTR];
+} facts[MAX_B];
+
+static void draw_facts(const ws_model_config *c)
 {
-    ws_batch_clear(b);
-    int32_t ids[WS_MAX_FACT_LEN];
-    for (int t = 0; t < n; t++) {
-        if (ws_batch_begin_traj(b, 0) != WS_OK) abort();
+    for (int t = 0; t < MAX_B; t++)
         for (int i = 0; i < N_INSTR + N_QUERY; i++) {
-            int len = 2 + (int)(rnd() % 2);
-            for (int j = 0; j < len; j++) ids[j] = (int32_t)(rnd() % (uint32_t)c->vocab_cap);
-            ws_status st = i < N_INSTR ? ws_batch_add_instr(b, ids, len, (int)(rnd() & 1))
-                                       : ws_batch_add_query(b, ids, len, -1);
-            if (st != WS_OK) abort();
+            facts[t].len[i] = 2 + (int)(rnd() % 2);
+            for (int j = 0; j < facts[t].len[i]; j++)
+                facts[t].ids[i][j] = (int32_t)(rnd() % (uint32_t)c->vocab_cap);
+            if (i < N_INSTR) facts[t].value[i] = (int)(rnd() & 1);
         }
-    }
 }
 
 typedef struct {
     ws_backend *be;
     ws_model *m;
-    ws_exec *x;
-    ws_batch *b;
+    ws_exec_pool *pool;
     float *w, *probs;
     ws_threads_pick pick;
 } rig;
+
+/* Trajectories [r0, r1) of the pass, built into b and stepped on x. */
+static ws_status run_chunk(void *ctx, ws_exec *x, ws_batch *b, int r0, int r1, ws_error *err)
+{
+    rig *r = ctx;
+    ws_batch_clear(b);
+    for (int t = r0; t < r1; t++) {
+        WS_TRY(ws_batch_begin_traj(b, 0));
+        for (int i = 0; i < N_INSTR + N_QUERY; i++)
+            WS_TRY(i < N_INSTR ? ws_batch_add_instr(b, facts[t].ids[i], facts[t].len[i],
+                                                    facts[t].value[i])
+                               : ws_batch_add_query(b, facts[t].ids[i], facts[t].len[i], -1));
+    }
+    float *w = r->w + ws_model_state_floats(r->m) * (size_t)r0;
+    return ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, r->probs + (size_t)r0 * N_QUERY, NULL,
+                        err);
+}
 
 static void rig_open(rig *r, int d)
 {
@@ -84,14 +107,15 @@ static void rig_open(rig *r, int d)
     }
     if (d) c.d = d;
     if ((d || !r->m) && ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK) r->m = NULL;
-    if (!r->m || ws_exec_new(&r->x, r->m, &err) != WS_OK || ws_batch_new(&r->b, &c) != WS_OK ||
+    if (!r->m || ws_exec_pool_new(&r->pool, r->m, 2, &err) != WS_OK ||
         ws_model_state_alloc(r->m, MAX_B, &r->w, &err) != WS_OK ||
         ws_model_state_init(r->m, r->w, 0, MAX_B, &err) != WS_OK ||
         !(r->probs = malloc(sizeof(float) * MAX_B * N_QUERY))) {
         fprintf(stderr, "bench_threads: setup: %s\n", err.msg);
         exit(1);
     }
-    ws_threads_pick_init(&r->pick, ws_backend_threads(r->be, 0), WS_THREADS_PICK_SMALL);
+    ws_threads_pick_init(&r->pick, ws_exec_pool_threads(r->pool), WS_THREADS_PICK_SMALL);
+    draw_facts(&c);
 }
 
 /* Runs batch n at mode (0: 1 thread, 1: 2 threads, 2: auto) for about
@@ -100,17 +124,15 @@ static void rig_open(rig *r, int d)
 static void run_cell(rig *r, int n, int mode, double seconds, double *steps, double *secs,
                      double *cpu)
 {
-    build_batch(r->b, ws_model_config_of(r->m), n);
     ws_error err = {0};
-    ws_step_result res;
     int iters = 0;
     double t0 = ws_clock_mono_s(), t = t0, c0 = 0;
     for (int warm = 2; warm > 0 || t - t0 < seconds || iters < 2;) {
         int th = mode == 2 ? ws_threads_choose(&r->pick, n) : mode + 1;
-        ws_backend_threads(r->be, th);
+        int chunk = (n + th - 1) / th < PASS_CHUNK ? (n + th - 1) / th : PASS_CHUNK;
+        ws_backend_threads(r->be, 1);
         double s0 = ws_clock_mono_s();
-        if (ws_exec_step(r->x, r->b, r->w, r->w, WS_STEP_INFER, 1.0f, r->probs, &res, &err) !=
-            WS_OK) {
+        if (ws_exec_pool_run(r->pool, n, chunk, th, run_chunk, r, &err) != WS_OK) {
             fprintf(stderr, "bench_threads: %s\n", err.msg);
             exit(1);
         }
@@ -209,7 +231,7 @@ int main(int argc, char **argv)
     double region_us, plain_us;
     if (region_cost(&region_us, &plain_us) < 0.0f) return 1; /* never: the sum is positive */
     const ws_model_config *mc = ws_model_config_of(r.m);
-    printf("engine forward step (d=%d, T=%d, %d+%d layers; %d instructions + %d queries per "
+    printf("engine forward pass (d=%d, T=%d, %d+%d layers; %d instructions + %d queries per "
            "trajectory), steps/s, %ld cores, OMP_WAIT_POLICY=%s\n",
            mc->d, mc->n_state, mc->n_upd_layers, mc->n_ext_layers, N_INSTR, N_QUERY,
            sysconf(_SC_NPROCESSORS_ONLN), getenv("OMP_WAIT_POLICY"));

@@ -2,7 +2,7 @@
 """Issue 15's targets in one run, every peer measured in the same run.
 
 Runs, from the build directory given (default build/):
-  bench/bench_threads      the engine's forward step at batch 1, 8, 64, 256 at 1, 2
+  bench/bench_threads      the engine's forward pass at batch 1, 8, 64, 256 at 1, 2
                            and auto threads, quiet and beside a busy process
   bench/bench_server       worldstated over loopback with the shipped default model
                            (steps of 4 instructions + 8 queries): 64 sessions and

@@ -256,9 +256,9 @@ static ws_status add_facts(ws_batch *b, const ws_eng_item *it, int S)
 
 /* Trajectories a pass runs at a time, on one thread or on each of several: the
  * activations of a few stay in the core's caches, those of a whole batch of 64
- * do not (the default model on one thread, bench_threads: 9,800 steps/s at
- * batch 8, 7,400 at 64). Rows are computed alike in any chunk, so this changes
- * no bits. */
+ * do not (the default model on one thread, when a pass took its batch whole:
+ * 9,800 steps/s at batch 8, 7,400 at 64). Rows are computed alike in any chunk,
+ * so this changes no bits. */
 #define PASS_CHUNK 8
 
 /* A pass over the live items of g, in chunks (model/exec_pool.h). */

@@ -148,15 +148,21 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
 {
     /* The served weights with the serving context and states (max_batch on the
      * backend, WS_ENG_FLIGHTS + 1 times on the host: the flights in hand and the
-     * batch computed), and the training thread's copy of the weights with its
-     * own context. */
+     * batch computed), the contexts of the pass's helper threads (one per core
+     * past the engine thread's, a chunk each: counted on a GPU too, where there
+     * are none), and the training thread's copy of the weights with its own
+     * context. */
     ws_batch_shape serve = {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
+    ws_batch_shape chunk = {WS_ENG_PASS_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
     ws_batch_shape train = ws_online_shape();
-    ws_model_memory ms, mt;
+    ws_model_memory ms, mh, mt;
     size_t states = (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     WS_TRY(ws_model_memory_of(mc, &serve, 1, states, &ms, err));
+    WS_TRY(ws_model_memory_of(mc, &chunk, 1, 0, &mh, err));
     WS_TRY(ws_model_memory_of(mc, &train, 1, 0, &mt, err));
-    *out = ms.total + mt.total + ws_online_bytes(mc);
+    size_t helpers = cores > 1 ? (size_t)(cores - 1) * mh.arena : 0;
+    *out = ms.total + helpers + mt.total + ws_online_bytes(mc);
     return WS_OK;
 }
 

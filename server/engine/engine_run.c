@@ -254,13 +254,6 @@ static ws_status add_facts(ws_batch *b, const ws_eng_item *it, int S)
     return WS_OK;
 }
 
-/* Trajectories a pass runs at a time, on one thread or on each of several: the
- * activations of a few stay in the core's caches, those of a whole batch of 64
- * do not (the default model on one thread, when a pass took its batch whole:
- * 9,800 steps/s at batch 8, 7,400 at 64). Rows are computed alike in any chunk,
- * so this changes no bits. */
-#define PASS_CHUNK 8
-
 /* A pass over the live items of g, in chunks (model/exec_pool.h). */
 typedef struct {
     ws_engine *e;
@@ -317,12 +310,12 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
     if (!g->probs) return ws_error_set(&g->err, WS_ERR_NOMEM, "out of memory");
     if (g->kind == WS_JOB_QUERY && !nq) return WS_OK;
     /* the parallelism of the pass from its size and what such passes took: one
-     * thread, or chunks on each of several (PASS_CHUNK rows, fewer to give each
+     * thread, or chunks on each of several (WS_ENG_PASS_CHUNK rows, fewer to give each
      * thread some); a GPU takes the batch whole */
     ws_threads_pick *par = &em->par[g->kind == WS_JOB_QUERY];
     int threads = ws_threads_choose(par, n_traj);
     int chunk = (n_traj + threads - 1) / threads;
-    if (chunk > PASS_CHUNK && !strcmp(e->be->ops->name, "cpu")) chunk = PASS_CHUNK;
+    if (chunk > WS_ENG_PASS_CHUNK && !strcmp(e->be->ops->name, "cpu")) chunk = WS_ENG_PASS_CHUNK;
     ws_backend_threads(e->be, 1);
     double t0 = ws_clock_mono_s();
     pass ps = {e, items, n, g};

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_thread_name.h"
 #include "model_internal.h"
 
 #define POOL_MAX 64
@@ -61,6 +62,7 @@ static void *helper_main(void *arg)
 {
     helper_arg *h = arg;
     ws_exec_pool *p = h->p;
+    ws_thread_name("ws-pass");
     int t = h->t;
     free(h);
     unsigned seen = 0;

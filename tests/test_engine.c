@@ -6,6 +6,7 @@
  * native results; model memory is bounded; model creation and import never
  * hold up serving. Batching, the training thread and the pipeline:
  * test_engine_concurrency.c. */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -120,6 +121,37 @@ static void test_model_and_session(void **state)
     assert_string_equal(info.name, "tiny");
     assert_int_equal(info.version, 1);
     ws_store_model_clear(&m);
+}
+
+/* Whether a thread of this process has the name (/proc/self/task/<tid>/comm). */
+static int thread_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int found = 0;
+    for (struct dirent *t; !found && (t = readdir(d));) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        found = !strcmp(comm, name);
+    }
+    closedir(d);
+    return found;
+}
+
+/* The engine's threads say what they are (top -H, perf): its own, the commit
+ * stage's, and with a model loaded on a machine of several cores, its pass's
+ * helpers. */
+static void test_threads_named(void **state)
+{
+    (void)state;
+    assert_true(thread_named("ws-engine"));
+    assert_true(thread_named("ws-commit"));
+    assert_false(thread_named("no-such-thread"));
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) assert_true(thread_named("ws-pass"));
 }
 
 static void test_step_query_labels(void **state)
@@ -384,6 +416,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_and_session),
+        cmocka_unit_test(test_threads_named), /* after it: a model is loaded */
         cmocka_unit_test(test_step_query_labels),
         cmocka_unit_test(test_unknown_session),
         cmocka_unit_test(test_model_memory_bound),

@@ -20,6 +20,7 @@
 
 #include "backup.h"
 #include "base/ws_clock.h"
+#include "base/ws_thread_name.h"
 #include "routes.h"
 #include "server/common/log.h"
 
@@ -52,6 +53,7 @@ static ws_status on_progress(void *ctx, const ws_srv_backup_report *r, ws_error 
 static void *backup_main(void *arg)
 {
     (void)arg;
+    ws_thread_name("ws-backup");
     ws_srv_backup_report rep;
     ws_error err = {0};
     /* bk.path, data_dir and db do not change while running is set */

@@ -28,6 +28,7 @@
 
 #include "engine_impl.h"
 #include "base/ws_clock.h"
+#include "base/ws_thread_name.h"
 
 /* How often the engine looks for versions recorded by other processes: one
  * SELECT over the models table, so a retrained version is served within ~1 s. */
@@ -229,6 +230,7 @@ static void drained(ws_engine *e, void (*fn)(ws_engine *))
 static void *engine_main(void *arg)
 {
     ws_engine *e = arg;
+    ws_thread_name("ws-engine");
     int max = e->cfg.max_batch;
     ws_job **jobs = calloc((size_t)max, sizeof *jobs);
     int64_t next_sync = ws_clock_mono_us() + SYNC_EVERY_US;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/ws_thread_name.h"
 #include "engine_impl.h"
 #include "server/common/versions.h"
 
@@ -39,6 +40,7 @@ struct ws_eng_build {
 static void *build_main(void *arg)
 {
     ws_eng_build *b = arg;
+    ws_thread_name("ws-build");
     ws_job *j = b->job;
     if (j->kind == WS_JOB_MODEL_IMPORT)
         b->status =

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/ws_thread_name.h"
 #include "engine_impl.h"
 
 /* The answers of a step or query job into its result. */
@@ -268,6 +269,7 @@ void ws_eng_flight_free(ws_eng_flight *f)
 static void *commit_main(void *arg)
 {
     ws_engine *e = arg;
+    ws_thread_name("ws-commit");
     pthread_mutex_lock(&e->mu);
     for (;;) {
         while (!e->n_flight && !e->commit_stop) pthread_cond_wait(&e->commit_cv, &e->mu);

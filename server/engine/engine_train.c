@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "base/ws_clock.h"
+#include "base/ws_thread_name.h"
 #include "model/checkpoint.h"
 #include "engine_impl.h"
 #include "server/common/versions.h"
@@ -612,6 +613,7 @@ static int ensure_copy(ws_eng_trainer *t)
 static void *train_main(void *arg)
 {
     ws_eng_trainer *t = arg;
+    ws_thread_name("ws-train");
     lower_priority(t);
     static _Atomic int trainers; /* started so far: each its own core while there are some */
     ws_train_core core;

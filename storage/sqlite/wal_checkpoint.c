@@ -35,6 +35,7 @@
  * WS_SQLITE_CKPT_PAGES. */
 #include <pthread.h>
 
+#include "base/ws_thread_name.h"
 #include "sqlite_internal.h"
 
 #define WS_SQLITE_CKPT_PAGES 1000 /* SQLite's own threshold */
@@ -47,6 +48,7 @@ enum { CKPT_NONE, CKPT_RUNNING, CKPT_DONE }; /* DONE: finished, not joined yet *
 static void *ckpt_main(void *arg)
 {
     ws_sqlite *s = arg;
+    ws_thread_name("ws-checkpoint");
     /* A new connection finds the WAL on its first read: until then it would
      * checkpoint nothing ("not in WAL mode"). Not opened: the next thread tries
      * again. Busy (another checkpoint, a reader at the WAL's end): the next one

@@ -30,6 +30,14 @@ ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_erro
 void ws_exec_pool_free(ws_exec_pool *p);
 /* The most threads a pass can have (1 unless the model's backend is the CPU). */
 int ws_exec_pool_threads(const ws_exec_pool *p);
+/* The chunk of a pass of n_rows on `threads` threads: at most max_chunk rows, fewer
+ * where that gives each thread some. */
+static inline int ws_exec_pool_chunk(int n_rows, int threads, int max_chunk)
+{
+    int even = (n_rows + threads - 1) / (threads > 0 ? threads : 1);
+    return even < max_chunk ? even : max_chunk;
+}
+
 /* Calls fn on chunks of `chunk` rows of n_rows, claimed in order by `threads`
  * threads (at most the pool's); one thread runs them in order on the caller's
  * thread with the backend's thread count as the caller set it, several run

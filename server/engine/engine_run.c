@@ -314,8 +314,9 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
      * thread some); a GPU takes the batch whole */
     ws_threads_pick *par = &em->par[g->kind == WS_JOB_QUERY];
     int threads = ws_threads_choose(par, n_traj);
-    int chunk = (n_traj + threads - 1) / threads;
-    if (chunk > WS_ENG_PASS_CHUNK && !strcmp(e->be->ops->name, "cpu")) chunk = WS_ENG_PASS_CHUNK;
+    int chunk = !strcmp(e->be->ops->name, "cpu")
+                    ? ws_exec_pool_chunk(n_traj, threads, WS_ENG_PASS_CHUNK)
+                    : n_traj;
     ws_backend_threads(e->be, 1);
     double t0 = ws_clock_mono_s();
     pass ps = {e, items, n, g};

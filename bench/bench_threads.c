@@ -46,8 +46,6 @@ enum { N_B = 4, MODES = 3 }; /* 1 thread, 2 threads, auto */
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
 static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
 
-#define PASS_CHUNK 8 /* as WS_ENG_PASS_CHUNK, server/engine/engine_impl.h */
-
 /* Each trajectory's facts, drawn once: N_INSTR instructions then N_QUERY queries. */
 static struct {
     int32_t ids[N_INSTR + N_QUERY][WS_MAX_FACT_LEN];
@@ -129,7 +127,7 @@ static void run_cell(rig *r, int n, int mode, double seconds, double *steps, dou
     double t0 = ws_clock_mono_s(), t = t0, c0 = 0;
     for (int warm = 2; warm > 0 || t - t0 < seconds || iters < 2;) {
         int th = mode == 2 ? ws_threads_choose(&r->pick, n) : mode + 1;
-        int chunk = ws_exec_pool_chunk(n, th, PASS_CHUNK);
+        int chunk = ws_exec_pool_chunk(r->pool, n, th);
         ws_backend_threads(r->be, 1);
         double s0 = ws_clock_mono_s();
         if (ws_exec_pool_run(r->pool, n, chunk, th, run_chunk, r, &err) != WS_OK) {

@@ -18,6 +18,7 @@
 struct ws_exec_pool {
     ws_model *m;
     int n;                    /* threads, the caller's included */
+    int cpu;                  /* m is on the CPU backend */
     ws_exec *x[POOL_MAX];     /* per thread; x[0] on m */
     ws_batch *b[POOL_MAX];    /* per thread */
     ws_backend *be[POOL_MAX]; /* threads past the first: a CPU backend of one thread */
@@ -87,9 +88,9 @@ ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_erro
     ws_exec_pool *p = calloc(1, sizeof *p);
     if (!p) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
     p->m = m;
-    int cpu = !strcmp(m->be->ops->name, "cpu");
+    p->cpu = !strcmp(m->be->ops->name, "cpu");
     if (threads <= 0) threads = ws_backend_threads(m->be, 0);
-    p->n = !cpu || threads < 1 ? 1 : threads > POOL_MAX ? POOL_MAX : threads;
+    p->n = !p->cpu || threads < 1 ? 1 : threads > POOL_MAX ? POOL_MAX : threads;
     ws_status s = WS_OK;
     if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->go, NULL) ||
         pthread_cond_init(&p->done, NULL)) {
@@ -151,6 +152,13 @@ void ws_exec_pool_free(ws_exec_pool *p)
 int ws_exec_pool_threads(const ws_exec_pool *p)
 {
     return p->n;
+}
+
+int ws_exec_pool_chunk(const ws_exec_pool *p, int n_rows, int threads)
+{
+    if (!p->cpu) return n_rows;
+    int even = (n_rows + threads - 1) / (threads > 0 ? threads : 1);
+    return even < WS_EXEC_POOL_CHUNK ? even : WS_EXEC_POOL_CHUNK;
 }
 
 ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,

@@ -26,13 +26,6 @@
  * the clients preempt on a small machine). */
 #define WS_ENG_FLIGHTS 2
 
-/* Trajectories a CPU pass runs at a time, on one thread or on each of several
- * (engine_run.c): the activations of a few stay in the core's caches, those of
- * a whole batch of 64 do not (the default model on one thread, when a pass took
- * its batch whole: 9,800 steps/s at batch 8, 7,400 at 64). Rows are computed
- * alike in any chunk, so this changes no bits. */
-#define WS_ENG_PASS_CHUNK 8
-
 typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];

@@ -153,7 +153,7 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
      * are none), and the training thread's copy of the weights with its own
      * context. */
     ws_batch_shape serve = {cfg->max_batch, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
-    ws_batch_shape chunk = {WS_ENG_PASS_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
+    ws_batch_shape chunk = {WS_EXEC_POOL_CHUNK, WS_SRV_MAX_ITEMS, WS_SRV_MAX_ITEMS, 0};
     ws_batch_shape train = ws_online_shape();
     ws_model_memory ms, mh, mt;
     size_t states = (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch;

@@ -287,9 +287,8 @@ static ws_status run_rows(void *ctx, ws_exec *x, ws_batch *b, int r0, int r1, ws
     }
     float *w = em->w_dev + (size_t)r0 * T, *probs = g->probs + (q0 < 0 ? 0 : q0);
     if (g->kind == WS_JOB_QUERY && !ws_batch_n_query(b)) return WS_OK;
-    ws_step_result res;
-    if (g->kind == WS_JOB_QUERY) return ws_exec_query(x, b, w, probs, &res, err);
-    return ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, probs, &res, err);
+    if (g->kind == WS_JOB_QUERY) return ws_exec_query(x, b, w, probs, NULL, err);
+    return ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, probs, NULL, err);
 }
 
 /* Builds and runs the model on the live items of g's model and kind; the new
@@ -310,13 +309,10 @@ static ws_status run_model(ws_engine *e, ws_eng_item *items, int n, ws_eng_group
     if (!g->probs) return ws_error_set(&g->err, WS_ERR_NOMEM, "out of memory");
     if (g->kind == WS_JOB_QUERY && !nq) return WS_OK;
     /* the parallelism of the pass from its size and what such passes took: one
-     * thread, or chunks on each of several (WS_ENG_PASS_CHUNK rows, fewer to give each
-     * thread some); a GPU takes the batch whole */
+     * thread, or chunks on each of several (ws_exec_pool_chunk) */
     ws_threads_pick *par = &em->par[g->kind == WS_JOB_QUERY];
     int threads = ws_threads_choose(par, n_traj);
-    int chunk = !strcmp(e->be->ops->name, "cpu")
-                    ? ws_exec_pool_chunk(n_traj, threads, WS_ENG_PASS_CHUNK)
-                    : n_traj;
+    int chunk = ws_exec_pool_chunk(em->pool, n_traj, threads);
     ws_backend_threads(e->be, 1);
     double t0 = ws_clock_mono_s();
     pass ps = {e, items, n, g};

@@ -257,9 +257,9 @@ static void step_as_one_batch(ws_engine *e, char (*sess)[WS_STORE_ID_LEN + 1], i
     pthread_mutex_unlock(&batches.mu);
 }
 
-/* A batch larger than a one-thread pass's chunk (engine_run.c runs it 8
- * trajectories at a time) answers and steps every session, bit for bit, as a
- * session stepped alone: twice, from W_0 and then from the stored states. */
+/* A batch larger than a pass's chunk (WS_EXEC_POOL_CHUNK trajectories, on one
+ * thread or on each of several) answers and steps every session, bit for bit,
+ * as a session stepped alone: twice, from W_0 and then from the stored states. */
 static void test_batch_in_chunks(void **state)
 {
     (void)state;

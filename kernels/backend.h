@@ -60,6 +60,10 @@ typedef struct {
     int n_heads;
     int d;
     int max_q_len, max_k_len; /* bounds over segs, for launch sizing */
+    /* Non-zero: no backward pass reads this forward's probabilities (a pass of
+     * inference), so the backend need not leave them in probs; it may still
+     * use probs as scratch (the CUDA kernel keeps its scores there). */
+    int forward_only;
 } ws_attn_args;
 
 /* Gradients for ws_attn_args: dq/dk/dv accumulate; dout is read. */

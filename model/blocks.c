@@ -31,6 +31,7 @@ static ws_mix_call mix_call(ws_exec *x, const ws_mix_off *o, ws_mix_act *a, cons
         .m = x->m, .p = &o->p, .mode = (ws_mix_mode)o->mode, .s = a->shape,
         .act = a->mix, .scratch = x->plan.scratch.mix, .x = a->ln.out,
         .keys = o->mode == WS_MIX_SELF ? a->ln.out : keys, .out = a->x_out,
+        .forward_only = !x->plan.train,
     };
     return call;
 }

@@ -58,6 +58,7 @@ typedef struct {
     const float *d_out; /* backward: ∂L/∂out [n, d] */
     float *d_x;         /* backward: += ∂L/∂x */
     float *d_keys;      /* backward: += ∂L/∂keys (== d_x in SELF mode) */
+    int forward_only;   /* forward: no backward follows (what only it reads may be skipped) */
 } ws_mix_call;
 
 typedef struct ws_mixer_s {

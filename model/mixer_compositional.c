@@ -148,7 +148,8 @@ static ws_comp_search_args search_args(const ws_mix_call *call, const comp_dims 
         .a = {.out = b->o, .ldo = k->S * rv, .probs = b->probs, .q = w.q, .ldq = w.ldq,
               .k = w.k, .ldk = w.ldkv, .v = w.v, .ldv = w.ldkv, .segs = b->segs,
               .n_segs = call->s.n_segs, .n_heads = k->S, .d = k->d,
-              .max_q_len = call->s.max_q, .max_k_len = call->s.max_k},
+              .max_q_len = call->s.max_q, .max_k_len = call->s.max_k,
+              .forward_only = call->forward_only},
         .dv = rv, .v_step = 0, /* every search reads all R retrievals' values */
     };
     return a;

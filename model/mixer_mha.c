@@ -78,6 +78,7 @@ static ws_attn_args attn_args(const ws_mix_call *call, const mha_bufs *b)
         .v = self ? b->q + 2 * d : b->kv + d, .ldv = self ? 3 * d : 2 * d,
         .segs = call->s.segs, .n_segs = call->s.n_segs, .n_heads = call->m->cfg.n_heads, .d = d,
         .max_q_len = call->s.max_q, .max_k_len = call->s.max_k,
+        .forward_only = call->forward_only,
     };
     return args;
 }

@@ -89,6 +89,7 @@ typedef struct {
     ws_attn_seg *seg_self, *seg_cross, *seg_ext;
     const ws_attn_seg *seg_self_host, *seg_cross_host, *seg_ext_host; /* staging copies */
     int n_ext_segs, max_instr, max_query;
+    int train; /* a backward pass follows the forward: gradients laid out */
     float *labels, *raw;
     /* forward activations */
     float *u, *tok, *ctx, *x0;

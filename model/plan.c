@@ -242,6 +242,7 @@ ws_status ws_plan_prepare(ws_exec *x, const ws_batch *b, int train, ws_error *er
     const ws_model *m = x->m;
     ws_plan *p = &x->plan;
     p->B = b->n_traj;
+    p->train = train;
     p->n_instr = b->instr.n;
     p->n_query = b->query.n;
     p->n_facts = p->n_instr + p->n_query;

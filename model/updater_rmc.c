@@ -286,7 +286,7 @@ static ws_mix_call mem_call(ws_exec *x, const rmc_act *a, const rmc_block *b, in
 {
     ws_mix_call call = {.m = x->m, .p = &x->m->off.upd[l].cross.p, .mode = WS_MIX_CROSS,
                         .s = mem_shape(x, a->segs), .act = b->mha, .x = b->ln.out,
-                        .keys = b->mem, .out = b->x_mid};
+                        .keys = b->mem, .out = b->x_mid, .forward_only = !x->plan.train};
     return call;
 }
 

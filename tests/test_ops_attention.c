@@ -4,7 +4,8 @@
  * of L = Σ out ⊙ R over every element of Q, K and V; the += contract of dq, dk
  * and dv; key_valid masks (masked keys get p = 0 and zero gradient, a segment
  * with no valid key or no keys gets a zero output); row strides of fused QKV
- * [N, 3d] and KV [N, 2d] layouts, whose padding an op must not touch. All
+ * [N, 3d] and KV [N, 2d] layouts, whose padding an op must not touch; a
+ * forward-only call (the same outputs, probabilities not written). All
  * buffers go through ws_backend_alloc/upload/download. */
 #include <math.h>
 #include <stdio.h>
@@ -247,12 +248,20 @@ static void attn_forward(void *ctx)
     assert_int_equal(g_run->ops->attention_forward(g_run, &c->a), WS_OK);
 }
 
-/* Poisons out/probs (NaN where the op must write, SENTINEL where it must not). */
-static void attn_poison(attn_case *c)
+/* Poisons out (NaN where the op must write, SENTINEL where it must not). */
+static void attn_poison_out(attn_case *c)
 {
-    float *h = xmalloc((c->n_out > c->n_probs ? c->n_out : c->n_probs) * sizeof *h);
+    float *h = xmalloc(c->n_out * sizeof *h);
     for (size_t i = 0; i < c->n_out; i++) h[i] = c->out_mask[i] ? NAN : SENTINEL;
     put(c->d_out, h, c->n_out);
+    free(h);
+}
+
+/* Poisons out and probs alike. */
+static void attn_poison(attn_case *c)
+{
+    attn_poison_out(c);
+    float *h = xmalloc(c->n_probs * sizeof *h);
     for (size_t i = 0; i < c->n_probs; i++) h[i] = c->probs_mask[i] ? NAN : SENTINEL;
     put(c->d_probs, h, c->n_probs);
     free(h);
@@ -503,6 +512,40 @@ static void test_attention_rows_independent(void **state)
     attn_case_free(&c);
 }
 
+/* A forward-only pass (no backward reads its probabilities: the engine's
+ * serving passes) gives the same outputs bit for bit and, on the CPU, leaves
+ * probs as it found them. */
+static void test_attention_forward_only(void **state)
+{
+    (void)state;
+    ws_test_rng rng = {0xf0a1};
+    static const seg_spec segs[] = {{8, 32, MASK_NONE}, {1, 5, MASK_PART}, {17, 33, MASK_PART},
+                                    {4, 4, MASK_ALL}, {2, 0, MASK_NONE}};
+    attn_case c;
+    attn_case_init(&c, &rng, LAYOUT_Q_KV, 64, 4, segs, N_OF(segs), 1, 1.0f);
+    float *want = xmalloc(c.n_out * sizeof *want), *got = xmalloc(c.n_out * sizeof *got);
+    float *probs = xmalloc(c.n_probs * sizeof *probs);
+    attn_poison(&c);
+    attn_forward(&c);
+    get(want, c.d_out, c.n_out);
+    for (size_t i = 0; i < c.n_probs; i++) probs[i] = SENTINEL;
+    put(c.d_probs, probs, c.n_probs);
+    attn_poison_out(&c);
+    c.a.forward_only = 1;
+    attn_forward(&c);
+    get(got, c.d_out, c.n_out);
+    get(probs, c.d_probs, c.n_probs);
+    for (size_t i = 0; i < c.n_out; i++)
+        if (memcmp(&got[i], &want[i], sizeof *got))
+            fail_msg("forward-only out[%zu] = %g, with probabilities %g", i, (double)got[i],
+                     (double)want[i]);
+    uint8_t *none = calloc(c.n_probs, 1);
+    assert_non_null(none);
+    check_untouched("forward-only probs", probs, none, c.n_probs);
+    free(none), free(want), free(got), free(probs);
+    attn_case_free(&c);
+}
+
 /* Gradients are the same bits run to run and at any thread count: a training
  * step must not depend on how many threads computed it. More (segment, head)
  * pairs than threads, ragged and partly masked. */
@@ -555,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_attention_unmasked),
         cmocka_unit_test(test_attention_large_scores),
         cmocka_unit_test(test_attention_rows_independent),
+        cmocka_unit_test(test_attention_forward_only),
         cmocka_unit_test(test_attention_backward_threads),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);

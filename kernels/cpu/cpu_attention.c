@@ -148,7 +148,8 @@ static inline void att_softmax(att_vec *s, int k_len, const uint8_t *live, int m
  * Without BLAS: at these sizes (d_h 16..32, tens of keys) its calls, packing and
  * a separate softmax pass cost several times the arithmetic. The scratch holds
  * dk + k_len vectors (Q's rows as lanes, the scores) and k_len bytes (which keys
- * are live). */
+ * are live). probs NULL: a forward-only pass (writing them cost the default
+ * model 5-8% of its pass at batch 64 on one thread, bench_threads). */
 WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float *q, int ldq,
                                  const float *k, int ldk, const float *v, int ldv, int q_len,
                                  int k_len, int dk, int dv, float scale, const uint8_t *valid,
@@ -165,7 +166,7 @@ WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float 
             for (int c = 0; c < dk; c++) qt[c][l] = q[(long)(i0 + l) * ldq + c];
         att_products(s, qt, k, ldk, k_len, dk, scale);
         att_softmax(s, k_len, live, mask_diag, i0);
-        for (int l = 0; l < rows; l++)
+        for (int l = 0; probs && l < rows; l++)
             for (int j = 0; j < k_len; j++) probs[(long)(i0 + l) * k_len + j] = s[j][l];
         /* out_c = Σ_j v_jc·p_j in order of j, ATT_CHAINS columns at a time */
         for (int c0 = 0; c0 < dv; c0 += ATT_CHAINS) {
@@ -200,7 +201,8 @@ ws_status ws_cpu_search_forward(ws_backend *be, const ws_comp_search_args *c)
                 for (int j = 0; j < c->dv; j++) out[(long)i * a->ldo + j] = 0.0f;
             continue;
         }
-        attend(out, a->ldo, a->probs + s->p_off + (long)h * s->q_len * s->k_len,
+        attend(out, a->ldo,
+               a->forward_only ? NULL : a->probs + s->p_off + (long)h * s->q_len * s->k_len,
                a->q + (long)s->q_off * a->ldq + h * dk, a->ldq,
                a->k + (long)s->k_off * a->ldk + h * dk, a->ldk,
                a->v + (long)s->k_off * a->ldv + (long)h * c->v_step, a->ldv, s->q_len, s->k_len,

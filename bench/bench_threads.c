@@ -66,6 +66,7 @@ static void draw_facts(const ws_model_config *c)
 typedef struct {
     ws_backend *be;
     ws_model *m;
+    ws_exec_crew *crew;
     ws_exec_pool *pool;
     float *w, *probs;
     ws_threads_pick pick;
@@ -105,7 +106,8 @@ static void rig_open(rig *r, int d)
     }
     if (d) c.d = d;
     if ((d || !r->m) && ws_model_new(&r->m, &c, r->be, 1, &err) != WS_OK) r->m = NULL;
-    if (!r->m || ws_exec_pool_new(&r->pool, r->m, 2, &err) != WS_OK ||
+    if (!r->m || ws_exec_crew_new(&r->crew, 2, &err) != WS_OK ||
+        ws_exec_pool_new(&r->pool, r->m, r->crew, &err) != WS_OK ||
         ws_model_state_alloc(r->m, MAX_B, &r->w, &err) != WS_OK ||
         ws_model_state_init(r->m, r->w, 0, MAX_B, &err) != WS_OK ||
         !(r->probs = malloc(sizeof(float) * MAX_B * N_QUERY))) {

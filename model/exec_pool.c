@@ -11,28 +11,38 @@
 
 #define POOL_MAX 64
 
-/* Helpers are threads of the pool's own, not OpenMP's: the CPU ops index their
+/* Helpers are threads of the crew's own, not OpenMP's: the CPU ops index their
  * scratch by omp_get_thread_num(), which in a worker of an enclosing OpenMP
  * region is that worker's number even where the op opens no region of its own
  * (one thread), and would run past its scratch. */
-struct ws_exec_pool {
-    ws_model *m;
+struct ws_exec_crew {
     int n;                    /* threads, the caller's included */
-    int cpu;                  /* m is on the CPU backend */
-    ws_exec *x[POOL_MAX];     /* per thread; x[0] on m */
-    ws_batch *b[POOL_MAX];    /* per thread */
     ws_backend *be[POOL_MAX]; /* threads past the first: a CPU backend of one thread */
-    ws_model *view[POOL_MAX]; /* threads past the first: m on be[t] */
     pthread_t th[POOL_MAX];
-    int started; /* helpers running */
+    int started;              /* helpers running */
+    pthread_mutex_t pass_mu;  /* held for a pass with helpers: one at a time */
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     unsigned pass_no; /* bumped for each pass with helpers (under mu) */
     int stop, busy;   /* under mu: helpers to end; helpers still in the pass */
+    /* the pass under way (under mu): its pool and threads; 0 threads between
+     * passes, when a helper that a pass did not need may wake at last */
+    ws_exec_pool *pool;
+    int threads;
+};
+
+struct ws_exec_pool {
+    ws_model *m;
+    ws_exec_crew *crew;       /* NULL: one thread */
+    int n;                    /* threads, the caller's included */
+    int cpu;                  /* m is on the CPU backend */
+    ws_exec *x[POOL_MAX];     /* per thread; x[0] on m */
+    ws_batch *b[POOL_MAX];    /* per thread */
+    ws_model *view[POOL_MAX]; /* threads past the first: m on the crew's be[t] */
     /* the pass under way */
     ws_exec_chunk_fn fn;
     void *ctx;
-    int n_rows, chunk, chunks, threads;
+    int n_rows, chunk, chunks;
     atomic_int next, failed;
     ws_status first;
     ws_error first_err;
@@ -55,71 +65,104 @@ static void work(ws_exec_pool *p, int t)
 }
 
 typedef struct {
-    ws_exec_pool *p;
+    ws_exec_crew *c;
     int t;
 } helper_arg;
 
 static void *helper_main(void *arg)
 {
     helper_arg *h = arg;
-    ws_exec_pool *p = h->p;
+    ws_exec_crew *c = h->c;
     ws_thread_name("ws-pass");
     int t = h->t;
     free(h);
     unsigned seen = 0;
-    pthread_mutex_lock(&p->mu);
+    pthread_mutex_lock(&c->mu);
     for (;;) {
-        while (p->pass_no == seen && !p->stop) pthread_cond_wait(&p->go, &p->mu);
-        if (p->stop) break;
-        seen = p->pass_no;
-        if (t >= p->threads) continue;
-        pthread_mutex_unlock(&p->mu);
+        while (c->pass_no == seen && !c->stop) pthread_cond_wait(&c->go, &c->mu);
+        if (c->stop) break;
+        seen = c->pass_no;
+        if (t >= c->threads) continue;
+        ws_exec_pool *p = c->pool;
+        pthread_mutex_unlock(&c->mu);
         work(p, t);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->done);
+        pthread_mutex_lock(&c->mu);
+        if (--c->busy == 0) pthread_cond_signal(&c->done);
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_error *err)
+ws_status ws_exec_crew_new(ws_exec_crew **out, int threads, ws_error *err)
+{
+    *out = NULL;
+    ws_exec_crew *c = calloc(1, sizeof *c);
+    if (!c) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    c->n = threads < 1 ? 1 : threads > POOL_MAX ? POOL_MAX : threads;
+    if (pthread_mutex_init(&c->pass_mu, NULL) || pthread_mutex_init(&c->mu, NULL) ||
+        pthread_cond_init(&c->go, NULL) || pthread_cond_init(&c->done, NULL)) {
+        free(c); /* (none of them holds anything on Linux) */
+        return ws_error_set(err, WS_ERR_NOMEM, "model: cannot make a crew's lock");
+    }
+    ws_status s = WS_OK;
+    for (int t = 1; s == WS_OK && t < c->n; t++) s = ws_backend_cpu_new(&c->be[t], 1, err);
+    for (int t = 1; s == WS_OK && t < c->n; t++) {
+        helper_arg *h = malloc(sizeof *h);
+        if (h) *h = (helper_arg){c, t};
+        if (!h || pthread_create(&c->th[t], NULL, helper_main, h) != 0) {
+            free(h);
+            s = ws_error_set(err, WS_ERR_NOMEM, "model: cannot start a crew's thread");
+        } else {
+            c->started = t;
+        }
+    }
+    if (s != WS_OK) {
+        ws_exec_crew_free(c);
+        return s;
+    }
+    *out = c;
+    return WS_OK;
+}
+
+void ws_exec_crew_free(ws_exec_crew *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->mu);
+    for (int t = 1; t <= c->started; t++) pthread_join(c->th[t], NULL);
+    for (int t = 1; t < c->n; t++)
+        if (c->be[t]) ws_backend_free(c->be[t]);
+    pthread_mutex_destroy(&c->pass_mu);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->go);
+    pthread_cond_destroy(&c->done);
+    free(c);
+}
+
+ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, ws_exec_crew *crew, ws_error *err)
 {
     *out = NULL;
     ws_exec_pool *p = calloc(1, sizeof *p);
     if (!p) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
     p->m = m;
     p->cpu = !strcmp(m->be->ops->name, "cpu");
-    if (threads <= 0) threads = ws_backend_threads(m->be, 0);
-    p->n = !p->cpu || threads < 1 ? 1 : threads > POOL_MAX ? POOL_MAX : threads;
+    p->crew = p->cpu ? crew : NULL;
+    p->n = p->crew ? p->crew->n : 1;
     ws_status s = WS_OK;
-    if (pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->go, NULL) ||
-        pthread_cond_init(&p->done, NULL)) {
-        free(p); /* (none of them holds anything on Linux) */
-        return ws_error_set(err, WS_ERR_NOMEM, "model: cannot make a pool's lock");
-    }
     for (int t = 0; s == WS_OK && t < p->n; t++) {
         ws_model *on = m;
         if (t > 0) {
-            s = ws_backend_cpu_new(&p->be[t], 1, err);
-            if (s == WS_OK && !(on = p->view[t] = malloc(sizeof *on)))
+            if (!(on = p->view[t] = malloc(sizeof *on)))
                 s = ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
             if (s != WS_OK) break;
             *on = *m;
-            on->be = p->be[t];
+            on->be = p->crew->be[t];
         }
         s = ws_exec_new(&p->x[t], on, err);
         if (s == WS_OK && ws_batch_new(&p->b[t], &m->cfg) != WS_OK)
             s = ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
-    }
-    for (int t = 1; s == WS_OK && t < p->n; t++) {
-        helper_arg *h = malloc(sizeof *h);
-        if (h) *h = (helper_arg){p, t};
-        if (!h || pthread_create(&p->th[t], NULL, helper_main, h) != 0) {
-            free(h);
-            s = ws_error_set(err, WS_ERR_NOMEM, "model: cannot start a pool's thread");
-        } else {
-            p->started = t;
-        }
     }
     if (s != WS_OK) {
         ws_exec_pool_free(p);
@@ -132,20 +175,11 @@ ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_erro
 void ws_exec_pool_free(ws_exec_pool *p)
 {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int t = 1; t <= p->started; t++) pthread_join(p->th[t], NULL);
     for (int t = 0; t < p->n; t++) {
-        ws_exec_free(p->x[t]); /* before its backend: its arena is that backend's */
+        ws_exec_free(p->x[t]); /* its arena is on the crew's backend, which outlives it */
         ws_batch_free(p->b[t]);
         free(p->view[t]);
-        if (p->be[t]) ws_backend_free(p->be[t]);
     }
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
     free(p);
 }
 
@@ -173,26 +207,31 @@ ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, 
             WS_TRY(fn(ctx, p->x[0], p->b[0], r0, r0 + chunk < n_rows ? r0 + chunk : n_rows, err));
         return WS_OK;
     }
-    pthread_mutex_lock(&p->mu);
+    ws_exec_crew *c = p->crew;
+    pthread_mutex_lock(&c->pass_mu);
     /* The views again: the model's fields may have moved since the last pass. */
     for (int t = 1; t < threads; t++) {
         *p->view[t] = *p->m;
-        p->view[t]->be = p->be[t];
+        p->view[t]->be = c->be[t];
     }
     p->fn = fn, p->ctx = ctx, p->n_rows = n_rows, p->chunk = chunk, p->chunks = chunks;
-    p->threads = threads, p->busy = threads - 1, p->first = WS_OK;
+    p->first = WS_OK;
     atomic_store(&p->next, 0);
     atomic_store(&p->failed, 0);
-    p->pass_no++;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(&c->mu);
+    c->pool = p, c->threads = threads, c->busy = threads - 1;
+    c->pass_no++;
+    pthread_cond_broadcast(&c->go);
+    pthread_mutex_unlock(&c->mu);
     /* the caller's share, its ops on one thread */
     ws_backend_threads(p->m->be, 1);
     work(p, 0);
     ws_backend_threads(p->m->be, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_lock(&c->mu);
+    while (c->busy) pthread_cond_wait(&c->done, &c->mu);
+    c->pool = NULL, c->threads = 0;
+    pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&c->pass_mu);
     if (p->first != WS_OK) *err = p->first_err;
     return p->first;
 }

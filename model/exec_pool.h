@@ -8,25 +8,35 @@
  * activations in the core's caches. A trajectory's rows are computed alike in
  * any chunk (the ops are row-deterministic), so a chunk's thread changes no bit.
  *
- * Thread 0 is the caller's; the others are the pool's own, started with it and
- * asleep between passes. Each has its own context and batch; threads past the
- * first have their own CPU backend (its scratch and symbol codes are per
- * backend) and a view of the model on it: the same parameters and vocabulary,
- * never copied. On another backend (CUDA) a pool has one thread. */
+ * Thread 0 is the caller's; the others are a crew's (ws_exec_crew), started
+ * with it and asleep between passes, and one crew serves every pool made on it
+ * (the engine has one for all its models: it runs one pass at a time, so a
+ * daemon has cores - 1 helper threads however many models it serves). Each
+ * crew thread has its own CPU backend (its scratch and symbol codes are per
+ * backend). A pool holds, per thread, a context and a batch, and past the
+ * first a view of the model on that thread's backend: the same parameters and
+ * vocabulary, never copied. On another backend (CUDA), or without a crew, a
+ * pool has one thread. */
 #ifndef WS_EXEC_POOL_H
 #define WS_EXEC_POOL_H
 
 #include "model.h"
 
+typedef struct ws_exec_crew ws_exec_crew;
 typedef struct ws_exec_pool ws_exec_pool;
+
+/* A crew for passes of `threads` threads, the caller's included: threads - 1
+ * helpers. It must outlive every pool made on it. */
+ws_status ws_exec_crew_new(ws_exec_crew **out, int threads, ws_error *err);
+void ws_exec_crew_free(ws_exec_crew *c);
 
 /* Builds rows [r0, r1) of the pass into b and runs them on x; err per thread. */
 typedef ws_status (*ws_exec_chunk_fn)(void *ctx, ws_exec *x, ws_batch *b, int r0, int r1,
                                       ws_error *err);
 
-/* A pool of up to `threads` threads (<= 0: the backend's own count) on m, which
- * must outlive it; thread 0 runs on m itself. */
-ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, int threads, ws_error *err);
+/* A pool on m, which must outlive it, with the crew's threads (crew NULL, or m
+ * not on the CPU: one thread); thread 0 runs on m itself. */
+ws_status ws_exec_pool_new(ws_exec_pool **out, ws_model *m, ws_exec_crew *crew, ws_error *err);
 void ws_exec_pool_free(ws_exec_pool *p);
 /* The most threads a pass can have (1 unless the model's backend is the CPU). */
 int ws_exec_pool_threads(const ws_exec_pool *p);
@@ -45,7 +55,8 @@ int ws_exec_pool_chunk(const ws_exec_pool *p, int n_rows, int threads);
  * threads (at most the pool's); one thread runs them in order on the caller's
  * thread with the backend's thread count as the caller set it, several run
  * each op on one thread. The first failure is returned, and no chunk starts
- * after it. */
+ * after it. Passes of several threads on one crew run one at a time (one that
+ * comes while another runs waits for it). */
 ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,
                            void *ctx, ws_error *err);
 

@@ -94,14 +94,36 @@ static int teardown(void **state)
     return ws_test_rm_tree(EF_DIR);
 }
 
+/* How many threads of this process have the name (/proc/self/task/<tid>/comm). */
+static int threads_named(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int found = 0;
+    for (struct dirent *t; (t = readdir(d));) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        found += !strcmp(comm, name);
+    }
+    closedir(d);
+    return found;
+}
+
 static void test_model_and_session(void **state)
 {
     (void)state;
+    int helpers = threads_named("ws-pass");
     ws_model_config tiny = ef_tiny_config();
     ws_job *j = ef_create_job("tiny", &tiny);
     run(j);
     assert_int_equal(j->result.status, WS_OK);
     ws_job_free(j);
+    /* the passes' helpers are the engine's, not one set per model */
+    assert_int_equal(threads_named("ws-pass"), helpers);
     /* the same name again: a conflict, nothing created */
     ws_model_config def = ws_model_config_default();
     j = ef_create_job("tiny", &def);
@@ -123,35 +145,15 @@ static void test_model_and_session(void **state)
     ws_store_model_clear(&m);
 }
 
-/* Whether a thread of this process has the name (/proc/self/task/<tid>/comm). */
-static int thread_named(const char *name)
-{
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    int found = 0;
-    for (struct dirent *t; !found && (t = readdir(d));) {
-        char path[300], comm[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", t->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-        found = !strcmp(comm, name);
-    }
-    closedir(d);
-    return found;
-}
-
 /* The engine's threads say what they are (top -H, perf): its own, the commit
- * stage's, and with a model loaded on a machine of several cores, its pass's
- * helpers. */
+ * stage's, and on a machine of several cores its passes' helpers. */
 static void test_threads_named(void **state)
 {
     (void)state;
-    assert_true(thread_named("ws-engine"));
-    assert_true(thread_named("ws-commit"));
-    assert_false(thread_named("no-such-thread"));
-    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) assert_true(thread_named("ws-pass"));
+    assert_int_equal(threads_named("ws-engine"), 1);
+    assert_int_equal(threads_named("ws-commit"), 1);
+    assert_int_equal(threads_named("no-such-thread"), 0);
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) assert_true(threads_named("ws-pass") > 0);
 }
 
 static void test_step_query_labels(void **state)

@@ -383,6 +383,8 @@ ws_status ws_engine_start(const ws_engine_config *cfg, ws_engine **out, ws_error
         s = cfg->force_cpu
                 ? ws_backend_cpu_new(&e->be, 0, err)
                 : ws_backend_auto_why(&e->be, e->backend_why, sizeof e->backend_why, err);
+    if (s == WS_OK && !strcmp(e->be->ops->name, "cpu"))
+        s = ws_exec_crew_new(&e->crew, ws_backend_threads(e->be, 0), err);
     if (s == WS_OK) s = ws_eng_models_load(e, err);
     if (s == WS_OK) s = ws_eng_commit_start(e, err);
     if (s == WS_OK && pthread_create(&e->thread, NULL, engine_main, e) != 0)
@@ -425,6 +427,7 @@ void ws_engine_free(ws_engine *e)
     ws_engine_stop(e);
     ws_eng_commit_stop(e); /* also when the engine thread never started */
     ws_eng_models_free(e);
+    ws_exec_crew_free(e->crew); /* after the models' pools, made on it */
     ws_backend_free(e->be);
     if (e->st) {
         ws_store_checkpoint(e->st, NULL); /* fold the WAL into the file on a clean stop */

@@ -30,7 +30,7 @@ typedef struct {
     int64_t id;
     char name[WS_STORE_NAME_MAX + 1];
     ws_model *m;
-    ws_exec_pool *pool; /* the engine thread's contexts on m, and its pass's helpers: serving */
+    ws_exec_pool *pool; /* serving: the contexts of m on the engine thread and the crew's */
     ws_model_config cfg;
     int64_t version;
     int64_t unloadable; /* a recorded version that failed to load (not tried again): the
@@ -67,6 +67,7 @@ struct ws_engine {
     int64_t created_unloadable; /* another daemon's new model that did not load (said once) */
     int sync_due; /* engine thread: a session named a model not loaded; sync before the next batch */
     ws_backend *be;
+    ws_exec_crew *crew;    /* the helper threads of every model's passes (NULL: not the CPU) */
     char backend_why[256]; /* why not CUDA, when the automatic backend is the CPU */
     pthread_t thread;
     int started;

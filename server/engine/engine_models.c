@@ -43,7 +43,7 @@ static ws_status model_attach(ws_engine *e, ws_eng_model *em, ws_error *err)
     for (int k = 0; k < WS_ENG_FLIGHTS + 1; k++)
         if (!(em->w_host[k] = malloc(sizeof(float) * ws_model_state_floats(em->m) * (size_t)n)))
             return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    WS_TRY(ws_exec_pool_new(&em->pool, em->m, 0, err));
+    WS_TRY(ws_exec_pool_new(&em->pool, em->m, e->crew, err));
     for (int k = 0; k < 2; k++)
         ws_threads_pick_init(&em->par[k], ws_exec_pool_threads(em->pool), WS_THREADS_PICK_SMALL);
     em->leader = !e->shared; /* on a shared store: once ws_eng_models_lead takes the lock */
@@ -472,7 +472,7 @@ ws_status ws_eng_model_adopt(ws_engine *e, ws_eng_model *em, ws_model *m, int64_
                              ws_error *err)
 {
     ws_exec_pool *pool = NULL;
-    ws_status s = ws_exec_pool_new(&pool, m, 0, err);
+    ws_status s = ws_exec_pool_new(&pool, m, e->crew, err);
     if (s != WS_OK) {
         ws_model_free(m);
         return s;

@@ -19,7 +19,7 @@ struct ws_exec_crew {
     int n;                    /* threads, the caller's included */
     ws_backend *be[POOL_MAX]; /* threads past the first: a CPU backend of one thread */
     pthread_t th[POOL_MAX];
-    int started;              /* helpers running */
+    int started, ready;       /* helpers running; of them, named and waiting (under mu) */
     pthread_mutex_t pass_mu;  /* held for a pass with helpers: one at a time */
     pthread_mutex_t mu;
     pthread_cond_t go, done;
@@ -78,6 +78,8 @@ static void *helper_main(void *arg)
     free(h);
     unsigned seen = 0;
     pthread_mutex_lock(&c->mu);
+    c->ready++;
+    pthread_cond_signal(&c->done);
     for (;;) {
         while (c->pass_no == seen && !c->stop) pthread_cond_wait(&c->go, &c->mu);
         if (c->stop) break;
@@ -120,6 +122,10 @@ ws_status ws_exec_crew_new(ws_exec_crew **out, int threads, ws_error *err)
         ws_exec_crew_free(c);
         return s;
     }
+    /* Every helper carries its name once the crew is made (top -H, tests). */
+    pthread_mutex_lock(&c->mu);
+    while (c->ready < c->started) pthread_cond_wait(&c->done, &c->mu);
+    pthread_mutex_unlock(&c->mu);
     *out = c;
     return WS_OK;
 }

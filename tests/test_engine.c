@@ -146,12 +146,14 @@ static void test_model_and_session(void **state)
 }
 
 /* The engine's threads say what they are (top -H, perf): its own, the commit
- * stage's, and on a machine of several cores its passes' helpers. */
+ * stage's, and on a machine of several cores its passes' helpers. At least
+ * one each: a thread starts with its creator's name, so libgomp's workers of
+ * the engine thread's OpenMP regions are "ws-engine" too. */
 static void test_threads_named(void **state)
 {
     (void)state;
-    assert_int_equal(threads_named("ws-engine"), 1);
-    assert_int_equal(threads_named("ws-commit"), 1);
+    assert_true(threads_named("ws-engine") >= 1);
+    assert_true(threads_named("ws-commit") >= 1);
     assert_int_equal(threads_named("no-such-thread"), 0);
     if (sysconf(_SC_NPROCESSORS_ONLN) > 1) assert_true(threads_named("ws-pass") > 0);
 }

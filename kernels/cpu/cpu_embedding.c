@@ -4,6 +4,14 @@
 #include "cpu_internal.h"
 #include "cpu_par.h"
 
+/* y += e, as vectors (a row of the output and one of the table never overlap):
+ * the loop inside the row loop's region was scalar, 5% of a serving pass. */
+static void add_row(float *restrict y, const float *restrict e, int d)
+{
+#pragma omp simd
+    for (int i = 0; i < d; i++) y[i] += e[i];
+}
+
 ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *table,
                                    const int32_t *ids, int n_rows, int k, int d, int accumulate)
 {
@@ -13,8 +21,7 @@ ws_status ws_cpu_embedding_forward(ws_backend *be, float *out, const float *tabl
         for (int j = 0; j < k; j++) {
             int32_t id = ids[(long)r * k + j];
             if (id < 0) continue;
-            const float *e = table + (long)id * d;
-            for (int i = 0; i < d; i++) y[i] += e[i];
+            add_row(y, table + (long)id * d, d);
         }
     });
     return WS_OK;

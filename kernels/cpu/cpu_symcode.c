@@ -25,6 +25,17 @@ static void code_of(uint64_t h, int d, float *code)
     }
 }
 
+/* y[c - shift mod d] += code[c] for every c, in two runs without the wrap, as
+ * vectors (y and code never overlap): one loop with a select per element was
+ * scalar, 3% of a serving pass. Each element gets one addition. */
+static void add_rolled(float *restrict y, const float *restrict code, int d, int shift)
+{
+#pragma omp simd
+    for (int c = shift; c < d; c++) y[c - shift] += code[c];
+#pragma omp simd
+    for (int c = 0; c < shift; c++) y[c - shift + d] += code[c];
+}
+
 /* The table for width d (emptied when d changes); WS_ERR_NOMEM if it cannot be had. */
 static ws_status table_for(ws_cpu *cpu, int d)
 {
@@ -81,11 +92,7 @@ ws_status ws_cpu_symcode_forward(ws_backend *be, float *out, const uint64_t *has
             int32_t e = slot[(long)r * k + j];
             if (e >= 0) code = cpu->codes + (size_t)e * d;
             else code_of(h, d, own);
-            int shift = j % d;
-            for (int c = 0; c < d; c++) {
-                int at = c - shift;
-                y[at < 0 ? at + d : at] += code[c];
-            }
+            add_rolled(y, code, d, j % d);
         }
     });
     return WS_OK;

@@ -106,6 +106,38 @@ att_mix(att_vec *o, const float *p, long lds, const float *v, long ldv, int n, i
     o[0] = o0, o[1] = o1, o[2] = o2, o[3] = o3, o[4] = o4, o[5] = o5, o[6] = o6, o[7] = o7;
 }
 
+/* out[l][c0 + c] = Σ_j p_j[l]·v_j[c0 + c] for the rows l < rows of the block
+ * (p_j = s[j], a row per lane) and c < ATT_LANES, in order of j < n: as att_mix,
+ * each element the same multiply-adds in the same order, but rows in
+ * registers and columns as lanes, so the sums go out to the row-major output
+ * as whole vectors (att_mix's columns-as-lanes took a scalar transpose per
+ * element, a sixth of the forward pass's attention). ATT_CHAINS rows at a
+ * time, one load of v_j's columns for all of them. */
+static inline __attribute__((always_inline)) void
+att_mix_rows(float *out, long ldo, const att_vec *s, const float *v, long ldv, int n, int c0,
+             int rows)
+{
+    for (int l0 = 0; l0 < rows; l0 += ATT_CHAINS) {
+        att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0}, o7 = {0};
+        for (int j = 0; j < n; j++) {
+            att_vec x = *(const att_vec *)(v + (long)j * ldv + c0);
+            const float *p = (const float *)&s[j] + l0;
+            o0 += p[0] * x, o1 += p[1] * x, o2 += p[2] * x, o3 += p[3] * x;
+            o4 += p[4] * x, o5 += p[5] * x, o6 += p[6] * x, o7 += p[7] * x;
+        }
+        float *y = out + (long)l0 * ldo + c0;
+        int left = rows - l0;
+        *(att_vec *)y = o0;
+        if (left > 1) *(att_vec *)(y + ldo) = o1;
+        if (left > 2) *(att_vec *)(y + 2 * ldo) = o2;
+        if (left > 3) *(att_vec *)(y + 3 * ldo) = o3;
+        if (left > 4) *(att_vec *)(y + 4 * ldo) = o4;
+        if (left > 5) *(att_vec *)(y + 5 * ldo) = o5;
+        if (left > 6) *(att_vec *)(y + 6 * ldo) = o6;
+        if (left > 7) *(att_vec *)(y + 7 * ldo) = o7;
+    }
+}
+
 /* The softmax over keys of each lane of s[k_len] in place; keys with live[j] == 0
  * and lane j − i0 of key j under mask_diag get p = 0, a lane with no key left is
  * all zeros. */
@@ -168,7 +200,14 @@ WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float 
         att_softmax(s, k_len, live, mask_diag, i0);
         for (int l = 0; probs && l < rows; l++)
             for (int j = 0; j < k_len; j++) probs[(long)(i0 + l) * k_len + j] = s[j][l];
-        /* out_c = Σ_j v_jc·p_j in order of j, ATT_CHAINS columns at a time */
+        /* out_c = Σ_j v_jc·p_j in order of j: whole vectors of columns as
+         * lanes where dv allows (the models' heads: 16 or 32 columns), else
+         * ATT_CHAINS columns at a time */
+        if (dv % ATT_LANES == 0) {
+            for (int c0 = 0; c0 < dv; c0 += ATT_LANES)
+                att_mix_rows(out + (long)i0 * ldo, ldo, s, v, ldv, k_len, c0, rows);
+            continue;
+        }
         for (int c0 = 0; c0 < dv; c0 += ATT_CHAINS) {
             int w = dv - c0 < ATT_CHAINS ? dv - c0 : ATT_CHAINS;
             att_vec o[ATT_CHAINS];

@@ -19,8 +19,8 @@ struct ws_exec_crew {
     int n;                    /* threads, the caller's included */
     ws_backend *be[POOL_MAX]; /* threads past the first: a CPU backend of one thread */
     pthread_t th[POOL_MAX];
-    int started, ready;       /* helpers running; of them, named and waiting (under mu) */
-    pthread_mutex_t pass_mu;  /* held for a pass with helpers: one at a time */
+    int started, ready;      /* helpers running; of them, named and waiting (under mu) */
+    pthread_mutex_t pass_mu; /* held for a pass with helpers: one at a time */
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     unsigned pass_no; /* bumped for each pass with helpers (under mu) */

@@ -88,8 +88,7 @@ static pass_rig *rig_open(uint64_t seed)
     assert_non_null(r);
     assert_int_equal(ws_backend_cpu_new(&r->be, 2, &err), WS_OK);
     assert_int_equal(
-        ws_checkpoint_load(&r->m, WS_SOURCE_DIR "/models/default.safetensors", r->be, &err),
-        WS_OK);
+        ws_checkpoint_load(&r->m, WS_SOURCE_DIR "/models/default.safetensors", r->be, &err), WS_OK);
     r->T = ws_model_state_floats(r->m);
     assert_int_equal(ws_model_state_alloc(r->m, N, &r->w, &err), WS_OK);
     assert_int_equal(ws_model_state_init(r->m, r->w, 0, N, &err), WS_OK);
@@ -157,9 +156,9 @@ static void *run_passes(void *arg)
     return NULL;
 }
 
-/* One crew, two models' pools, passes from two threads at once (as the engine
- * thread's next pass might meet another caller's): they take the crew in turn
- * and each trajectory still gets the bits it gets alone. */
+/* One crew, two models' pools, passes from two threads at once: they take the
+ * crew in turn (the engine's passes all come from its one thread, but the crew
+ * does not rely on it) and each trajectory still gets the bits it gets alone. */
 static void test_pools_share_a_crew(void **state)
 {
     (void)state;
@@ -172,7 +171,8 @@ static void test_pools_share_a_crew(void **state)
         loop[i] = (pass_loop){.r = rig_open(0xC0DE + (uint64_t)i)};
         assert_int_equal(ws_exec_pool_new(&loop[i].pool, loop[i].r->m, crew, &err), WS_OK);
     }
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, run_passes, &loop[i]), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, run_passes, &loop[i]), 0);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(pthread_join(th[i], NULL), 0);
         assert_int_equal(loop[i].passes_right, 6);

@@ -17,6 +17,7 @@
 
 #include "kernels/symcode.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/cpu_internal.h" /* WS_CPU_CODES, WS_CPU_CODE_WAYS */
 #include "ops_check.h"
 #include "test_util.h"
 
@@ -802,15 +803,52 @@ static void test_symcode(void **state)
     }
 }
 
+/* The backend keeps codes in sets of WS_CPU_CODE_WAYS entries: symbols that
+ * all want one set (more of them than it has ways, within one call and across
+ * calls, some recurring) are each added with their own code, the same bits
+ * whether kept, replaced or computed where used. */
+static void test_symcode_kept_codes(void **state)
+{
+    (void)state;
+    enum { N = 4, K = 4, D = 16, CALLS = 5 };
+    int sets = WS_CPU_CODES / WS_CPU_CODE_WAYS;
+    uint64_t h[N * K];
+    float got[N * D], first[CALLS][N * D];
+    double want[N * D];
+    uint64_t *dh = dev_alloc_bytes(sizeof h);
+    float *dout = dev_alloc(N * D);
+    for (int call = 0; call < 2 * CALLS; call++) {
+        /* 16 slots over 9 symbols of one set: 2 + call % CALLS, then others */
+        for (int i = 0; i < N * K; i++)
+            h[i] = ((uint64_t)(1 + (i + call % CALLS) % 9) << 32) | (uint64_t)(sets - 3);
+        for (int r = 0; r < N; r++)
+            for (int c = 0; c < D; c++) {
+                double v = 0;
+                for (int j = 0; j < K; j++) v += ws_sym_code(h[r * K + j], (c + j) % D);
+                want[r * D + c] = v;
+            }
+        put_bytes(dh, h, sizeof h);
+        assert_int_equal(g_be->ops->symcode_forward(g_be, dout, dh, N, K, D, 0), WS_OK);
+        get(got, dout, N * D);
+        check_elementwise("symcode, one set", got, want, N * D, 1e-5, 1e-5);
+        /* the second round: the same symbols, kept or not, the same bits */
+        if (call < CALLS)
+            memcpy(first[call], got, sizeof got);
+        else
+            assert_memory_equal(got, first[call - CALLS], sizeof got);
+    }
+    dev_free(dh), dev_free(dout);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layernorm),  cmocka_unit_test(test_gelu),
-        cmocka_unit_test(test_add),        cmocka_unit_test(test_embedding),
-        cmocka_unit_test(test_bce),        cmocka_unit_test(test_sigmoid),
+        cmocka_unit_test(test_layernorm),   cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_add),         cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_bce),         cmocka_unit_test(test_sigmoid),
         cmocka_unit_test(test_sum_squares), cmocka_unit_test(test_scale),
-        cmocka_unit_test(test_adamw),      cmocka_unit_test(test_symcode_reference_values),
-        cmocka_unit_test(test_symcode),
+        cmocka_unit_test(test_adamw),       cmocka_unit_test(test_symcode_reference_values),
+        cmocka_unit_test(test_symcode),     cmocka_unit_test(test_symcode_kept_codes),
     };
     return cmocka_run_group_tests(tests, ops_group_setup, ops_group_teardown);
 }

@@ -25,7 +25,8 @@ typedef struct {
     int code_d;
 } ws_cpu;
 
-#define WS_CPU_CODES 4096 /* a power of two */
+#define WS_CPU_CODES     4096 /* a power of two */
+#define WS_CPU_CODE_WAYS 4    /* entries a hash may take (cpu_symcode.c) */
 
 /* Packed weights (cpu_linear.c packs them, cpu_packs.c keeps them).
  * ws_cpu_packs_forget forgets those that [p, p + bytes) overlaps: every op that

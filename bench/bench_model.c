@@ -16,13 +16,19 @@
  * alone at 2 threads, on the engine's kernels and as OpenBLAS sgemm calls: how
  * far the step is from the peak because of its products, and because of all
  * the rest (the bound: every product at OpenBLAS's speed, the rest free).
+ * The train step is also timed as worldstate-train runs it (model/trainer.h
+ * ws_train_config.threads): the batch in chunks of WS_EXEC_POOL_CHUNK
+ * trajectories shared among 1 or 2 threads, each chunk's ops on one thread,
+ * with its own median of three rounds against the peak.
  * Prints a table and one JSON line. Usage: bench_model [--seconds S] [--no-torch]
  * Idle OpenMP threads sleep (OMP_WAIT_POLICY=passive) unless the caller sets it. */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/exec_pool.h"
 #include "model/model.h"
 #include "base/ws_clock.h"
 #include "base/ws_rng.h"
@@ -30,6 +36,7 @@
 #define BATCH 64
 #define N_INSTR 16
 #define N_QUERY 64
+#define CHUNKS  (BATCH / WS_EXEC_POOL_CHUNK) /* the trainer's chunks of a batch */
 
 static uint64_t rng_state = 88172645463325252ULL;
 static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
@@ -43,11 +50,11 @@ static ws_model_config bench_config(void)
 }
 
 /* Random facts of 1..S symbols; queries labelled 0/1 (or none for n_query = 0). */
-static void build_batch(ws_batch *b, const ws_model_config *c, int n_instr, int n_query)
+static void build_batch(ws_batch *b, const ws_model_config *c, int n_traj, int n_instr, int n_query)
 {
     ws_batch_clear(b);
     int32_t ids[WS_MAX_FACT_LEN];
-    for (int t = 0; t < BATCH; t++) {
+    for (int t = 0; t < n_traj; t++) {
         if (ws_batch_begin_traj(b, 0) != WS_OK) abort();
         for (int i = 0; i < n_instr + n_query; i++) {
             int n = 1 + (int)(rnd() % (uint32_t)c->max_fact_len);
@@ -76,26 +83,63 @@ typedef struct {
     double train_cpu, updater_cpu, queries_cpu; /* the same per CPU second of the process */
 } rates;
 
-/* Iterations per wall second; per CPU second into *cpu_rate. */
-static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seconds,
-                        double *cpu_rate)
+/* What a timed iteration runs: the batch whole on x, or in the trainer's chunks
+ * on pool (model/trainer.h ws_train_config.threads). */
+typedef struct {
+    ws_exec *x;
+    ws_batch *b;
+    float *w;
+    ws_exec_pool *pool;
+    ws_batch *chunk[CHUNKS];
+    int threads;
+} loop_ctx;
+
+typedef ws_status (*step_fn)(loop_ctx *l, ws_error *err);
+
+static ws_status adamw(ws_model *m, ws_error *err)
 {
-    ws_model *m = ws_exec_model(x);
-    ws_error err;
     ws_optim_config oc = ws_optim_config_default();
+    return ws_model_adamw_step(m, &oc, NULL, err);
+}
+
+static ws_status train_whole(loop_ctx *l, ws_error *err)
+{
+    WS_TRY(ws_exec_step(l->x, l->b, l->w, l->w, WS_STEP_TRAIN, 1.0f, NULL, NULL, err));
+    return adamw(ws_exec_model(l->x), err);
+}
+
+static ws_status train_chunk(void *ctx, ws_exec *x, int c, ws_error *err)
+{
+    loop_ctx *l = ctx;
+    float *w = l->w + (size_t)c * WS_EXEC_POOL_CHUNK * ws_model_state_floats(ws_exec_model(x));
+    /* chunks of equal labels: each its share of the batch's mean loss */
+    return ws_exec_step(x, l->chunk[c], w, w, WS_STEP_TRAIN, 1.0f / CHUNKS, NULL, NULL, err);
+}
+
+static ws_status train_chunks(loop_ctx *l, ws_error *err)
+{
+    WS_TRY(ws_exec_pool_train(l->pool, CHUNKS, l->threads, train_chunk, l, err));
+    return adamw(ws_exec_model(l->x), err);
+}
+
+static ws_status infer(loop_ctx *l, ws_error *err)
+{
+    return ws_exec_step(l->x, l->b, l->w, l->w, WS_STEP_INFER, 1.0f, NULL, NULL, err);
+}
+
+static ws_status query(loop_ctx *l, ws_error *err)
+{
+    return ws_exec_query(l->x, l->b, l->w, NULL, NULL, err);
+}
+
+/* Iterations per wall second; per CPU second into *cpu_rate. */
+static double time_loop(step_fn step, loop_ctx *l, double seconds, double *cpu_rate)
+{
+    ws_error err;
     int iters = 0;
     double t0 = ws_clock_mono_s(), c0 = ws_clock_cpu_s(), t;
     do {
-        ws_status st;
-        if (kind == 0) {
-            st = ws_exec_step(x, b, w, w, WS_STEP_TRAIN, 1.0f, NULL, NULL, &err);
-            if (st == WS_OK) st = ws_model_adamw_step(m, &oc, NULL, &err);
-        } else if (kind == 1) {
-            st = ws_exec_step(x, b, w, w, WS_STEP_INFER, 1.0f, NULL, NULL, &err);
-        } else {
-            st = ws_exec_query(x, b, w, NULL, NULL, &err);
-        }
-        if (st != WS_OK) {
+        if (step(l, &err) != WS_OK) {
             fprintf(stderr, "bench: %s\n", err.msg);
             exit(1);
         }
@@ -106,43 +150,68 @@ static double time_loop(ws_exec *x, ws_batch *b, float *w, int kind, double seco
     return iters / (t - t0);
 }
 
-/* Every rate at `threads` threads; with train_only, the train step's alone. */
-static rates measure(int threads, double seconds, int train_only)
+/* Every rate at `threads` threads; with train_only, the train step's alone;
+ * with chunks, the train step's alone in the trainer's chunks, data-parallel
+ * on `threads` (each chunk's ops on one thread). */
+static rates measure(int threads, double seconds, int train_only, int chunks)
 {
     ws_error err;
     ws_backend *be;
     ws_model *m;
-    ws_exec *x;
-    ws_batch *train, *upd;
-    float *w;
+    ws_exec_crew *crew = NULL;
+    loop_ctx l = {.threads = threads};
+    ws_batch *upd;
     ws_model_config c = bench_config();
-    if (ws_backend_cpu_new(&be, threads, &err) != WS_OK || ws_model_new(&m, &c, be, 1, &err) ||
-        ws_exec_new(&x, m, &err) != WS_OK ||
-        ws_batch_new(&train, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
-        ws_model_state_alloc(m, BATCH, &w, &err) != WS_OK ||
-        ws_model_state_init(m, w, 0, BATCH, &err) != WS_OK) {
+    if (ws_backend_cpu_new(&be, chunks ? 1 : threads, &err) != WS_OK ||
+        ws_model_new(&m, &c, be, 1, &err) || ws_exec_new(&l.x, m, &err) != WS_OK ||
+        ws_batch_new(&l.b, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
+        ws_model_state_alloc(m, BATCH, &l.w, &err) != WS_OK ||
+        ws_model_state_init(m, l.w, 0, BATCH, &err) != WS_OK ||
+        (chunks && (ws_exec_crew_new(&crew, threads, &err) != WS_OK ||
+                    ws_exec_pool_new(&l.pool, m, crew, &err) != WS_OK))) {
         fprintf(stderr, "bench: setup failed: %s\n", err.msg);
         exit(1);
     }
-    build_batch(train, &c, N_INSTR, N_QUERY);
-    build_batch(upd, &c, N_INSTR, 0);
+    build_batch(l.b, &c, BATCH, N_INSTR, N_QUERY);
+    build_batch(upd, &c, BATCH, N_INSTR, 0);
+    for (int i = 0; chunks && i < CHUNKS; i++) {
+        if (ws_batch_new(&l.chunk[i], &c) != WS_OK) exit(1);
+        build_batch(l.chunk[i], &c, WS_EXEC_POOL_CHUNK, N_INSTR, N_QUERY);
+    }
+    step_fn train = chunks ? train_chunks : train_whole;
     rates r;
     double warm_cpu;
-    time_loop(x, train, w, 0, 0.2, &warm_cpu); /* warm the arena and caches */
+    time_loop(train, &l, 0.2, &warm_cpu); /* warm the arena and caches */
     memset(&r, 0, sizeof r);
-    r.train = time_loop(x, train, w, 0, seconds, &r.train_cpu);
-    if (!train_only) {
-        r.updater = time_loop(x, upd, w, 1, seconds, &r.updater_cpu);
-        r.queries = time_loop(x, train, w, 2, seconds, &r.queries_cpu) * BATCH * N_QUERY;
+    r.train = time_loop(train, &l, seconds, &r.train_cpu);
+    if (!train_only && !chunks) {
+        ws_batch *whole = l.b;
+        l.b = upd;
+        r.updater = time_loop(infer, &l, seconds, &r.updater_cpu);
+        l.b = whole;
+        r.queries = time_loop(query, &l, seconds, &r.queries_cpu) * BATCH * N_QUERY;
         r.queries_cpu *= BATCH * N_QUERY;
     }
-    ws_backend_release(be, w);
-    ws_batch_free(train);
+    for (int i = 0; i < CHUNKS; i++) ws_batch_free(l.chunk[i]);
+    ws_exec_pool_free(l.pool);
+    ws_exec_crew_free(crew);
+    ws_backend_release(be, l.w);
+    ws_batch_free(l.b);
     ws_batch_free(upd);
-    ws_exec_free(x);
+    ws_exec_free(l.x);
     ws_model_free(m);
     ws_backend_free(be);
     return r;
+}
+
+/* Three figures in order (for their median, a[1]). */
+static void sort3(double *a)
+{
+    for (int i = 1; i < 3; i++)
+        for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
+            double t = a[j];
+            a[j] = a[j - 1], a[j - 1] = t;
+        }
 }
 
 /* n floats in [-1, 1), or exit. */
@@ -306,21 +375,21 @@ int main(int argc, char **argv)
     printf("  128x128x128             %7.1f GF/s    %7.1f GF/s\n", peak128_1, peak128_2);
     printf("  2048x512x128            %7.1f GF/s    %7.1f GF/s\n", peak_big_1, peak_big_2);
 
-    rates r1 = measure(1, seconds, 0), r2 = measure(2, seconds, 0);
+    rates r1 = measure(1, seconds, 0, 0), r2 = measure(2, seconds, 0, 0);
+    rates c1 = measure(1, seconds, 1, 1), c2 = measure(2, seconds, 1, 1);
     /* The train step against the 2-thread sgemm peak, in rounds that measure
      * one right after the other: on a shared machine either can lose a third
-     * to a neighbour, so each round gives a ratio and the median is reported. */
+     * to a neighbour, so each round gives a ratio and the median is reported.
+     * Both steps: the batch whole, and in the trainer's chunks. */
     enum { ROUNDS = 3 };
-    double frac[ROUNDS];
+    double frac[ROUNDS], frac_c[ROUNDS];
     for (int i = 0; i < ROUNDS; i++) {
         double peak = sgemm_gflops(2048, 512, 128, 2, 0.5);
-        frac[i] = measure(2, seconds / 2, 1).train * train_flops / 1e9 / peak;
+        frac[i] = measure(2, seconds / 2, 1, 0).train * train_flops / 1e9 / peak;
+        frac_c[i] = measure(2, seconds / 2, 1, 1).train * train_flops / 1e9 / peak;
     }
-    for (int i = 1; i < ROUNDS; i++) /* sorted, for the median */
-        for (int j = i; j > 0 && frac[j] < frac[j - 1]; j--) {
-            double t = frac[j];
-            frac[j] = frac[j - 1], frac[j - 1] = t;
-        }
+    sort3(frac);
+    sort3(frac_c);
     products_rate pr = measure_products(&c, train_flops, peak_big_2);
     rates best = r2.train >= r1.train ? r2 : r1;
     int best_threads = r2.train >= r1.train ? 2 : 1;
@@ -341,6 +410,17 @@ int main(int argc, char **argv)
            "busy in training)\n", train_flops / 1e9, upd_flops / 1e9, busy2);
     printf("  train step / 2-thread sgemm peak, %d rounds each measuring both: %.2f %.2f %.2f, "
            "median %.2f\n", ROUNDS, frac[0], frac[1], frac[2], frac[1]);
+    printf("\nthe train step in the trainer's chunks of %d trajectories (worldstate-train: "
+           "model/trainer.h), each chunk's ops on one thread\n",
+           WS_EXEC_POOL_CHUNK);
+    printf("  threads  train steps/s  per CPU second  train GF/s\n");
+    printf("  1        %12.2f  %14.2f  %10.1f\n", c1.train, c1.train_cpu,
+           c1.train * train_flops / 1e9);
+    printf("  2        %12.2f  %14.2f  %10.1f\n", c2.train, c2.train_cpu,
+           c2.train * train_flops / 1e9);
+    printf("  (2 threads kept %.2f cores busy) train step / 2-thread sgemm peak: %.2f %.2f %.2f, "
+           "median %.2f\n",
+           c2.train / c2.train_cpu, frac_c[0], frac_c[1], frac_c[2], frac_c[1]);
 
     printf("  the products alone (linear layers: %.2f GFLOP, %.0f%% of the step's), 2 threads: "
            "engine kernels %.1f GF/s, OpenBLAS %.1f GF/s;\n  so with every product at OpenBLAS's "
@@ -353,8 +433,9 @@ int main(int argc, char **argv)
         printf("\nPyTorch CPU (best of 1/2 threads: %d)\n", tthreads);
         printf("  train %.2f steps/s, updater %.2f steps/s, extractor %.0f queries/s\n", tr.train,
                tr.updater, tr.queries);
-        printf("  ratio C/PyTorch: train %.2fx, updater %.2fx, extractor %.2fx\n",
-               best.train / tr.train, best.updater / tr.updater, best.queries / tr.queries);
+        printf("  ratio C/PyTorch: train %.2fx (in chunks %.2fx), updater %.2fx, extractor %.2fx\n",
+               best.train / tr.train, fmax(c1.train, c2.train) / tr.train,
+               best.updater / tr.updater, best.queries / tr.queries);
     } else {
         printf("\nPyTorch peer not run (no /usr/bin/python3 with torch, or --no-torch)\n");
     }
@@ -368,18 +449,23 @@ int main(int argc, char **argv)
            "\"extractor_queries_per_cpu_s_1t\":%.1f,\"train_steps_per_cpu_s_2t\":%.3f,"
            "\"train_cores_busy_2t\":%.2f,\"train_over_sgemm_2t_median\":%.3f,"
            "\"products_kernel_gflops_2t\":%.1f,\"products_blas_gflops_2t\":%.1f,"
-           "\"train_over_sgemm_bound_2t\":%.3f",
+           "\"train_over_sgemm_bound_2t\":%.3f,\"train_chunks_steps_per_s_1t\":%.3f,"
+           "\"train_chunks_steps_per_s_2t\":%.3f,\"train_chunks_cores_busy_2t\":%.2f,"
+           "\"train_chunks_over_sgemm_2t_median\":%.3f",
            c.d, c.n_heads, c.n_state, c.n_upd_layers, c.n_ext_layers, BATCH, N_INSTR, N_QUERY,
-           best_threads, getenv("OMP_WAIT_POLICY"), best.train, best.updater, best.queries, best.train * train_flops / 1e9,
-           peak_big_1, peak_big_2, peak128_1, peak128_2, r1.train_cpu, r1.updater_cpu,
-           r1.queries_cpu, r2.train_cpu, busy2, frac[1], pr.kernel_gflops, pr.blas_gflops,
-           pr.bound);
+           best_threads, getenv("OMP_WAIT_POLICY"), best.train, best.updater, best.queries,
+           best.train * train_flops / 1e9, peak_big_1, peak_big_2, peak128_1, peak128_2,
+           r1.train_cpu, r1.updater_cpu, r1.queries_cpu, r2.train_cpu, busy2, frac[1],
+           pr.kernel_gflops, pr.blas_gflops, pr.bound, c1.train, c2.train, c2.train / c2.train_cpu,
+           frac_c[1]);
     if (have_torch)
         printf(",\"torch_threads\":%d,\"torch_train_steps_per_s\":%.3f,"
                "\"torch_updater_steps_per_s\":%.3f,\"torch_extractor_queries_per_s\":%.1f,"
-               "\"train_ratio\":%.3f,\"updater_ratio\":%.3f,\"extractor_ratio\":%.3f",
+               "\"train_ratio\":%.3f,\"train_chunks_ratio\":%.3f,\"updater_ratio\":%.3f,"
+               "\"extractor_ratio\":%.3f",
                tthreads, tr.train, tr.updater, tr.queries, best.train / tr.train,
-               best.updater / tr.updater, best.queries / tr.queries);
+               fmax(c1.train, c2.train) / tr.train, best.updater / tr.updater,
+               best.queries / tr.queries);
     printf("}\n");
     return 0;
 }

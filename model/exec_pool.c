@@ -39,28 +39,49 @@ struct ws_exec_pool {
     ws_exec *x[POOL_MAX];     /* per thread; x[0] on m */
     ws_batch *b[POOL_MAX];    /* per thread */
     ws_model *view[POOL_MAX]; /* threads past the first: m on the crew's be[t] */
-    /* the pass under way */
+    float *grads[POOL_MAX];   /* training, threads past the first: the views' gradients */
+    /* the pass under way: rows in chunks claimed in order (fn), or a training
+     * pass (train_fn): thread t's share of the chunks in order */
     ws_exec_chunk_fn fn;
+    ws_exec_train_fn train_fn;
     void *ctx;
-    int n_rows, chunk, chunks;
+    int n_rows, chunk, chunks, threads;
     atomic_int next, failed;
     ws_status first;
     ws_error first_err;
 };
 
+static void fail(ws_exec_pool *p, ws_status s, const ws_error *e1)
+{
+    if (!atomic_exchange(&p->failed, 1)) p->first = s, p->first_err = *e1;
+}
+
+/* Thread t's share of a training pass: its gradients zeroed (thread 0 adds to
+ * the model's own), then chunks [t·n/T, (t+1)·n/T) in order. */
+static void train_share(ws_exec_pool *p, int t)
+{
+    ws_error e1 = {0};
+    if (t > 0) memset(p->grads[t], 0, sizeof(float) * p->m->n_params);
+    int c0 = (int)((long)p->chunks * t / p->threads),
+        c1 = (int)((long)p->chunks * (t + 1) / p->threads);
+    for (int c = c0; c < c1 && !atomic_load(&p->failed); c++) {
+        ws_status s = p->train_fn(p->ctx, p->x[t], c, &e1);
+        if (s != WS_OK) return fail(p, s, &e1);
+    }
+}
+
 /* Thread t's share of the pass: chunks claimed in order until none is left or
  * one failed. */
 static void work(ws_exec_pool *p, int t)
 {
+    if (p->train_fn) return train_share(p, t);
     ws_error e1 = {0};
     for (;;) {
         int c = atomic_fetch_add(&p->next, 1);
         if (c >= p->chunks || atomic_load(&p->failed)) return;
         int r0 = c * p->chunk, r1 = r0 + p->chunk < p->n_rows ? r0 + p->chunk : p->n_rows;
         ws_status s = p->fn(p->ctx, p->x[t], p->b[t], r0, r1, &e1);
-        if (s == WS_OK) continue;
-        if (!atomic_exchange(&p->failed, 1)) p->first = s, p->first_err = e1;
-        return;
+        if (s != WS_OK) return fail(p, s, &e1);
     }
 }
 
@@ -185,6 +206,7 @@ void ws_exec_pool_free(ws_exec_pool *p)
         ws_exec_free(p->x[t]); /* its arena is on the crew's backend, which outlives it */
         ws_batch_free(p->b[t]);
         free(p->view[t]);
+        free(p->grads[t]);
     }
     free(p);
 }
@@ -201,26 +223,18 @@ int ws_exec_pool_chunk(const ws_exec_pool *p, int n_rows, int threads)
     return even < WS_EXEC_POOL_CHUNK ? even : WS_EXEC_POOL_CHUNK;
 }
 
-ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,
-                           void *ctx, ws_error *err)
+/* Runs the pass set in p on `threads` (>= 2) threads: the crew's and the caller's. */
+static ws_status run_pass(ws_exec_pool *p, int threads, ws_error *err)
 {
-    if (chunk < 1) chunk = 1;
-    int chunks = (n_rows + chunk - 1) / chunk;
-    if (threads > p->n) threads = p->n;
-    if (threads > chunks) threads = chunks;
-    if (threads <= 1) {
-        for (int r0 = 0; r0 < n_rows; r0 += chunk)
-            WS_TRY(fn(ctx, p->x[0], p->b[0], r0, r0 + chunk < n_rows ? r0 + chunk : n_rows, err));
-        return WS_OK;
-    }
     ws_exec_crew *c = p->crew;
     pthread_mutex_lock(&c->pass_mu);
     /* The views again: the model's fields may have moved since the last pass. */
     for (int t = 1; t < threads; t++) {
         *p->view[t] = *p->m;
         p->view[t]->be = c->be[t];
+        if (p->train_fn) p->view[t]->grads = p->grads[t];
     }
-    p->fn = fn, p->ctx = ctx, p->n_rows = n_rows, p->chunk = chunk, p->chunks = chunks;
+    p->threads = threads;
     p->first = WS_OK;
     atomic_store(&p->next, 0);
     atomic_store(&p->failed, 0);
@@ -240,4 +254,45 @@ ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, 
     pthread_mutex_unlock(&c->pass_mu);
     if (p->first != WS_OK) *err = p->first_err;
     return p->first;
+}
+
+ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,
+                           void *ctx, ws_error *err)
+{
+    if (chunk < 1) chunk = 1;
+    int chunks = (n_rows + chunk - 1) / chunk;
+    if (threads > p->n) threads = p->n;
+    if (threads > chunks) threads = chunks;
+    if (threads <= 1) {
+        for (int r0 = 0; r0 < n_rows; r0 += chunk)
+            WS_TRY(fn(ctx, p->x[0], p->b[0], r0, r0 + chunk < n_rows ? r0 + chunk : n_rows, err));
+        return WS_OK;
+    }
+    p->fn = fn, p->train_fn = NULL, p->ctx = ctx;
+    p->n_rows = n_rows, p->chunk = chunk, p->chunks = chunks;
+    return run_pass(p, threads, err);
+}
+
+ws_status ws_exec_pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
+                             void *ctx, ws_error *err)
+{
+    if (threads > p->n) threads = p->n;
+    if (threads > chunks) threads = chunks;
+    if (threads <= 1) {
+        for (int c = 0; c < chunks; c++) WS_TRY(fn(ctx, p->x[0], c, err));
+        return WS_OK;
+    }
+    for (int t = 1; t < threads; t++)
+        if (!p->grads[t] && !(p->grads[t] = malloc(sizeof(float) * p->m->n_params)))
+            return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    p->fn = NULL, p->train_fn = fn, p->ctx = ctx, p->chunks = chunks;
+    WS_TRY(run_pass(p, threads, err));
+    /* the shares' gradients into the model's, in thread order: the same bits
+     * whichever core ran which share */
+    float *g = p->m->grads;
+    for (int t = 1; t < threads; t++) {
+        const float *gt = p->grads[t];
+        for (size_t i = 0; i < p->m->n_params; i++) g[i] += gt[i];
+    }
+    return WS_OK;
 }

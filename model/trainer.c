@@ -7,6 +7,7 @@
 
 #include "base/ws_clock.h"
 #include "base/ws_rng.h"
+#include "exec_pool.h"
 
 struct ws_trainer {
     ws_exec *x;
@@ -17,6 +18,12 @@ struct ws_trainer {
     float *states;      /* device [batch, T, d] */
     int *age, *lifetime;
     uint64_t *episodes; /* per slot, to derive fresh world seeds */
+    /* tc.threads >= 1 on the CPU: the slots in chunks, trained data-parallel */
+    ws_exec_crew *crew;
+    ws_exec_pool *pool;
+    int n_chunks, chunk_rows;
+    ws_batch **chunk_b;
+    ws_step_result *chunk_res;
     uint64_t rng;
     long iter;
     double t0;
@@ -61,6 +68,23 @@ static int draw_lifetime(ws_trainer *t)
     return life < 1 ? 1 : life;
 }
 
+/* The slots in chunks of at most WS_EXEC_POOL_CHUNK on a crew of `threads`:
+ * the chunks' batches, their results, the pool that runs them. */
+static ws_status chunks_new(ws_trainer *t, int threads, ws_error *err)
+{
+    t->chunk_rows = t->tc.batch < WS_EXEC_POOL_CHUNK ? t->tc.batch : WS_EXEC_POOL_CHUNK;
+    t->n_chunks = (t->tc.batch + t->chunk_rows - 1) / t->chunk_rows;
+    t->chunk_b = calloc((size_t)t->n_chunks, sizeof *t->chunk_b);
+    t->chunk_res = calloc((size_t)t->n_chunks, sizeof *t->chunk_res);
+    if (!t->chunk_b || !t->chunk_res)
+        return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
+    for (int c = 0; c < t->n_chunks; c++)
+        if (ws_batch_new(&t->chunk_b[c], ws_model_config_of(t->m)) != WS_OK)
+            return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
+    WS_TRY(ws_exec_crew_new(&t->crew, threads, err));
+    return ws_exec_pool_new(&t->pool, t->m, t->crew, err);
+}
+
 ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *task,
                          const ws_train_config *tc, ws_error *err)
 {
@@ -91,6 +115,9 @@ ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *tas
         st = ws_error_set(err, st == WS_OK ? WS_ERR_NOMEM : st, "trainer: out of memory");
         goto fail;
     }
+    if (tc->threads >= 1 && !strcmp(ws_model_backend(m)->ops->name, "cpu"))
+        st = chunks_new(t, tc->threads, err);
+    if (st != WS_OK) goto fail;
     /* Stagger first lifetimes so that every age is present in every batch. */
     for (int i = 0; i < tc->batch; i++)
         t->lifetime[i] = tc->lifetime == WS_LIFETIME_FIXED ? 1 + i % tc->rollout
@@ -106,6 +133,11 @@ void ws_trainer_free(ws_trainer *t)
 {
     if (!t) return;
     if (t->states) ws_backend_release(ws_model_backend(t->m), t->states);
+    ws_exec_pool_free(t->pool);
+    ws_exec_crew_free(t->crew); /* after the pool, made on it */
+    for (int c = 0; t->chunk_b && c < t->n_chunks; c++) ws_batch_free(t->chunk_b[c]);
+    free(t->chunk_b);
+    free(t->chunk_res);
     ws_batch_free(t->batch);
     ws_task_free(t->task);
     free(t->age);
@@ -133,18 +165,65 @@ ws_status ws_train_adamw(ws_model *m, const ws_train_config *c, float lr, float 
     return ws_model_adamw_step(m, &oc, grad_norm, err);
 }
 
+/* Slot i's next step into b: a fresh world first when its trajectory ended. */
+static ws_status add_slot(ws_trainer *t, int i, ws_batch *b, ws_error *err)
+{
+    int fresh = t->age[i] == 0;
+    if (fresh)
+        WS_TRY(ws_task_reset(t->task, i, mix(t->tc.seed * 1000003ULL + i) ^ mix(++t->episodes[i])));
+    WS_TRY(ws_batch_begin_traj(b, fresh));
+    return ws_task_step(t->task, i, b, NULL, err);
+}
+
+typedef struct {
+    ws_trainer *t;
+    float scale; /* the caller's, over all the chunks' labelled queries */
+    int n_labelled;
+} chunk_pass;
+
+static ws_status train_chunk(void *ctx, ws_exec *x, int c, ws_error *err)
+{
+    const chunk_pass *cp = ctx;
+    ws_trainer *t = cp->t;
+    const ws_batch *b = t->chunk_b[c];
+    float *w = t->states + (size_t)c * t->chunk_rows * ws_model_state_floats(t->m);
+    /* each chunk's loss is its own mean: weighted by its share of the labels */
+    float scale = cp->n_labelled ? cp->scale * (float)ws_batch_n_labelled(b) / cp->n_labelled : 0;
+    return ws_exec_step(x, b, w, w, WS_STEP_TRAIN, scale, NULL, &t->chunk_res[c], err);
+}
+
+/* One step of every slot in chunks, data-parallel (exec_pool.h); the results
+ * of the chunks summed into res, the loss as the mean over all labels. */
+static ws_status accumulate_chunks(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
+{
+    chunk_pass cp = {t, scale, 0};
+    for (int c = 0; c < t->n_chunks; c++) {
+        ws_batch_clear(t->chunk_b[c]);
+        int i1 = (c + 1) * t->chunk_rows < t->tc.batch ? (c + 1) * t->chunk_rows : t->tc.batch;
+        for (int i = c * t->chunk_rows; i < i1; i++) WS_TRY(add_slot(t, i, t->chunk_b[c], err));
+        cp.n_labelled += ws_batch_n_labelled(t->chunk_b[c]);
+    }
+    WS_TRY(ws_exec_pool_train(t->pool, t->n_chunks, t->tc.threads, train_chunk, &cp, err));
+    memset(res, 0, sizeof *res);
+    for (int c = 0; c < t->n_chunks; c++) {
+        const ws_step_result *r = &t->chunk_res[c];
+        res->loss += r->n_labelled ? r->loss * r->n_labelled / cp.n_labelled : 0;
+        res->n_correct += r->n_correct;
+        res->n_labelled += r->n_labelled;
+    }
+    return WS_OK;
+}
+
 ws_status ws_trainer_accumulate(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
 {
-    ws_batch_clear(t->batch);
-    for (int i = 0; i < t->tc.batch; i++) {
-        int fresh = t->age[i] == 0;
-        if (fresh) WS_TRY(ws_task_reset(t->task, i, mix(t->tc.seed * 1000003ULL + i) ^
-                                                        mix(++t->episodes[i])));
-        WS_TRY(ws_batch_begin_traj(t->batch, fresh));
-        WS_TRY(ws_task_step(t->task, i, t->batch, NULL, err));
+    if (t->pool) {
+        WS_TRY(accumulate_chunks(t, scale, res, err));
+    } else {
+        ws_batch_clear(t->batch);
+        for (int i = 0; i < t->tc.batch; i++) WS_TRY(add_slot(t, i, t->batch, err));
+        WS_TRY(ws_exec_step(t->x, t->batch, t->states, t->states, WS_STEP_TRAIN, scale, NULL, res,
+                            err));
     }
-    WS_TRY(ws_exec_step(t->x, t->batch, t->states, t->states, WS_STEP_TRAIN, scale, NULL, res,
-                        err));
     for (int i = 0; i < t->tc.batch; i++) {
         if (++t->age[i] >= t->lifetime[i]) {
             t->age[i] = 0;

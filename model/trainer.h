@@ -34,6 +34,13 @@ typedef struct {
     double seconds;     /* time budget (0: iterations only) */
     float weight_decay, clip_norm;
     uint64_t seed;
+    /* On the CPU, >= 1: each step's slots in chunks of WS_EXEC_POOL_CHUNK
+     * trajectories shared among this many threads, each chunk's ops on one
+     * thread (exec_pool.h ws_exec_pool_train): the activations of a chunk stay
+     * in the core's caches and the threads meet once a step, not at every op.
+     * 0 (and on a GPU): one pass of the whole batch, its ops on the backend's
+     * threads. The gradients' bits depend on the threads (the shares' sums). */
+    int threads;
 } ws_train_config;
 
 ws_train_config ws_train_config_default(void);

@@ -17,7 +17,10 @@
 # E at about 200 trajectory steps/s), then 75 for stage G (1 thread, about
 # 1,200 trajectory steps/s), 45 for stage H, 70 for stage I, 90 for stage J, 105 for
 # stage K, 70 for stage L, 90 for stage M, 90 for stage N and 88 for stage O, then the
-# benchmark (a few minutes).
+# benchmark (a few minutes). Those times are of worldstate-train before it
+# trained in chunks on its threads (model/trainer.h ws_train_config.threads):
+# it now runs these stages' steps about twice as fast on 2 threads, 1.3 times
+# on 1, so a stage given in seconds runs more iterations than it did.
 # Stage F was stopped by hand at 1440 s of a 2400 s budget, and the shipped file
 # is the parameters of its last checkpoint (iteration 16000). Tried and not kept: ages drawn from a pool growing
 # to 500 steps with up to 16 facts (after B2) and 48-step rollouts (after D)

@@ -1,10 +1,17 @@
 /* test_train.c — training that holds (issue #3's CI half), on small models:
  *   recall, thorough:      truncated training reaches ceiling (>= 99%)
  *   recall, non-thorough:  recall stays near chance (Lemma 1's condition unmet)
- *   facts 4×4:             >= 95% at step 1000, not only at the training horizon
+ *   facts 4×4:             >= 95% at step 1000, not only at the training horizon,
+ *                          trained in chunks on 2 threads (ws_train_config.threads)
+ *   chunks:                a step in chunks on 1, 2 or 3 threads answers as the
+ *                          whole batch in one pass and has its gradients up to
+ *                          rounding, the same bits again for the same threads
  * Under sanitizers (WS_TEST_SANITIZED) the same training and evaluation run
  * 20 times shorter, on fewer trajectories: the accuracies are not asserted. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 #include "model/trainer.h"
@@ -121,7 +128,9 @@ static void test_facts_holds_to_1000(void **s)
     rig_up(&r, 48, 8, 2);
     ws_task_params tp;
     assert_true(ws_task_params_default("facts", &tp));
-    train(&r, &tp, small_train(4000));
+    ws_train_config tc = small_train(4000);
+    tc.threads = 2;
+    train(&r, &tp, tc);
     int h[] = {8, 100, 1000};
     ws_eval_point pts[3];
     evaluate(&r, &tp, 64, h, 3, pts, "facts 4x4");
@@ -132,12 +141,72 @@ static void test_facts_holds_to_1000(void **s)
     rig_down(&r);
 }
 
+/* The gradients and answers of `steps` steps of a fresh model (seed 3) on the
+ * task facts, trained at `threads` (0: the whole batch in one pass); the
+ * gradients of the last step into g. */
+static void chunked_steps(int threads, int steps, float *g, ws_step_result *res)
+{
+    rig r;
+    ws_error err = {0};
+    rig_up(&r, 32, 4, 3);
+    ws_task_params tp;
+    assert_true(ws_task_params_default("facts", &tp));
+    ws_train_config tc = small_train(100);
+    tc.batch = 21; /* chunks of 8, 8 and 5 */
+    tc.threads = threads;
+    ws_trainer *t;
+    assert_int_equal(ws_trainer_new(&t, r.x, &tp, &tc, &err), WS_OK);
+    for (int i = 0; i < steps; i++) { /* states carried, trajectories ended and begun */
+        assert_int_equal(ws_model_zero_grads(r.m, &err), WS_OK);
+        assert_int_equal(ws_trainer_accumulate(t, 1.0f, &res[i], &err), WS_OK);
+    }
+    memcpy(g, ws_model_grads(r.m), sizeof(float) * ws_model_n_params(r.m));
+    ws_trainer_free(t);
+    rig_down(&r);
+}
+
+static void test_chunks_as_whole_batch(void **s)
+{
+    (void)s;
+    enum { STEPS = 10 };
+    rig r;
+    rig_up(&r, 32, 4, 3);
+    size_t n = ws_model_n_params(r.m);
+    rig_down(&r);
+    float *whole = malloc(n * sizeof *whole), *g = malloc(n * sizeof *g),
+          *again = malloc(n * sizeof *g);
+    assert_true(whole && g && again);
+    ws_step_result rw[STEPS], rc[STEPS];
+    chunked_steps(0, STEPS, whole, rw);
+    float top = 0;
+    for (size_t i = 0; i < n; i++) top = fmaxf(top, fabsf(whole[i]));
+    assert_true(top > 0);
+    for (int threads = 1; threads <= 3; threads++) {
+        chunked_steps(threads, STEPS, g, rc);
+        for (int i = 0; i < STEPS; i++) { /* the same answers: rows are computed alike */
+            assert_int_equal(rc[i].n_labelled, rw[i].n_labelled);
+            assert_int_equal(rc[i].n_correct, rw[i].n_correct);
+            assert_true(fabsf(rc[i].loss - rw[i].loss) <= 1e-5f * rw[i].loss);
+        }
+        float worst = 0; /* the chunks' sums in another order: rounding apart */
+        for (size_t i = 0; i < n; i++) worst = fmaxf(worst, fabsf(g[i] - whole[i]));
+        printf("  %d threads: gradients within %.2g of the largest %.2g\n", threads, worst, top);
+        assert_true(worst <= 1e-4f * top);
+        chunked_steps(threads, STEPS, again, rc);
+        assert_memory_equal(again, g, n * sizeof *g);
+    }
+    free(whole);
+    free(g);
+    free(again);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recall_thorough),
         cmocka_unit_test(test_recall_non_thorough),
         cmocka_unit_test(test_facts_holds_to_1000),
+        cmocka_unit_test(test_chunks_as_whole_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -256,6 +256,8 @@ static int train(options *o, ws_exec *x, FILE *log)
     ws_model *m = ws_exec_model(x);
     ws_error err = {0};
     ws_trainer *t;
+    /* on the CPU, the batch in chunks on the backend's threads (trainer.h) */
+    o->tc.threads = ws_backend_threads(ws_model_backend(m), 0);
     if (ws_trainer_new(&t, x, &o->tp, &o->tc, &err) != WS_OK) {
         fprintf(stderr, "worldstate-train: %s\n", err.msg);
         return 1;

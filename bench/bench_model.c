@@ -108,17 +108,10 @@ static ws_status train_whole(loop_ctx *l, ws_error *err)
     return adamw(ws_exec_model(l->x), err);
 }
 
-static ws_status train_chunk(void *ctx, ws_exec *x, int c, ws_error *err)
-{
-    loop_ctx *l = ctx;
-    float *w = l->w + (size_t)c * WS_EXEC_POOL_CHUNK * ws_model_state_floats(ws_exec_model(x));
-    /* chunks of equal labels: each its share of the batch's mean loss */
-    return ws_exec_step(x, l->chunk[c], w, w, WS_STEP_TRAIN, 1.0f / CHUNKS, NULL, NULL, err);
-}
-
 static ws_status train_chunks(loop_ctx *l, ws_error *err)
 {
-    WS_TRY(ws_exec_pool_train(l->pool, CHUNKS, l->threads, train_chunk, l, err));
+    WS_TRY(ws_exec_pool_step(l->pool, l->chunk, CHUNKS, WS_EXEC_POOL_CHUNK, l->threads, l->w,
+                             WS_STEP_TRAIN, 1.0f, NULL, err));
     return adamw(ws_exec_model(l->x), err);
 }
 

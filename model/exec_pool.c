@@ -296,3 +296,61 @@ ws_status ws_exec_pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_t
     }
     return WS_OK;
 }
+
+typedef struct {
+    ws_batch *const *b;
+    float *w;
+    size_t chunk_floats; /* the states of a chunk */
+    ws_step_mode mode;
+    float loss_scale;
+    int n_labelled; /* over all the chunks */
+    ws_step_result *res;
+} pool_step;
+
+static ws_status step_chunk(void *ctx, ws_exec *x, int c, ws_error *err)
+{
+    const pool_step *ps = ctx;
+    const ws_batch *b = ps->b[c];
+    float *w = ps->w + (size_t)c * ps->chunk_floats;
+    /* each chunk's loss is the mean over its own labels: weighted by its share */
+    int n = ws_batch_n_labelled(b);
+    float scale = ps->n_labelled ? ps->loss_scale * (float)n / (float)ps->n_labelled : 0.0f;
+    return ws_exec_step(x, b, w, w, ps->mode, scale, NULL, &ps->res[c], err);
+}
+
+/* ws_exec_pool_run's chunk of one "row", chunk r0, forward. */
+static ws_status run_chunk_rows(void *ctx, ws_exec *x, ws_batch *unused, int r0, int r1,
+                                ws_error *err)
+{
+    (void)unused, (void)r1;
+    return step_chunk(ctx, x, r0, err);
+}
+
+ws_status ws_exec_pool_step(ws_exec_pool *p, ws_batch *const *b, int chunks, int chunk_rows,
+                            int threads, float *w, ws_step_mode mode, float loss_scale,
+                            ws_step_result *res, ws_error *err)
+{
+    size_t chunk_floats = (size_t)chunk_rows * ws_model_state_floats(p->m);
+    pool_step ps = {.b = b,
+                    .w = w,
+                    .chunk_floats = chunk_floats,
+                    .mode = mode,
+                    .loss_scale = loss_scale,
+                    .res = calloc((size_t)chunks, sizeof *ps.res)};
+    if (!ps.res) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    for (int c = 0; c < chunks; c++) ps.n_labelled += ws_batch_n_labelled(b[c]);
+    ws_status s = mode == WS_STEP_TRAIN
+                      ? ws_exec_pool_train(p, chunks, threads, step_chunk, &ps, err)
+                      : ws_exec_pool_run(p, chunks, 1, threads, run_chunk_rows, &ps, err);
+    if (s == WS_OK && res) {
+        memset(res, 0, sizeof *res);
+        for (int c = 0; c < chunks; c++) {
+            const ws_step_result *r = &ps.res[c];
+            res->loss += r->n_labelled ? r->loss * (float)r->n_labelled / (float)ps.n_labelled : 0;
+            res->n_correct += r->n_correct;
+            res->n_labelled += r->n_labelled;
+        }
+    }
+    free(ps.res);
+    return s;
+}

@@ -82,4 +82,16 @@ typedef ws_status (*ws_exec_train_fn)(void *ctx, ws_exec *x, int c, ws_error *er
 ws_status ws_exec_pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
                              void *ctx, ws_error *err);
 
+/* One step of `chunks` built batches on `threads` of the pool's threads, as
+ * ws_exec_step would run the one batch of all their trajectories: chunk c's
+ * from and into the states at w + c·chunk_rows states (every chunk but the
+ * last has chunk_rows trajectories). WS_STEP_TRAIN runs as ws_exec_pool_train,
+ * each chunk's loss weighted by its share of all the chunks' labels, so the
+ * gradients are the whole batch's up to rounding; other modes as
+ * ws_exec_pool_run (the same bits as the whole batch). res (nullable): the
+ * chunks' results summed, the loss the mean over all their labels. */
+ws_status ws_exec_pool_step(ws_exec_pool *p, ws_batch *const *b, int chunks, int chunk_rows,
+                            int threads, float *w, ws_step_mode mode, float loss_scale,
+                            ws_step_result *res, ws_error *err);
+
 #endif

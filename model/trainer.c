@@ -23,7 +23,6 @@ struct ws_trainer {
     ws_exec_pool *pool;
     int n_chunks, chunk_rows;
     ws_batch **chunk_b;
-    ws_step_result *chunk_res;
     uint64_t rng;
     long iter;
     double t0;
@@ -69,15 +68,13 @@ static int draw_lifetime(ws_trainer *t)
 }
 
 /* The slots in chunks of at most WS_EXEC_POOL_CHUNK on a crew of `threads`:
- * the chunks' batches, their results, the pool that runs them. */
+ * the chunks' batches and the pool that runs them. */
 static ws_status chunks_new(ws_trainer *t, int threads, ws_error *err)
 {
     t->chunk_rows = t->tc.batch < WS_EXEC_POOL_CHUNK ? t->tc.batch : WS_EXEC_POOL_CHUNK;
     t->n_chunks = (t->tc.batch + t->chunk_rows - 1) / t->chunk_rows;
     t->chunk_b = calloc((size_t)t->n_chunks, sizeof *t->chunk_b);
-    t->chunk_res = calloc((size_t)t->n_chunks, sizeof *t->chunk_res);
-    if (!t->chunk_b || !t->chunk_res)
-        return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
+    if (!t->chunk_b) return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
     for (int c = 0; c < t->n_chunks; c++)
         if (ws_batch_new(&t->chunk_b[c], ws_model_config_of(t->m)) != WS_OK)
             return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
@@ -137,7 +134,6 @@ void ws_trainer_free(ws_trainer *t)
     ws_exec_crew_free(t->crew); /* after the pool, made on it */
     for (int c = 0; t->chunk_b && c < t->n_chunks; c++) ws_batch_free(t->chunk_b[c]);
     free(t->chunk_b);
-    free(t->chunk_res);
     ws_batch_free(t->batch);
     ws_task_free(t->task);
     free(t->age);
@@ -175,43 +171,16 @@ static ws_status add_slot(ws_trainer *t, int i, ws_batch *b, ws_error *err)
     return ws_task_step(t->task, i, b, NULL, err);
 }
 
-typedef struct {
-    ws_trainer *t;
-    float scale; /* the caller's, over all the chunks' labelled queries */
-    int n_labelled;
-} chunk_pass;
-
-static ws_status train_chunk(void *ctx, ws_exec *x, int c, ws_error *err)
-{
-    const chunk_pass *cp = ctx;
-    ws_trainer *t = cp->t;
-    const ws_batch *b = t->chunk_b[c];
-    float *w = t->states + (size_t)c * t->chunk_rows * ws_model_state_floats(t->m);
-    /* each chunk's loss is its own mean: weighted by its share of the labels */
-    float scale = cp->n_labelled ? cp->scale * (float)ws_batch_n_labelled(b) / cp->n_labelled : 0;
-    return ws_exec_step(x, b, w, w, WS_STEP_TRAIN, scale, NULL, &t->chunk_res[c], err);
-}
-
-/* One step of every slot in chunks, data-parallel (exec_pool.h); the results
- * of the chunks summed into res, the loss as the mean over all labels. */
+/* One step of every slot in chunks, data-parallel (exec_pool.h). */
 static ws_status accumulate_chunks(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
 {
-    chunk_pass cp = {t, scale, 0};
     for (int c = 0; c < t->n_chunks; c++) {
         ws_batch_clear(t->chunk_b[c]);
         int i1 = (c + 1) * t->chunk_rows < t->tc.batch ? (c + 1) * t->chunk_rows : t->tc.batch;
         for (int i = c * t->chunk_rows; i < i1; i++) WS_TRY(add_slot(t, i, t->chunk_b[c], err));
-        cp.n_labelled += ws_batch_n_labelled(t->chunk_b[c]);
     }
-    WS_TRY(ws_exec_pool_train(t->pool, t->n_chunks, t->tc.threads, train_chunk, &cp, err));
-    memset(res, 0, sizeof *res);
-    for (int c = 0; c < t->n_chunks; c++) {
-        const ws_step_result *r = &t->chunk_res[c];
-        res->loss += r->n_labelled ? r->loss * r->n_labelled / cp.n_labelled : 0;
-        res->n_correct += r->n_correct;
-        res->n_labelled += r->n_labelled;
-    }
-    return WS_OK;
+    return ws_exec_pool_step(t->pool, t->chunk_b, t->n_chunks, t->chunk_rows, t->tc.threads,
+                             t->states, WS_STEP_TRAIN, scale, res, err);
 }
 
 ws_status ws_trainer_accumulate(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)

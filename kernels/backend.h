@@ -133,6 +133,9 @@ struct ws_backend {
 
 /* Backends. ws_backend_cpu_new: n_threads <= 0 picks the number of cores. */
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err);
+/* The threads of a CPU backend made with n_threads <= 0: the cores this process
+ * may run on (its CPU affinity, as taskset or a container's cpuset sets it). */
+int ws_backend_cpu_default_threads(void);
 /* The CUDA backend on device 0 from its plugin (backend_plugin.c):
  * WS_ERR_UNSUPPORTED, saying why, when there is no plugin, it cannot be loaded
  * (no CUDA runtime), it is from another build, or it finds no usable GPU. */

@@ -109,6 +109,11 @@ static const ws_backend_ops cpu_ops = {
     .compositional = &ws_cpu_compositional_ops,
 };
 
+int ws_backend_cpu_default_threads(void)
+{
+    return omp_get_num_procs(); /* libgomp: the CPUs of the affinity mask */
+}
+
 ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)
 {
     *out = NULL;
@@ -119,7 +124,7 @@ ws_status ws_backend_cpu_new(ws_backend **out, int n_threads, ws_error *err)
         free(cpu);
         return ws_error_set(err, WS_ERR_NOMEM, "cpu backend: out of memory");
     }
-    cpu->n_threads = n_threads > 0 ? n_threads : omp_get_num_procs();
+    cpu->n_threads = n_threads > 0 ? n_threads : ws_backend_cpu_default_threads();
     /* One BLAS thread per call; the ops parallelise across rows and segments. */
     openblas_set_num_threads(1);
     be->ops = &cpu_ops;

@@ -157,7 +157,7 @@ ws_status ws_engine_model_bytes(const ws_engine_config *cfg, const ws_model_conf
     ws_batch_shape train = ws_online_shape();
     ws_model_memory ms, mh, mt;
     size_t states = (WS_ENG_FLIGHTS + 2) * (size_t)cfg->max_batch;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = ws_backend_cpu_default_threads(); /* the crew's threads (engine.c) */
     WS_TRY(ws_model_memory_of(mc, &serve, 1, states, &ms, err));
     WS_TRY(ws_model_memory_of(mc, &chunk, 1, 0, &mh, err));
     WS_TRY(ws_model_memory_of(mc, &train, 1, 0, &mt, err));

@@ -36,7 +36,6 @@
 #define BATCH 64
 #define N_INSTR 16
 #define N_QUERY 64
-#define CHUNKS  (BATCH / WS_EXEC_POOL_CHUNK) /* the trainer's chunks of a batch */
 
 static uint64_t rng_state = 88172645463325252ULL;
 static uint32_t rnd(void) { return (uint32_t)(ws_xorshift64(&rng_state) >> 16); }
@@ -84,14 +83,12 @@ typedef struct {
 } rates;
 
 /* What a timed iteration runs: the batch whole on x, or in the trainer's chunks
- * on pool (model/trainer.h ws_train_config.threads). */
+ * (model/exec_pool.h ws_exec_chunks; model/trainer.h ws_train_config.threads). */
 typedef struct {
     ws_exec *x;
     ws_batch *b;
     float *w;
-    ws_exec_pool *pool;
-    ws_batch *chunk[CHUNKS];
-    int threads;
+    ws_exec_chunks *chunks;
 } loop_ctx;
 
 typedef ws_status (*step_fn)(loop_ctx *l, ws_error *err);
@@ -110,8 +107,7 @@ static ws_status train_whole(loop_ctx *l, ws_error *err)
 
 static ws_status train_chunks(loop_ctx *l, ws_error *err)
 {
-    WS_TRY(ws_exec_pool_step(l->pool, l->chunk, CHUNKS, WS_EXEC_POOL_CHUNK, l->threads, l->w,
-                             WS_STEP_TRAIN, 1.0f, NULL, err));
+    WS_TRY(ws_exec_chunks_step(l->chunks, BATCH, l->w, WS_STEP_TRAIN, 1.0f, NULL, err));
     return adamw(ws_exec_model(l->x), err);
 }
 
@@ -151,8 +147,7 @@ static rates measure(int threads, double seconds, int train_only, int chunks)
     ws_error err;
     ws_backend *be;
     ws_model *m;
-    ws_exec_crew *crew = NULL;
-    loop_ctx l = {.threads = threads};
+    loop_ctx l = {0};
     ws_batch *upd;
     ws_model_config c = bench_config();
     if (ws_backend_cpu_new(&be, chunks ? 1 : threads, &err) != WS_OK ||
@@ -160,17 +155,14 @@ static rates measure(int threads, double seconds, int train_only, int chunks)
         ws_batch_new(&l.b, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
         ws_model_state_alloc(m, BATCH, &l.w, &err) != WS_OK ||
         ws_model_state_init(m, l.w, 0, BATCH, &err) != WS_OK ||
-        (chunks && (ws_exec_crew_new(&crew, threads, &err) != WS_OK ||
-                    ws_exec_pool_new(&l.pool, m, crew, &err) != WS_OK))) {
+        (chunks && ws_exec_chunks_new(&l.chunks, m, BATCH, threads, &err) != WS_OK)) {
         fprintf(stderr, "bench: setup failed: %s\n", err.msg);
         exit(1);
     }
     build_batch(l.b, &c, BATCH, N_INSTR, N_QUERY);
     build_batch(upd, &c, BATCH, N_INSTR, 0);
-    for (int i = 0; chunks && i < CHUNKS; i++) {
-        if (ws_batch_new(&l.chunk[i], &c) != WS_OK) exit(1);
-        build_batch(l.chunk[i], &c, WS_EXEC_POOL_CHUNK, N_INSTR, N_QUERY);
-    }
+    for (int r0 = 0; chunks && r0 < BATCH; r0 += WS_EXEC_POOL_CHUNK)
+        build_batch(ws_exec_chunks_batch(l.chunks, r0), &c, WS_EXEC_POOL_CHUNK, N_INSTR, N_QUERY);
     step_fn train = chunks ? train_chunks : train_whole;
     rates r;
     double warm_cpu;
@@ -185,9 +177,7 @@ static rates measure(int threads, double seconds, int train_only, int chunks)
         r.queries = time_loop(query, &l, seconds, &r.queries_cpu) * BATCH * N_QUERY;
         r.queries_cpu *= BATCH * N_QUERY;
     }
-    for (int i = 0; i < CHUNKS; i++) ws_batch_free(l.chunk[i]);
-    ws_exec_pool_free(l.pool);
-    ws_exec_crew_free(crew);
+    ws_exec_chunks_free(l.chunks);
     ws_backend_release(be, l.w);
     ws_batch_free(l.b);
     ws_batch_free(upd);

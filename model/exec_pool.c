@@ -11,6 +11,10 @@
 
 #define POOL_MAX 64
 
+/* Runs chunk c of a training pass on x: its gradients are added to those of
+ * x's model. */
+typedef ws_status (*ws_exec_train_fn)(void *ctx, ws_exec *x, int c, ws_error *err);
+
 /* Helpers are threads of the crew's own, not OpenMP's: the CPU ops index their
  * scratch by omp_get_thread_num(), which in a worker of an enclosing OpenMP
  * region is that worker's number even where the op opens no region of its own
@@ -273,8 +277,9 @@ ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, 
     return run_pass(p, threads, err);
 }
 
-ws_status ws_exec_pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
-                             void *ctx, ws_error *err)
+/* A training pass of `chunks` chunks (ws_exec_chunks_step). */
+static ws_status pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
+                            void *ctx, ws_error *err)
 {
     if (threads > p->n) threads = p->n;
     if (threads > chunks) threads = chunks;
@@ -326,22 +331,74 @@ static ws_status run_chunk_rows(void *ctx, ws_exec *x, ws_batch *unused, int r0,
     return step_chunk(ctx, x, r0, err);
 }
 
-ws_status ws_exec_pool_step(ws_exec_pool *p, ws_batch *const *b, int chunks, int chunk_rows,
-                            int threads, float *w, ws_step_mode mode, float loss_scale,
-                            ws_step_result *res, ws_error *err)
+struct ws_exec_chunks {
+    ws_exec_crew *crew;
+    ws_exec_pool *pool;
+    int threads, n;
+    ws_batch **b;
+};
+
+ws_status ws_exec_chunks_new(ws_exec_chunks **out, ws_model *m, int rows, int threads,
+                             ws_error *err)
 {
-    size_t chunk_floats = (size_t)chunk_rows * ws_model_state_floats(p->m);
-    pool_step ps = {.b = b,
+    *out = NULL;
+    ws_exec_chunks *k = calloc(1, sizeof *k);
+    if (!k) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    k->threads = threads;
+    k->n = (rows + WS_EXEC_POOL_CHUNK - 1) / WS_EXEC_POOL_CHUNK;
+    ws_status s = (k->b = calloc((size_t)k->n, sizeof *k->b))
+                      ? WS_OK
+                      : ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    for (int c = 0; s == WS_OK && c < k->n; c++)
+        if (ws_batch_new(&k->b[c], &m->cfg) != WS_OK)
+            s = ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
+    if (s == WS_OK) s = ws_exec_crew_new(&k->crew, threads, err);
+    if (s == WS_OK) s = ws_exec_pool_new(&k->pool, m, k->crew, err);
+    if (s != WS_OK) {
+        ws_exec_chunks_free(k);
+        return s;
+    }
+    *out = k;
+    return WS_OK;
+}
+
+void ws_exec_chunks_free(ws_exec_chunks *k)
+{
+    if (!k) return;
+    ws_exec_pool_free(k->pool);
+    ws_exec_crew_free(k->crew); /* after the pool, made on it */
+    for (int c = 0; k->b && c < k->n; c++) ws_batch_free(k->b[c]);
+    free(k->b);
+    free(k);
+}
+
+void ws_exec_chunks_clear(ws_exec_chunks *k)
+{
+    for (int c = 0; c < k->n; c++) ws_batch_clear(k->b[c]);
+}
+
+ws_batch *ws_exec_chunks_batch(ws_exec_chunks *k, int row)
+{
+    return k->b[row / WS_EXEC_POOL_CHUNK];
+}
+
+ws_status ws_exec_chunks_step(ws_exec_chunks *k, int n_rows, float *w, ws_step_mode mode,
+                              float loss_scale, ws_step_result *res, ws_error *err)
+{
+    ws_exec_pool *p = k->pool;
+    int chunks = (n_rows + WS_EXEC_POOL_CHUNK - 1) / WS_EXEC_POOL_CHUNK;
+    size_t chunk_floats = (size_t)WS_EXEC_POOL_CHUNK * ws_model_state_floats(p->m);
+    pool_step ps = {.b = k->b,
                     .w = w,
                     .chunk_floats = chunk_floats,
                     .mode = mode,
                     .loss_scale = loss_scale,
                     .res = calloc((size_t)chunks, sizeof *ps.res)};
     if (!ps.res) return ws_error_set(err, WS_ERR_NOMEM, "model: out of memory");
-    for (int c = 0; c < chunks; c++) ps.n_labelled += ws_batch_n_labelled(b[c]);
+    for (int c = 0; c < chunks; c++) ps.n_labelled += ws_batch_n_labelled(k->b[c]);
     ws_status s = mode == WS_STEP_TRAIN
-                      ? ws_exec_pool_train(p, chunks, threads, step_chunk, &ps, err)
-                      : ws_exec_pool_run(p, chunks, 1, threads, run_chunk_rows, &ps, err);
+                      ? pool_train(p, chunks, k->threads, step_chunk, &ps, err)
+                      : ws_exec_pool_run(p, chunks, 1, k->threads, run_chunk_rows, &ps, err);
     if (s == WS_OK && res) {
         memset(res, 0, sizeof *res);
         for (int c = 0; c < chunks; c++) {

@@ -7,7 +7,7 @@
  * barrier until the pass ends, and a chunk of a few trajectories keeps its
  * activations in the core's caches. A trajectory's rows are computed alike in
  * any chunk (the ops are row-deterministic), so a chunk's thread changes no bit.
- * A training pass (ws_exec_pool_train, the trainer's: model/trainer.h) runs its
+ * A training pass (ws_exec_chunks_step, the trainer's: model/trainer.h) runs its
  * chunks alike, each thread's gradients into a buffer of its own, added to the
  * model's once the pass ends. On 2 cores, against the batch whole with its ops
  * on the same threads: worldstate-train (task memory, the shipped model, batch
@@ -67,31 +67,29 @@ int ws_exec_pool_chunk(const ws_exec_pool *p, int n_rows, int threads);
 ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, ws_exec_chunk_fn fn,
                            void *ctx, ws_error *err);
 
-/* Runs chunk c of a training pass on x (ws_exec_step with WS_STEP_TRAIN): its
- * gradients are added to those of x's model. */
-typedef ws_status (*ws_exec_train_fn)(void *ctx, ws_exec *x, int c, ws_error *err);
-
-/* A training pass, data-parallel: chunks [0, chunks) shared among `threads`
- * threads (at most the pool's and the chunks) in contiguous, equal shares,
- * each share's chunks in order on one thread, its ops on one thread, into
- * gradients of its own; the shares' gradients are then added to the model's in
- * thread order. A model's gradients are thus the same bits for the same
- * chunks and threads, whichever core ran which share (and on one thread, the
- * chunks in order on the caller's thread, as ws_exec_pool_run). The first
- * failure is returned; the model's gradients are then undefined. */
-ws_status ws_exec_pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
-                             void *ctx, ws_error *err);
-
-/* One step of `chunks` built batches on `threads` of the pool's threads, as
- * ws_exec_step would run the one batch of all their trajectories: chunk c's
- * from and into the states at w + c·chunk_rows states (every chunk but the
- * last has chunk_rows trajectories). WS_STEP_TRAIN runs as ws_exec_pool_train,
- * each chunk's loss weighted by its share of all the chunks' labels, so the
- * gradients are the whole batch's up to rounding; other modes as
- * ws_exec_pool_run (the same bits as the whole batch). res (nullable): the
- * chunks' results summed, the loss the mean over all their labels. */
-ws_status ws_exec_pool_step(ws_exec_pool *p, ws_batch *const *b, int chunks, int chunk_rows,
-                            int threads, float *w, ws_step_mode mode, float loss_scale,
-                            ws_step_result *res, ws_error *err);
+/* A batch of up to `rows` trajectories in chunks of WS_EXEC_POOL_CHUNK rows,
+ * each chunk a batch of its own, run by a pool on a crew of `threads` of its
+ * own (the trainer's, retrain's and rederive's; model/trainer.h). */
+typedef struct ws_exec_chunks ws_exec_chunks;
+ws_status ws_exec_chunks_new(ws_exec_chunks **out, ws_model *m, int rows, int threads,
+                             ws_error *err);
+void ws_exec_chunks_free(ws_exec_chunks *k);
+/* Empties every chunk's batch. */
+void ws_exec_chunks_clear(ws_exec_chunks *k);
+/* The batch that row (0 .. rows - 1) is built in: rows are added in order. */
+ws_batch *ws_exec_chunks_batch(ws_exec_chunks *k, int row);
+/* One step of rows [0, n_rows) as built, from and into the states at w (one
+ * per row), as ws_exec_step would run the one batch of them all. Forward
+ * (any mode but WS_STEP_TRAIN): chunks claimed in order by the threads, the
+ * same bits as the whole batch. WS_STEP_TRAIN, data-parallel: the chunks in
+ * contiguous, equal shares, each share's chunks in order on one thread, its
+ * ops on one thread, into gradients of its own, added to the model's in
+ * thread order once the pass ends; each chunk's loss weighted by its share of
+ * all the labels, so the gradients are the whole batch's up to rounding, the
+ * same bits for the same threads whichever core ran which share. res
+ * (nullable): the chunks' results summed, the loss the mean over all labels.
+ * After a failure the model's gradients are undefined. */
+ws_status ws_exec_chunks_step(ws_exec_chunks *k, int n_rows, float *w, ws_step_mode mode,
+                              float loss_scale, ws_step_result *res, ws_error *err);
 
 #endif

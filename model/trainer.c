@@ -18,11 +18,7 @@ struct ws_trainer {
     float *states;      /* device [batch, T, d] */
     int *age, *lifetime;
     uint64_t *episodes; /* per slot, to derive fresh world seeds */
-    /* tc.threads >= 1 on the CPU: the slots in chunks, trained data-parallel */
-    ws_exec_crew *crew;
-    ws_exec_pool *pool;
-    int n_chunks, chunk_rows;
-    ws_batch **chunk_b;
+    ws_exec_chunks *chunks; /* tc.threads >= 1 on the CPU: the slots in chunks */
     uint64_t rng;
     long iter;
     double t0;
@@ -67,21 +63,6 @@ static int draw_lifetime(ws_trainer *t)
     return life < 1 ? 1 : life;
 }
 
-/* The slots in chunks of at most WS_EXEC_POOL_CHUNK on a crew of `threads`:
- * the chunks' batches and the pool that runs them. */
-static ws_status chunks_new(ws_trainer *t, int threads, ws_error *err)
-{
-    t->chunk_rows = t->tc.batch < WS_EXEC_POOL_CHUNK ? t->tc.batch : WS_EXEC_POOL_CHUNK;
-    t->n_chunks = (t->tc.batch + t->chunk_rows - 1) / t->chunk_rows;
-    t->chunk_b = calloc((size_t)t->n_chunks, sizeof *t->chunk_b);
-    if (!t->chunk_b) return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
-    for (int c = 0; c < t->n_chunks; c++)
-        if (ws_batch_new(&t->chunk_b[c], ws_model_config_of(t->m)) != WS_OK)
-            return ws_error_set(err, WS_ERR_NOMEM, "trainer: out of memory");
-    WS_TRY(ws_exec_crew_new(&t->crew, threads, err));
-    return ws_exec_pool_new(&t->pool, t->m, t->crew, err);
-}
-
 ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *task,
                          const ws_train_config *tc, ws_error *err)
 {
@@ -113,7 +94,7 @@ ws_status ws_trainer_new(ws_trainer **out, ws_exec *x, const ws_task_params *tas
         goto fail;
     }
     if (tc->threads >= 1 && !strcmp(ws_model_backend(m)->ops->name, "cpu"))
-        st = chunks_new(t, tc->threads, err);
+        st = ws_exec_chunks_new(&t->chunks, m, tc->batch, tc->threads, err);
     if (st != WS_OK) goto fail;
     /* Stagger first lifetimes so that every age is present in every batch. */
     for (int i = 0; i < tc->batch; i++)
@@ -130,10 +111,7 @@ void ws_trainer_free(ws_trainer *t)
 {
     if (!t) return;
     if (t->states) ws_backend_release(ws_model_backend(t->m), t->states);
-    ws_exec_pool_free(t->pool);
-    ws_exec_crew_free(t->crew); /* after the pool, made on it */
-    for (int c = 0; t->chunk_b && c < t->n_chunks; c++) ws_batch_free(t->chunk_b[c]);
-    free(t->chunk_b);
+    ws_exec_chunks_free(t->chunks);
     ws_batch_free(t->batch);
     ws_task_free(t->task);
     free(t->age);
@@ -171,22 +149,14 @@ static ws_status add_slot(ws_trainer *t, int i, ws_batch *b, ws_error *err)
     return ws_task_step(t->task, i, b, NULL, err);
 }
 
-/* One step of every slot in chunks, data-parallel (exec_pool.h). */
-static ws_status accumulate_chunks(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
-{
-    for (int c = 0; c < t->n_chunks; c++) {
-        ws_batch_clear(t->chunk_b[c]);
-        int i1 = (c + 1) * t->chunk_rows < t->tc.batch ? (c + 1) * t->chunk_rows : t->tc.batch;
-        for (int i = c * t->chunk_rows; i < i1; i++) WS_TRY(add_slot(t, i, t->chunk_b[c], err));
-    }
-    return ws_exec_pool_step(t->pool, t->chunk_b, t->n_chunks, t->chunk_rows, t->tc.threads,
-                             t->states, WS_STEP_TRAIN, scale, res, err);
-}
-
 ws_status ws_trainer_accumulate(ws_trainer *t, float scale, ws_step_result *res, ws_error *err)
 {
-    if (t->pool) {
-        WS_TRY(accumulate_chunks(t, scale, res, err));
+    if (t->chunks) { /* data-parallel (exec_pool.h) */
+        ws_exec_chunks_clear(t->chunks);
+        for (int i = 0; i < t->tc.batch; i++)
+            WS_TRY(add_slot(t, i, ws_exec_chunks_batch(t->chunks, i), err));
+        WS_TRY(
+            ws_exec_chunks_step(t->chunks, t->tc.batch, t->states, WS_STEP_TRAIN, scale, res, err));
     } else {
         ws_batch_clear(t->batch);
         for (int i = 0; i < t->tc.batch; i++) WS_TRY(add_slot(t, i, t->batch, err));

@@ -36,7 +36,7 @@ typedef struct {
     uint64_t seed;
     /* On the CPU, >= 1: each step's slots in chunks of WS_EXEC_POOL_CHUNK
      * trajectories shared among this many threads, each chunk's ops on one
-     * thread (exec_pool.h ws_exec_pool_train): the activations of a chunk stay
+     * thread (exec_pool.h ws_exec_chunks_step): the activations of a chunk stay
      * in the core's caches and the threads meet once a step, not at every op.
      * 0 (and on a GPU): one pass of the whole batch, its ops on the backend's
      * threads. The gradients' bits depend on the threads (the shares' sums). */

@@ -115,7 +115,7 @@ void ws_off_replay_begin(ws_off_replay *r, const int *order, int n);
 /* One step for every session in hand: each row applies its session's next
  * logged step (from the learned W_0 at the first) with its instructions and
  * the queries `queries` adds (nullable: none), in one step of `mode` (on the
- * CPU in chunks on the backend's threads, model/exec_pool.h ws_exec_pool_step);
+ * CPU in chunks on the backend's threads, model/exec_pool.h ws_exec_chunks_step);
  * rows whose session ended are reported to `end` (nullable) and take the next
  * session of the pass; a session deleted meanwhile ends unreported.
  * *n_rows = rows stepped: 0 when the pass is over. */

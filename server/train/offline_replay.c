@@ -4,7 +4,7 @@
  * one of the pass; when none is left the last busy row moves into its place,
  * so the busy rows always form the batch's first rows. On the CPU the rows go
  * in chunks of WS_EXEC_POOL_CHUNK on the backend's threads, as the trainer's
- * (model/exec_pool.h ws_exec_pool_step): the same states, gradients up to
+ * (model/exec_pool.h ws_exec_chunks_step): the same states, gradients up to
  * rounding. */
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +17,7 @@ struct ws_off_replay {
     ws_backend *be;
     ws_batch *batch;
     ws_exec *x; /* the replay's own context on the corpus's model */
-    /* on the CPU: the rows in chunks (batches of WS_EXEC_POOL_CHUNK rows) on a crew */
-    ws_exec_crew *crew;
-    ws_exec_pool *pool;
-    int threads;
-    ws_batch **chunk;
+    ws_exec_chunks *chunks; /* on the CPU: the rows in chunks on the backend's threads */
     float *w;   /* device: one state per row */
     size_t state_floats;
     ws_off_row *rows;
@@ -29,20 +25,6 @@ struct ws_off_replay {
     const int *order;
     int n_order, next; /* the pass: sessions order[next..n_order) are still to come */
 };
-
-/* The rows' chunks, and the crew of the backend's threads that runs them. */
-static ws_status chunks_new(ws_off_replay *r, ws_error *err)
-{
-    int n = (r->cap + WS_EXEC_POOL_CHUNK - 1) / WS_EXEC_POOL_CHUNK;
-    if (!(r->chunk = calloc((size_t)n, sizeof *r->chunk)))
-        return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        if (ws_batch_new(&r->chunk[i], ws_model_config_of(r->c->m)) != WS_OK)
-            return ws_error_set(err, WS_ERR_NOMEM, "out of memory");
-    r->threads = ws_backend_threads(r->be, 0);
-    WS_TRY(ws_exec_crew_new(&r->crew, r->threads, err));
-    return ws_exec_pool_new(&r->pool, r->c->m, r->crew, err);
-}
 
 ws_status ws_off_replay_new(ws_off_replay **out, ws_off_corpus *c, int rows, ws_error *err)
 {
@@ -58,7 +40,8 @@ ws_status ws_off_replay_new(ws_off_replay **out, ws_off_corpus *c, int rows, ws_
                           : ws_error_set(err, WS_ERR_NOMEM, "out of memory");
     if (s == WS_OK) s = ws_model_state_alloc(c->m, rows, &r->w, err);
     if (s == WS_OK) s = ws_exec_new(&r->x, c->m, err);
-    if (s == WS_OK && !strcmp(r->be->ops->name, "cpu")) s = chunks_new(r, err);
+    if (s == WS_OK && !strcmp(r->be->ops->name, "cpu"))
+        s = ws_exec_chunks_new(&r->chunks, c->m, rows, ws_backend_threads(r->be, 0), err);
     if (s != WS_OK) {
         ws_off_replay_free(r);
         return s == WS_ERR_NOMEM ? ws_error_set(err, s, "out of memory") : s;
@@ -72,11 +55,7 @@ void ws_off_replay_free(ws_off_replay *r)
     if (!r) return;
     for (int i = 0; r->rows && i < r->cap; i++) ws_off_cursor_free(&r->rows[i].cursor);
     free(r->rows);
-    ws_exec_pool_free(r->pool);
-    ws_exec_crew_free(r->crew); /* after the pool, made on it */
-    for (int i = 0; r->chunk && i < (r->cap + WS_EXEC_POOL_CHUNK - 1) / WS_EXEC_POOL_CHUNK; i++)
-        ws_batch_free(r->chunk[i]);
-    free(r->chunk);
+    ws_exec_chunks_free(r->chunks);
     ws_batch_free(r->batch);
     ws_exec_free(r->x);
     ws_backend_release(r->be, r->w);
@@ -123,18 +102,16 @@ static ws_status add_row(ws_batch *b, ws_off_row *row, ws_off_queries_fn queries
 static ws_status run_rows(ws_off_replay *r, ws_step_mode mode, float loss_scale,
                           ws_off_queries_fn queries, void *ctx, ws_step_result *res, ws_error *err)
 {
-    if (!r->pool) {
+    if (!r->chunks) {
         ws_batch_clear(r->batch);
         for (int i = 0; i < r->n_busy; i++)
             WS_TRY(add_row(r->batch, &r->rows[i], queries, ctx, err));
         return ws_exec_step(r->x, r->batch, r->w, r->w, mode, loss_scale, NULL, res, err);
     }
-    int chunks = (r->n_busy + WS_EXEC_POOL_CHUNK - 1) / WS_EXEC_POOL_CHUNK;
-    for (int c = 0; c < chunks; c++) ws_batch_clear(r->chunk[c]);
+    ws_exec_chunks_clear(r->chunks);
     for (int i = 0; i < r->n_busy; i++)
-        WS_TRY(add_row(r->chunk[i / WS_EXEC_POOL_CHUNK], &r->rows[i], queries, ctx, err));
-    return ws_exec_pool_step(r->pool, r->chunk, chunks, WS_EXEC_POOL_CHUNK, r->threads, r->w, mode,
-                             loss_scale, res, err);
+        WS_TRY(add_row(ws_exec_chunks_batch(r->chunks, i), &r->rows[i], queries, ctx, err));
+    return ws_exec_chunks_step(r->chunks, r->n_busy, r->w, mode, loss_scale, res, err);
 }
 
 /* Row i's session is over: the row takes the next session, or the last busy

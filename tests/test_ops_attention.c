@@ -397,8 +397,8 @@ static void test_attention_self_fused(void **state)
     ws_test_rng rng = {0xa771};
     static const seg_spec segs[] = {{1, 1, MASK_NONE}, {3, 3, MASK_PART}, {7, 7, MASK_NONE},
                                     {17, 17, MASK_PART}, {4, 4, MASK_ALL}, {5, 5, MASK_NONE}};
-    /* heads of 4, 7 and 3 columns (the forward's columns-as-rows sums) and of
-     * 32 (its whole vectors of columns) */
+    /* heads of 4, 7 and 3 columns (both passes' columns-as-lanes sums) and of
+     * 32 (their whole vectors of columns) */
     static const int dims[][2] = {{12, 3}, {7, 1}, {6, 2}, {64, 2}};
     for (int t = 0; t < N_OF(dims); t++) {
         attn_case c;

@@ -107,34 +107,32 @@ att_mix(att_vec *o, const float *p, long lds, const float *v, long ldv, int n, i
 }
 
 /* out[l][c0 + c] = Σ_j p_j[l]·v_j[c0 + c] for the rows l < rows of the block
- * (p_j = s[j], a row per lane) and c < ATT_LANES, in order of j < n: as att_mix,
- * each element the same multiply-adds in the same order, but rows in
- * registers and columns as lanes, so the sums go out to the row-major output
- * as whole vectors (att_mix's columns-as-lanes took a scalar transpose per
- * element, a sixth of the forward pass's attention). ATT_CHAINS rows at a
- * time, one load of v_j's columns for all of them. */
-static inline __attribute__((always_inline)) void
-att_mix_rows(float *out, long ldo, const att_vec *s, const float *v, long ldv, int n, int c0,
-             int rows)
+ * (p_j = s + j·lds floats, a row per lane), or with `add` that sum added to
+ * out, for c < ATT_LANES, in order of j < n: as att_mix, each element the same
+ * multiply-adds in the same order, but rows in registers and columns as lanes,
+ * so the sums go out to the row-major output as whole vectors (att_mix's
+ * columns-as-lanes took a scalar transpose per element, a sixth of the forward
+ * pass's attention, and more of the backward's). ATT_CHAINS rows at a time,
+ * one load of v_j's columns for all of them; lanes of p_j past `rows` are read
+ * (they must be readable), never stored. */
+static inline __attribute__((always_inline)) void att_mix_rows(float *out, long ldo, const float *s,
+                                                               long lds, const float *v, long ldv,
+                                                               int n, int c0, int rows, int add)
 {
     for (int l0 = 0; l0 < rows; l0 += ATT_CHAINS) {
         att_vec o0 = {0}, o1 = {0}, o2 = {0}, o3 = {0}, o4 = {0}, o5 = {0}, o6 = {0}, o7 = {0};
         for (int j = 0; j < n; j++) {
             att_vec x = *(const att_vec *)(v + (long)j * ldv + c0);
-            const float *p = (const float *)&s[j] + l0;
+            const float *p = s + (long)j * lds + l0;
             o0 += p[0] * x, o1 += p[1] * x, o2 += p[2] * x, o3 += p[3] * x;
             o4 += p[4] * x, o5 += p[5] * x, o6 += p[6] * x, o7 += p[7] * x;
         }
+        att_vec o[ATT_CHAINS] = {o0, o1, o2, o3, o4, o5, o6, o7};
         float *y = out + (long)l0 * ldo + c0;
-        int left = rows - l0;
-        *(att_vec *)y = o0;
-        if (left > 1) *(att_vec *)(y + ldo) = o1;
-        if (left > 2) *(att_vec *)(y + 2 * ldo) = o2;
-        if (left > 3) *(att_vec *)(y + 3 * ldo) = o3;
-        if (left > 4) *(att_vec *)(y + 4 * ldo) = o4;
-        if (left > 5) *(att_vec *)(y + 5 * ldo) = o5;
-        if (left > 6) *(att_vec *)(y + 6 * ldo) = o6;
-        if (left > 7) *(att_vec *)(y + 7 * ldo) = o7;
+        for (int l = 0; l < ATT_CHAINS && l < rows - l0; l++) {
+            att_vec *yl = (att_vec *)(y + l * ldo);
+            *yl = add ? *yl + o[l] : o[l];
+        }
     }
 }
 
@@ -205,7 +203,8 @@ WS_CPU_CLONES static void attend(float *out, int ldo, float *probs, const float 
          * ATT_CHAINS columns at a time */
         if (dv % ATT_LANES == 0) {
             for (int c0 = 0; c0 < dv; c0 += ATT_LANES)
-                att_mix_rows(out + (long)i0 * ldo, ldo, s, v, ldv, k_len, c0, rows);
+                att_mix_rows(out + (long)i0 * ldo, ldo, (const float *)s, ATT_LANES, v, ldv, k_len,
+                             c0, rows, 0);
             continue;
         }
         for (int c0 = 0; c0 < dv; c0 += ATT_CHAINS) {
@@ -295,6 +294,12 @@ WS_CPU_CLONES static void attend_backward(float *dq, float *dk, float *dvv, cons
             for (int j = 0; j < k_len; j++) pr[j] = p[j][l], sr[j] = ds[j][l];
             for (int j = k_len; j < kp; j++) pr[j] = sr[j] = 0.0f;
         }
+        if (dkd % ATT_LANES == 0) {
+            for (int c0 = 0; c0 < dkd; c0 += ATT_LANES)
+                att_mix_rows(dq + (long)i0 * ldq, ldq, (const float *)ds, ATT_LANES, k, ldk, k_len,
+                             c0, rows, 1);
+            continue;
+        }
         for (int c0 = 0; c0 < dkd; c0 += ATT_CHAINS) {
             int w = dkd - c0 < ATT_CHAINS ? dkd - c0 : ATT_CHAINS;
             att_mix(o, (const float *)ds, ATT_LANES, k, ldk, k_len, c0, w);
@@ -303,6 +308,14 @@ WS_CPU_CLONES static void attend_backward(float *dq, float *dk, float *dvv, cons
     }
     for (int j0 = 0; j0 < k_len; j0 += ATT_LANES) {
         int keys = k_len - j0 < ATT_LANES ? k_len - j0 : ATT_LANES;
+        if (dvd % ATT_LANES == 0 && dkd % ATT_LANES == 0) {
+            for (int c0 = 0; c0 < dvd; c0 += ATT_LANES)
+                att_mix_rows(dvv + (long)j0 * ldv, ldv, prow + j0, kp, dout, ldo, q_len, c0, keys,
+                             1);
+            for (int c0 = 0; c0 < dkd; c0 += ATT_LANES)
+                att_mix_rows(dk + (long)j0 * ldk, ldk, srow + j0, kp, q, ldq, q_len, c0, keys, 1);
+            continue;
+        }
         for (int c0 = 0; c0 < dvd; c0 += ATT_CHAINS) {
             int w = dvd - c0 < ATT_CHAINS ? dvd - c0 : ATT_CHAINS;
             att_mix(o, prow + j0, kp, dout, ldo, q_len, c0, w);

@@ -141,7 +141,9 @@ static double time_loop(step_fn step, loop_ctx *l, double seconds, double *cpu_r
 
 /* Every rate at `threads` threads; with train_only, the train step's alone;
  * with chunks, the train step's alone in the trainer's chunks, data-parallel
- * on `threads` (each chunk's ops on one thread). */
+ * on `threads` (each chunk's ops on one thread), the model's backend on
+ * `threads` for what runs between the passes (AdamW, the gradients' norm, the
+ * shares' sum), as worldstate-train's is. */
 static rates measure(int threads, double seconds, int train_only, int chunks)
 {
     ws_error err;
@@ -150,10 +152,9 @@ static rates measure(int threads, double seconds, int train_only, int chunks)
     loop_ctx l = {0};
     ws_batch *upd;
     ws_model_config c = bench_config();
-    if (ws_backend_cpu_new(&be, chunks ? 1 : threads, &err) != WS_OK ||
-        ws_model_new(&m, &c, be, 1, &err) || ws_exec_new(&l.x, m, &err) != WS_OK ||
-        ws_batch_new(&l.b, &c) != WS_OK || ws_batch_new(&upd, &c) != WS_OK ||
-        ws_model_state_alloc(m, BATCH, &l.w, &err) != WS_OK ||
+    if (ws_backend_cpu_new(&be, threads, &err) != WS_OK || ws_model_new(&m, &c, be, 1, &err) ||
+        ws_exec_new(&l.x, m, &err) != WS_OK || ws_batch_new(&l.b, &c) != WS_OK ||
+        ws_batch_new(&upd, &c) != WS_OK || ws_model_state_alloc(m, BATCH, &l.w, &err) != WS_OK ||
         ws_model_state_init(m, l.w, 0, BATCH, &err) != WS_OK ||
         (chunks && ws_exec_chunks_new(&l.chunks, m, BATCH, threads, &err) != WS_OK)) {
         fprintf(stderr, "bench: setup failed: %s\n", err.msg);

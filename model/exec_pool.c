@@ -293,12 +293,13 @@ static ws_status pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_tr
     p->fn = NULL, p->train_fn = fn, p->ctx = ctx, p->chunks = chunks;
     WS_TRY(run_pass(p, threads, err));
     /* the shares' gradients into the model's, in thread order: the same bits
-     * whichever core ran which share */
-    float *g = p->m->grads;
-    for (int t = 1; t < threads; t++) {
-        const float *gt = p->grads[t];
-        for (size_t i = 0; i < p->m->n_params; i++) g[i] += gt[i];
-    }
+     * whichever core ran which share; on the model backend's threads, not
+     * on this one while the others wait */
+    ws_backend *be = p->m->be;
+    for (int t = 1; t < threads; t++)
+        if (be->ops->add_forward(be, p->m->grads, p->m->grads, p->grads[t], p->m->n_params) !=
+            WS_OK)
+            return ws_error_set(err, WS_ERR_BACKEND, "model: cannot add a share's gradients");
     return WS_OK;
 }
 

@@ -36,6 +36,7 @@ typedef struct {
     const char *checkpoint;
     ws_probe_config lib, http;
     int traj, http_traj, threads, with_http;
+    int views; /* 0: the checkpoint's; else the library's model runs with these views */
 } options;
 
 static int parse_list(const char *s, int *out, int max, int lo)
@@ -95,6 +96,8 @@ static int parse(int argc, char **argv, options *o)
         else if (!strcmp(a, "--chatter"))
             bad = (o->lib.chatter = atoi(v)) < 0 || o->lib.chatter > 64;
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--views"))
+            bad = (o->views = atoi(v)) < 1;
         else return -1;
         if (bad) return -1;
     }
@@ -177,10 +180,11 @@ int main(int argc, char **argv)
 {
     options o;
     if (parse(argc, argv, &o)) {
-        fprintf(stderr, "usage: bench_memory [--checkpoint PATH] [--ks 4,16,64,256] "
-                        "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] "
-                        "[--seed N] [--chatter N] [--threads N] [--grow-vocab] [--http] [--http-ks 8] "
-                        "[--http-delays 1,10,100] [--http-traj N]\n");
+        fprintf(stderr,
+                "usage: bench_memory [--checkpoint PATH] [--ks 4,16,64,256] "
+                "[--delays 1,10,100,1000,10000] [--traj N] [--instr-per-step N] [--max-arity N] "
+                "[--seed N] [--chatter N] [--threads N] [--views N] [--grow-vocab] [--http] "
+                "[--http-ks 8] [--http-delays 1,10,100] [--http-traj N]\n");
         return 2;
     }
     ws_error err = {0};
@@ -189,15 +193,16 @@ int main(int argc, char **argv)
     ws_exec *x;
     if (ws_backend_cpu_new(&be, o.threads, &err) != WS_OK ||
         ws_checkpoint_load(&m, o.checkpoint, be, &err) != WS_OK ||
+        (o.views && ws_model_set_views(m, o.views, &err) != WS_OK) ||
         ws_exec_new(&x, m, &err) != WS_OK) {
         fprintf(stderr, "bench_memory: %s\n", err.msg);
         return 1;
     }
     const ws_model_config *c = ws_model_config_of(m);
-    printf("bench_memory: %s (d=%d, %d heads, T=%d, %d+%d layers, symbol_code %s), "
+    printf("bench_memory: %s (d=%d, %d heads, T=%d, %d+%d layers, symbol_code %s, %d views), "
            "%d instructions/step, seed %llu, symbols %s, %d chatter instructions/step after\n",
            o.checkpoint, c->d, c->n_heads, c->n_state, c->n_upd_layers, c->n_ext_layers,
-           c->symbol_code == WS_SYMBOLS_HASHED ? "hashed" : "table", o.lib.instr_per_step,
+           c->symbol_code == WS_SYMBOLS_HASHED ? "hashed" : "table", c->views, o.lib.instr_per_step,
            (unsigned long long)o.lib.seed,
            o.lib.grow_vocab ? "with new vocabulary ids" : "without ids", o.lib.chatter);
     double t0 = ws_clock_mono_s();

@@ -52,6 +52,7 @@ const ws_model_config_field ws_model_config_fields[] = {
     INT_FIELD(rn_layers, NULL, 2, 1, 8, 0),
     NAME_FIELD(symbol_code, WS_SYMBOLS_HASHED, 0, 1, symbol_code_names, WS_SYMBOLS_COUNT),
     NAME_FIELD(empty_steps, WS_EMPTY_HOLD, 0, 1, empty_steps_names, WS_EMPTY_COUNT),
+    INT_FIELD(views, NULL, 1, 1, 8, 0),
 };
 #undef INT_FIELD
 #undef NAME_FIELD
@@ -176,4 +177,14 @@ ws_status ws_model_config_validate(const ws_model_config *c, ws_error *err)
         return ws_error_set(err, WS_ERR_INVALID, "config: n_heads (%d) must divide d (%d)",
                             c->n_heads, c->d);
     return validate_mixers(c, err);
+}
+
+int ws_model_config_state_rows(const ws_model_config *c)
+{
+    return c->views * c->n_state;
+}
+
+size_t ws_model_config_state_floats(const ws_model_config *c)
+{
+    return (size_t)ws_model_config_state_rows(c) * (size_t)c->d;
 }

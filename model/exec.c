@@ -27,6 +27,8 @@ void ws_exec_free(ws_exec *x)
     if (!x) return;
     ws_backend_release(x->m->be, x->arena);
     free(x->staging);
+    ws_batch_free(x->views);
+    free(x->view_logits);
     free(x->plan.upd);
     free(x->plan.ext);
     free(x);
@@ -126,22 +128,30 @@ ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, f
     if (!res) res = &local;
     WS_TRY(check_batch(x->m, batch, w_prev, err));
     int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
-    WS_TRY(ws_plan_prepare(x, batch, train, err));
+    /* b: what the plan runs, the batch or its trajectories' views (views.c) */
+    const ws_batch *b = batch;
+    if (x->m->cfg.views > 1) {
+        WS_TRY(ws_views_expand(x, batch, err));
+        b = x->views;
+    }
+    WS_TRY(ws_plan_prepare(x, b, train, err));
     /* When every trajectory holds, the Updater has nothing to do. */
-    int n_hold = count_holds(x, batch), hold = n_hold > 0, upd = n_hold < batch->n_traj;
+    int n_hold = count_holds(x, b), hold = n_hold > 0, upd = n_hold < b->n_traj;
     ws_status st = ws_embed_forward(x);
     if (st == WS_OK && upd) st = ws_updater_forward(x, w_prev, hold ? x->plan.w_new : w_out);
-    if (st == WS_OK && hold) st = hold_rows(x, batch, w_prev, w_out, NULL);
+    if (st == WS_OK && hold) st = hold_rows(x, b, w_prev, w_out, NULL);
     if (st == WS_OK) st = ws_extractor_forward(x, w_out);
     if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
-    WS_TRY(finish_queries(x, batch, probs_host, res, err));
+    WS_TRY(b == batch ? finish_queries(x, batch, probs_host, res, err)
+                      : ws_views_finish(x, batch, probs_host, loss_scale, train, res, err));
     if (!train) return WS_OK;
     ws_backend *be = x->m->be;
     ws_plan *p = &x->plan;
-    st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
-                               loss_scale / (float)batch->n_labelled);
+    if (b == batch) /* the views' gradients are ws_views_finish's */
+        st = be->ops->bce_backward(be, p->d_logits, p->logits, p->labels, (size_t)p->n_query,
+                                   loss_scale / (float)batch->n_labelled);
     if (st == WS_OK) st = ws_extractor_backward(x, w_out, p->d_w);
-    if (st == WS_OK && hold && upd) st = hold_rows(x, batch, w_prev, w_out, p->d_w);
+    if (st == WS_OK && hold && upd) st = hold_rows(x, b, w_prev, w_out, p->d_w);
     if (st == WS_OK && upd) st = ws_updater_backward(x);
     if (st == WS_OK) st = ws_embed_backward(x);
     if (st != WS_OK) return ws_error_set(err, st, "model: backward pass failed");
@@ -155,9 +165,15 @@ ws_status ws_exec_query(ws_exec *x, const ws_batch *batch, const float *w, float
     if (!res) res = &local;
     if (!w) return ws_error_set(err, WS_ERR_INVALID, "model: query needs states");
     WS_TRY(check_batch(x->m, batch, w, err));
-    WS_TRY(ws_plan_prepare(x, batch, 0, err));
+    const ws_batch *b = batch; /* as ws_exec_step's */
+    if (x->m->cfg.views > 1) {
+        WS_TRY(ws_views_expand(x, batch, err));
+        b = x->views;
+    }
+    WS_TRY(ws_plan_prepare(x, b, 0, err));
     ws_status st = ws_embed_forward(x);
     if (st == WS_OK) st = ws_extractor_forward(x, w);
     if (st != WS_OK) return ws_error_set(err, st, "model: extractor pass failed");
-    return finish_queries(x, batch, probs_host, res, err);
+    return b == batch ? finish_queries(x, batch, probs_host, res, err)
+                      : ws_views_finish(x, batch, probs_host, 1.0f, 0, res, err);
 }

@@ -23,7 +23,7 @@ ws_status ws_model_memory_of(const ws_model_config *cfg, const ws_batch_shape *s
         WS_TRY(ws_plan_bound(cfg, &shapes[i], &arena, &staging, err));
         if (arena + staging > out->arena) out->arena = arena + staging;
     }
-    out->states = n_states * (size_t)cfg->n_state * (size_t)cfg->d * sizeof(float);
+    out->states = n_states * ws_model_config_state_floats(cfg) * sizeof(float);
     out->total = out->params + out->vocab + out->arena + out->states;
     return WS_OK;
 }

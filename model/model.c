@@ -132,6 +132,15 @@ ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err)
     m->cfg.empty_steps = empty_steps;
     return WS_OK;
 }
+
+ws_status ws_model_set_views(ws_model *m, int views, ws_error *err)
+{
+    ws_model_config c = m->cfg;
+    c.views = views;
+    WS_TRY(ws_model_config_validate(&c, err));
+    m->cfg.views = views;
+    return WS_OK;
+}
 ws_backend *ws_model_backend(const ws_model *m) { return m->be; }
 ws_vocab *ws_model_vocab(ws_model *m) { return m->vocab; }
 int ws_model_n_tensors(const ws_model *m) { return m->n_tensors; }
@@ -185,7 +194,10 @@ ws_status ws_model_set_tensor(ws_model *m, const char *name, const float *host, 
 
 /* ---- world states --------------------------------------------------------- */
 
-size_t ws_model_state_floats(const ws_model *m) { return (size_t)m->cfg.n_state * m->cfg.d; }
+size_t ws_model_state_floats(const ws_model *m)
+{
+    return ws_model_config_state_floats(&m->cfg);
+}
 
 ws_status ws_model_state_alloc(ws_model *m, int n, float **out, ws_error *err)
 {
@@ -197,10 +209,12 @@ ws_status ws_model_state_alloc(ws_model *m, int n, float **out, ws_error *err)
 
 ws_status ws_model_state_init(ws_model *m, float *states, int first, int n, ws_error *err)
 {
-    size_t sf = ws_model_state_floats(m);
-    for (int i = 0; i < n; i++)
-        if (m->be->ops->copy(m->be, states + (size_t)(first + i) * sf, m->params + m->off.w0,
-                             sf * sizeof(float)) != WS_OK)
+    /* W_0 in every view of every state */
+    size_t view = (size_t)m->cfg.n_state * m->cfg.d;
+    float *at = states + (size_t)first * ws_model_state_floats(m);
+    for (long i = 0; i < (long)n * m->cfg.views; i++)
+        if (m->be->ops->copy(m->be, at + (size_t)i * view, m->params + m->off.w0,
+                             view * sizeof(float)) != WS_OK)
             return ws_error_set(err, WS_ERR_BACKEND, "model: state init failed");
     return WS_OK;
 }

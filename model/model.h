@@ -82,7 +82,19 @@ typedef struct {
     int rn_layers;       /* rn: layers of g (>= 1) */
     int symbol_code;     /* ws_symbol_code */
     int empty_steps;     /* ws_empty_steps */
+    /* V >= 1 views (model/views.c): a world state is V states of T tokens, view
+     * v the Updater's over the symbols' codes of view v (view 0 the codes
+     * themselves, view v > 0 the codes of their hashes mixed with v: the same
+     * facts on other random codes); an answer is σ of the mean of the views'
+     * logits. A view's errors are mostly interference between its codes, which
+     * the other views do not share. Under symbol_code "table" a symbol with an
+     * id is alike in every view (views help the hashed code). 1: one state. */
+    int views;
 } ws_model_config;
+
+/* One world state of a model of c: views x n_state rows (tokens) of d floats. */
+int ws_model_config_state_rows(const ws_model_config *c);
+size_t ws_model_config_state_floats(const ws_model_config *c);
 
 /* The default configuration (d=128, h=4, T=32, 2+2 layers, S=4, ...). */
 ws_model_config ws_model_config_default(void);
@@ -203,6 +215,10 @@ const ws_model_config *ws_model_config_of(const ws_model *m);
  * not depend on it, so a model trained with "update" can go on with "hold".
  * Not while a step of the model runs. WS_ERR_INVALID for another value. */
 ws_status ws_model_set_empty_steps(ws_model *m, int empty_steps, ws_error *err);
+/* Sets the model's views (ws_model_config.views): the parameters do not depend
+ * on them, the size of a world state does (states of the old count are not
+ * states of the new). */
+ws_status ws_model_set_views(ws_model *m, int views, ws_error *err);
 /* A new model (on src's backend) with add_upd more Updater and add_ext more
  * Extractor layers, appended to each stack with their residual branches' output
  * projections zero: it answers exactly as src does (same parameters, same

@@ -134,7 +134,23 @@ struct ws_exec {
     void *staging; /* host mirror of the input region */
     size_t staging_bytes;
     ws_plan plan;
+    /* views.c, a model of views > 1: the batch as the plan runs it, and the
+     * views' logits and their gradients on the host */
+    ws_batch *views;
+    float *view_logits;
+    size_t view_logits_cap;
 };
+
+/* views.c: a symbol's hash in view v (view 0: the hash itself). */
+uint64_t ws_view_hash(uint64_t hash, int view);
+/* views.c: x->views laid out from src, every trajectory as its views. */
+ws_status ws_views_expand(ws_exec *x, const ws_batch *src, ws_error *err);
+/* views.c: after the forward pass of x->views, src's answers (σ of the mean of
+ * each query's views' logits) into probs_host (nullable), their loss and counts
+ * into res; when training, the views' logits' gradients uploaded (each the
+ * mean's over V, scaled by loss_scale / src's labelled queries). */
+ws_status ws_views_finish(ws_exec *x, const ws_batch *src, float *probs_host, float loss_scale,
+                          int train, ws_step_result *res, ws_error *err);
 
 /* plan.c: lays out the context's arena for the batch (growing it when needed),
  * fills and uploads the inputs. */

@@ -309,7 +309,8 @@ ws_status ws_plan_bound(const ws_model_config *cfg, const ws_batch_shape *s, siz
                   .readout = ws_readout_variant_find(cfg->ext_mixer)};
     ws_exec x = {.m = &m};
     ws_plan *p = &x.plan;
-    int B = s->n_traj > 0 ? s->n_traj : 1, T = cfg->n_state;
+    /* a trajectory is views trajectories of the plan (views.c) */
+    int B = (s->n_traj > 0 ? s->n_traj : 1) * cfg->views, T = cfg->n_state;
     m.off.upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *m.off.upd);
     m.off.ext = calloc((size_t)cfg->n_ext_layers + 1, sizeof *m.off.ext);
     p->upd = calloc((size_t)cfg->n_upd_layers + 1, sizeof *p->upd);

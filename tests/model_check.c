@@ -105,7 +105,7 @@ void model_fixture_setup(model_fixture *f, const ws_model_config *c)
 {
     memset(f, 0, sizeof *f);
     f->r.s = 12345;
-    size_t n = MODEL_CHECK_N_TRAJ * (size_t)c->n_state * c->d;
+    size_t n = MODEL_CHECK_N_TRAJ * ws_model_config_state_floats(c);
     float *h = malloc(n * sizeof *h);
     assert_non_null(h);
     ws_test_fill_normal(&f->r, h, n, 1.0f);

@@ -140,7 +140,7 @@ static void test_binary_sets_every_field(void **state)
         {"upd_mixer", "compositional"}, {"ext_mixer", "rn"}, {"s2_virtual", "3"},
         {"s2_heads", "2"}, {"s2_dim", "16"}, {"s2_tau", "0.5"}, {"comp_searches", "8"},
         {"comp_retrievals", "3"}, {"comp_dim", "8"}, {"rn_width", "32"}, {"rn_layers", "3"},
-        {"symbol_code", "table"}, {"empty_steps", "update"},
+        {"symbol_code", "table"}, {"empty_steps", "update"}, {"views", "2"},
     };
     char path[] = "/tmp/ws_train_cli_XXXXXX";
     int fd = mkstemp(path);

@@ -39,6 +39,18 @@ static void test_gradients_hold(void **s)
     model_check_config_gradients(&c, 1e-2f, 2e-2, "empty_steps=hold");
 }
 
+/* Two views (model/views.c): the loss is the BCE of the mean of each query's
+ * views' logits, its gradient reaching every view; the batch's symbol known by
+ * its hash alone is the one that differs between the views. */
+static void test_gradients_views(void **s)
+{
+    (void)s;
+    ws_model_config c = model_check_tiny_config(1);
+    c.views = 2;
+    model_check_config_gradients(&c, 1e-2f, 2e-2, "views=2");
+    model_check_isolation(&c);
+}
+
 static float *download_states(model_fixture *f, const float *dev)
 {
     size_t n = MODEL_CHECK_N_TRAJ * ws_model_state_floats(f->m);
@@ -182,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_gradients_state_norm),
         cmocka_unit_test(test_gradients_no_state_norm),
         cmocka_unit_test(test_gradients_hold),
+        cmocka_unit_test(test_gradients_views),
         cmocka_unit_test(test_hold_keeps_state),
         cmocka_unit_test(test_trajectories_isolated),
         cmocka_unit_test(test_query_matches_step),

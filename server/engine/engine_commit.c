@@ -104,7 +104,8 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
                                 : ws_error_set(&e1, WS_ERR_NOMEM, "out of memory");
         if (s1 == WS_OK)
             s1 = ws_store_apply_step(e->commit_st, it->j->tenant, it->j->session, it->sess.step,
-                                     g->w + (size_t)it->row * T, (int32_t)em->cfg.n_state,
+                                     g->w + (size_t)it->row * T,
+                                     (int32_t)ws_model_config_state_rows(&em->cfg),
                                      (int32_t)em->cfg.d, &entry, &cur, &e1);
         free(ans_text);
         if (s1 == WS_OK) {
@@ -136,8 +137,8 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
             continue;
         }
         if (e->cache) /* the session's next step starts from here without a read */
-            ws_state_cache_put(e->cache, it->j->tenant, it->j->session, em->id,
-                               it->j->result.step, (int32_t)em->cfg.n_state, (int32_t)em->cfg.d,
+            ws_state_cache_put(e->cache, it->j->tenant, it->j->session, em->id, it->j->result.step,
+                               (int32_t)ws_model_config_state_rows(&em->cfg), (int32_t)em->cfg.d,
                                g->w + (size_t)it->row * T);
         if (e->cache && it->told)
             ws_state_cache_put_told(e->cache, it->j->session, it->j->result.step, it->told);
@@ -147,8 +148,8 @@ static void commit_steps(ws_engine *e, ws_eng_flight *f, const ws_eng_group *g)
         if (em->leader) observe(em, it, it->sess.step + 1);
         if (it->sess.rows) /* the console's change chart (a step from W_0 has none) */
             ws_eng_history_change(e->hist, it->j->session, it->sess.step + 1, g->version,
-                                  (int)em->cfg.n_state, (int)em->cfg.d, it->sess.state,
-                                  g->w + (size_t)it->row * T);
+                                  ws_model_config_state_rows(&em->cfg), (int)em->cfg.d,
+                                  it->sess.state, g->w + (size_t)it->row * T);
     }
     for (int i = 0; i < f->n; i++) {
         ws_eng_item *it = &f->items[i];

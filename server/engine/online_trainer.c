@@ -134,7 +134,7 @@ ws_batch_shape ws_online_shape(void)
 
 size_t ws_online_bytes(const ws_model_config *c)
 {
-    size_t state = (size_t)c->n_state * (size_t)c->d * sizeof(float);
+    size_t state = ws_model_config_state_floats(c) * sizeof(float);
     size_t rows = 2 * WS_SRV_MAX_ITEMS + EXTRA_MAX;
     size_t row = (size_t)c->max_fact_len * (sizeof(int32_t) + sizeof(uint64_t)) + 1;
     size_t one = sizeof(example) + state + rows * row;
@@ -215,7 +215,7 @@ ws_status ws_online_new(ws_online_trainer **out, const ws_model_config *c, ws_er
         return ws_error_set(err, WS_ERR_NOMEM, "cannot create a lock");
     }
     t->S = c->max_fact_len;
-    t->state_floats = (size_t)c->n_state * (size_t)c->d;
+    t->state_floats = ws_model_config_state_floats(c);
     t->rng = 0x9E3779B97F4A7C15ull;
     t->cache = calloc(CACHE_SESSIONS, sizeof *t->cache);
     if (!t->cache || !ring_init(&t->pending, RING) || !ring_init(&t->ready, RING) ||

@@ -45,7 +45,7 @@ static ws_status store_state(void *ctx, ws_off_row *r, const float *w, ws_error 
 {
     rederive_ctx *x = ctx;
     const ws_off_session *s = &x->c->sessions[r->session];
-    size_t n = (size_t)x->cfg->n_state * (size_t)x->cfg->d;
+    size_t n = ws_model_config_state_floats(x->cfg);
     WS_TRY(ws_backend_download(x->be, x->host, w, sizeof(float) * n));
     ws_store_session old = {0};
     WS_TRY(ws_store_session_get(x->c->st, s->tenant, s->id, 1, &old, err));
@@ -57,7 +57,8 @@ static ws_status store_state(void *ctx, ws_off_row *r, const float *w, ws_error 
     x->rewritten++;
     if (x->dry_run) return WS_OK;
     return ws_store_session_set_state(x->c->st, s->tenant, s->id, s->n_steps, x->host,
-                                      x->cfg->n_state, x->cfg->d, x->version, err);
+                                      ws_model_config_state_rows(x->cfg), x->cfg->d, x->version,
+                                      err);
 }
 
 static ws_status replay_all(rederive_ctx *x, int batch, ws_error *err)

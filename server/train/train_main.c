@@ -29,6 +29,7 @@ typedef struct {
     ws_eval_config ec;
     const char *task, *checkpoint, *resume, *log_path, *ship;
     int empty_steps_given; /* --empty-steps was given (mc.empty_steps is it) */
+    int views_given;       /* --views was given (mc.views is it) */
     int eval_every, threads, eval_at_end;
     int backend;    /* train_backend */
     int add_layers; /* --add-layers: deepen the resumed model (ws_model_deepen) */
@@ -138,7 +139,8 @@ static const ws_cli_opt flags[] = {
     NUM("resume", WS_OPT_STR, resume, 0, 0, "PATH", "train on from this checkpoint"),
     NUM("add-layers", WS_OPT_INT, add_layers, 0, 8, "N",
         "with --resume: N more Updater and Extractor layers, answering as before (no AdamW state)"),
-    NUM("ship", WS_OPT_STR, ship, 0, 0, "PATH", "also write the parameters alone to PATH"),
+    NUM("ship", WS_OPT_STR, ship, 0, 0, "PATH",
+        "also write the parameters alone to PATH (eval: the model evaluated, e.g. with --views)"),
     NUM("log", WS_OPT_STR, log_path, 0, 0, "PATH", "append progress as JSON lines"),
     NUM("eval-every", WS_OPT_INT, eval_every, 0, 1e9, "N", "a quick evaluation every N (0: no)"),
     NUM("threads", WS_OPT_INT, threads, 0, 256, "N", "CPU threads (0: all)"),
@@ -210,8 +212,9 @@ static int parse_args(int argc, char **argv, options *o)
 {
     defaults(o);
     o->eval_only = !strcmp(argv[1], "eval");
-    /* -1 until --empty-steps is given: then a resumed model switches to it. */
-    o->mc.empty_steps = -1;
+    /* -1 until --empty-steps (--views) is given: then a resumed (a loaded)
+     * model switches to it. */
+    o->mc.empty_steps = o->mc.views = -1;
     /* The first pass finds --task (and checks every flag); the second sets the
      * flags given over that task's defaults. */
     if (ws_cli_parse(argc - 1, argv + 1, "worldstate-train", flags, N_FLAGS, 0, o, &o->mc) < 0)
@@ -228,6 +231,8 @@ static int parse_args(int argc, char **argv, options *o)
     }
     o->empty_steps_given = o->mc.empty_steps >= 0;
     if (!o->empty_steps_given) o->mc.empty_steps = ws_model_config_default().empty_steps;
+    o->views_given = o->mc.views >= 0;
+    if (!o->views_given) o->mc.views = ws_model_config_default().views;
     return 0;
 }
 
@@ -344,10 +349,12 @@ int main(int argc, char **argv)
     const char *load = o.resume ? o.resume : (o.eval_only ? o.checkpoint : NULL);
     ws_status st = load ? ws_checkpoint_load(&m, load, be, &err)
                         : ws_model_new(&m, &o.mc, be, o.tc.seed, &err);
-    /* The only config field a resumed model takes from the flags: the
-     * parameters do not depend on it. */
+    /* The only config fields a loaded model takes from the flags (empty_steps
+     * when resumed, views also to be evaluated): the parameters depend on
+     * neither. */
     if (st == WS_OK && o.resume && o.empty_steps_given)
         st = ws_model_set_empty_steps(m, o.mc.empty_steps, &err);
+    if (st == WS_OK && load && o.views_given) st = ws_model_set_views(m, o.mc.views, &err);
     if (st == WS_OK && o.add_layers > 0) {
         ws_model *deeper = NULL;
         st = o.resume ? ws_model_deepen(&deeper, m, o.add_layers, o.add_layers, o.tc.seed, &err)
@@ -380,6 +387,11 @@ int main(int argc, char **argv)
         } else {
             ws_eval_print(stdout, &o.tp, pts, o.ec.n_horizons, o.eval_only ? "eval" : "final");
         }
+    }
+    /* eval --ship: the model as evaluated (its --views) written as shipped */
+    if (rc == 0 && o.eval_only && o.ship && ws_checkpoint_save(m, o.ship, 0, &err) != WS_OK) {
+        fprintf(stderr, "worldstate-train: --ship: %s\n", err.msg);
+        rc = 1;
     }
     if (log) fclose(log);
     ws_exec_free(x);

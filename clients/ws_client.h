@@ -269,9 +269,11 @@ typedef ws_client_training ws_client_training_patch;
 #define WS_CLIENT_TRAINING_KEEP \
     ((ws_client_training_patch){-1, 0.0, 0, -1, -1, -1, -1, -1, -1, -1, -1, "", -1})
 
-/* The integer fields every config has; the whole config (mixers included) is config_json. */
+/* The integer fields every config has; the whole config (mixers included) is config_json.
+ * views: 1 from a daemon that predates it; a session's state is views x n_state rows of d. */
 typedef struct {
     int d, n_heads, n_state, n_upd_layers, n_ext_layers, max_fact_len, vocab_cap, n_overflow, d_raw;
+    int views;
 } ws_client_model_config;
 
 typedef struct {

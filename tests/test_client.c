@@ -351,7 +351,7 @@ static void test_state(void **state)
     assert_int_equal(ws_client_state_get(c, id, &st, &e), WS_CLIENT_OK);
     ws_client_model dm; /* the default model's shape depends on the checkpoint it ships */
     assert_int_equal(ws_client_model_get(c, "default", &dm, &e), WS_CLIENT_OK);
-    assert_int_equal(st.rows, dm.config.n_state);
+    assert_int_equal(st.rows, dm.config.views * dm.config.n_state);
     assert_int_equal(st.cols, dm.config.d);
     ws_client_model_free(&dm);
     assert_int_equal(st.step, 1);

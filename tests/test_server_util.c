@@ -385,7 +385,9 @@ long ws_ts_state_floats(const ws_ts_daemon *d, const char *key, const char *mode
     if (ws_ts_req(d, "GET", path, key, NULL, &r) == 200) {
         const cJSON *c = cJSON_GetObjectItem(r.json, "config");
         const cJSON *t = cJSON_GetObjectItem(c, "n_state"), *w = cJSON_GetObjectItem(c, "d");
-        if (cJSON_IsNumber(t) && cJSON_IsNumber(w)) n = (long)t->valuedouble * (long)w->valuedouble;
+        const cJSON *v = cJSON_GetObjectItem(c, "views");
+        if (cJSON_IsNumber(t) && cJSON_IsNumber(w))
+            n = (long)t->valuedouble * (long)w->valuedouble * (cJSON_IsNumber(v) ? v->valueint : 1);
     }
     ws_ts_resp_free(&r);
     return n;

@@ -74,10 +74,13 @@ static ws_client_status config_from_json(const cJSON *obj, ws_client_model *m, w
                                        CF(max_fact_len),
                                        CF(vocab_cap),
                                        CF(n_overflow),
-                                       CF(d_raw)};
+                                       CF(d_raw),
+                                       {"views", WSC_INT, offsetof(ws_client_model_config, views),
+                                        0, 0}};
 #undef CF
     if (!cJSON_IsObject(obj))
         return wsc_fail(err, WS_CLIENT_ERR_PROTOCOL, "config must be an object");
+    m->config.views = 1; /* a daemon before views */
     ws_client_status s =
         wsc_decode_fields(obj, fields, (int)(sizeof fields / sizeof fields[0]), &m->config, err);
     if (s != WS_CLIENT_OK) return s;

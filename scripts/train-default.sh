@@ -272,9 +272,11 @@ run --resume "$OUT/stage-n.safetensors" --batch 128 --seed 107 --lr 1e-4 --warmu
 
 # The shipped file is stage O's parameters in 2 views (model/views.c: the same
 # facts on a second set of codes of their symbols, the answer σ of the mean of
-# the views' logits), no training: bench_memory (1,024 episodes, seed 5) K = 4 /
-# 8 / 16 / 64 from 99.95 / 99.42 / 97.01 / 72.64% to 100 / 99.99 / 99.59 /
-# 75.1%, at twice the serving cost. Three views: K = 16 99.90%, three times.
+# the views' logits), no training: bench_memory (--ks 4,8,16,64,256 --delays
+# 1,10,100,1000,10000 --traj 1024 --seed 5, the same at every delay) K = 4 / 8 /
+# 16 / 64 / 256 from 99.95 / 99.42 / 96.86 / 72.63 / 60.34% to 100 / 99.99 /
+# 99.58 / 77.82 / 61.84%, at twice the serving cost. Three views: K = 16 99.90%
+# (--ks 16 --delays 1 --seed 7), three times the cost.
 echo "views: stage O's parameters in 2 views"
 $TRAIN eval --task memory --checkpoint "$OUT/stage-o.safetensors" --views 2 \
   --trajectories 64 --horizons 8 --ship "$OUT/default.safetensors"

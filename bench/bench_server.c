@@ -97,7 +97,7 @@ static int wide_d; /* --d: the default's shape at this width; 0: the shipped mod
 #define WIDE_JSON \
     "{\"name\":\"%s\",\"config\":{\"d\":%d,\"n_heads\":4,\"n_state\":32,\"n_upd_layers\":2," \
     "\"n_ext_layers\":2,\"max_fact_len\":4,\"vocab_cap\":4096,\"symbol_code\":\"hashed\"," \
-    "\"empty_steps\":\"hold\"},\"training\":{\"enabled\":false}}"
+    "\"empty_steps\":\"hold\",\"views\":2},\"training\":{\"enabled\":false}}"
 
 /* Step t's body: 2 instructions + 2 queries of 2 symbols, or (default_model) 4
  * instructions + 8 queries of 2-3 symbols. */

@@ -177,47 +177,55 @@ def measure(threads, seconds):
     }
 
 
-def measure_step(batch, threads, seconds):
-    """Serving steps/s (updater + extractor, no grad) of `batch` trajectories."""
+def measure_step(batch, threads, seconds, views=1):
+    """Serving steps/s (updater + extractor, no grad) of `batch` trajectories, each
+    in `views` views as the C model runs them (model/views.c: a view is one more
+    trajectory, on other codes; the answer the mean of the views' logits)."""
     set_threads(threads)
     gen = torch.Generator().manual_seed(1)
     model = build_model(gen)
-    b = make_batch(gen, 4, 8, batch, (2, 3))
+    rows = batch * views
+    b = make_batch(gen, 4, 8, rows, (2, 3))
     with torch.no_grad():
         w0 = model.p("state.w0").detach().clone()
-    state = {"w": w0[None].expand(batch, -1, -1).contiguous()}
+    state = {"w": w0[None].expand(rows, -1, -1).contiguous()}
 
     def step():
         b["w_prev"] = state["w"]
         with torch.inference_mode():
             state["w"] = model.updater(b)
-            torch.sigmoid(model.extractor(b, state["w"]))
+            logits = model.extractor(b, state["w"]).view(batch, views, 8)
+            torch.sigmoid(logits.mean(dim=1))
 
     return time_loop(step, seconds) * batch
 
 
 def shipped_config():
-    """CFG's fields as the shipped default model has them (models/default.safetensors)."""
+    """CFG's fields as the shipped default model has them (models/default.safetensors),
+    and its views."""
     path = os.path.join(HERE, "..", "models", "default.safetensors")
     with open(path, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
         cfg = json.loads(json.loads(f.read(n))["__metadata__"]["config"])
-    return {k: cfg[k] for k in CFG if k in cfg}
+    return {k: cfg[k] for k in CFG if k in cfg}, cfg.get("views", 1)
 
 
 def main_steps(batches, seconds, d=0):
+    views = 1
     try:  # the model the C side measures (bench_threads loads the shipped one)
-        CFG.update(shipped_config())
+        fields, views = shipped_config()
+        CFG.update(fields)
     except (OSError, KeyError, ValueError):
         pass
     if d:  # bench_threads --d: the same shape at another width
         CFG["d"] = d
     rates, threads = {}, {}
     for n in batches:
-        by_threads = {t: measure_step(n, t, seconds) for t in (1, 2)}
+        by_threads = {t: measure_step(n, t, seconds, views) for t in (1, 2)}
         threads[str(n)] = max(by_threads, key=by_threads.get)
         rates[str(n)] = round(by_threads[threads[str(n)]], 1)
     print(json.dumps({"bench": "model_torch_step", "torch_version": torch.__version__, "d": CFG["d"],
+                      "views": views,
                       "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                       "steps_per_s": rates, "threads": threads}))
     sys.stdout.flush()

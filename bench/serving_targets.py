@@ -17,8 +17,9 @@ divide the daemon's steps by its CPU time and the engine's by its own, the work
 alone whatever the load.
 
 With --d N every serving figure (engine, daemon, PyTorch) is taken on the shipped
-model's shape at width N, random parameters (serving speed does not depend on
-what a model learned): --d 128 is the shape issue 15 states its figures on.
+model's shape at width N, its views included, random parameters (serving speed
+does not depend on what a model learned): --d 128 is the width issue 15 states
+its figures on (in one view: the shipped model has had 2 since).
 
 Usage: /usr/bin/python3 bench/serving_targets.py [--build build] [--seconds 3] [--quick] [--d N]
 """

@@ -178,18 +178,21 @@ static void test_binary_sets_every_field(void **state)
     unlink(path);
 }
 
-static int empty_steps_in(const char *path)
+/* The config of the checkpoint at path. */
+static ws_model_config config_in(const char *path)
 {
     ws_error err = {0};
     ws_backend *be;
     ws_model *m;
     assert_int_equal(ws_backend_cpu_new(&be, 1, &err), WS_OK);
     if (ws_checkpoint_load(&m, path, be, &err) != WS_OK) fail_msg("%s", err.msg);
-    int v = ws_model_config_of(m)->empty_steps;
+    ws_model_config c = *ws_model_config_of(m);
     ws_model_free(m);
     ws_backend_free(be);
-    return v;
+    return c;
 }
+
+static int empty_steps_in(const char *path) { return config_in(path).empty_steps; }
 
 /* A resumed model keeps its config, except empty_steps when --empty-steps is
  * given (the parameters do not depend on it). */
@@ -218,6 +221,39 @@ static void test_resume_switches_empty_steps(void **state)
     assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 1);
     assert_non_null(strstr(out, "--empty-steps update"));
     unlink(path);
+}
+
+/* --views switches a loaded model (resumed, or evaluated: eval --ship writes it
+ * so); without it a loaded model keeps its own; out of range is refused. */
+static void test_views_switch_loaded_model(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ws_train_views_XXXXXX", shipped[64];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(shipped, sizeof shipped, "%s.ship", path);
+    char args[1024], out[1 << 14];
+    const char *base = "--task memory --batch 1 --threads 1 --d 8 --heads 2 --state-tokens 2 "
+                       "--vocab 8 --overflow 2";
+    snprintf(args, sizeof args, "train %s --iters 1 --no-eval --checkpoint '%s'", base, path);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    assert_int_equal(config_in(path).views, 1);
+    snprintf(args, sizeof args, "eval %s --checkpoint '%s' --views 3 --trajectories 2 --horizons 2 "
+             "--ship '%s'", base, path, shipped);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    ws_model_config c = config_in(shipped);
+    assert_int_equal(c.views, 3);
+    assert_int_equal(c.d, 8); /* the rest as it was */
+    assert_int_equal(config_in(path).views, 1);
+    snprintf(args, sizeof args, "train %s --iters 2 --no-eval --resume '%s' --checkpoint '%s'",
+             base, shipped, shipped);
+    if (run("WS_TRAIN", args, out, sizeof out) != 0) fail_msg("%s\n%s", args, out);
+    assert_int_equal(config_in(shipped).views, 3);
+    snprintf(args, sizeof args, "eval %s --checkpoint '%s' --views 9", base, path);
+    assert_int_equal(run("WS_TRAIN", args, out, sizeof out), 2);
+    unlink(path);
+    unlink(shipped);
 }
 
 /* --backend: cpu trains on the CPU; cuda on the GPU, or fails (exit 1) saying
@@ -308,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_binary_refuses_out_of_range),
         cmocka_unit_test(test_binary_sets_every_field),
         cmocka_unit_test(test_resume_switches_empty_steps),
+        cmocka_unit_test(test_views_switch_loaded_model),
         cmocka_unit_test(test_train_backend),
         cmocka_unit_test(test_help_lists_every_flag),
         cmocka_unit_test(test_daemon_and_offline_flags),

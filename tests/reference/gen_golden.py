@@ -7,6 +7,8 @@
   tests/golden/model_comp_cross.safetensors  ext_mixer=compositional (S 2, R 3, d_r 3)
   tests/golden/model_hashed.safetensors  symbol_code=hashed: symbols with ids and hashes,
                                          and symbols known by their hash alone
+  tests/golden/model_views.safetensors   the same in 2 views (in.w_prev and out.w_t
+                                         [B, 2T, d]; out.logits the views' mean)
 
 Each holds, for one small config and one ragged batch of 3 trajectories:
   param.<name>   initial parameters (C names and shapes, model/params.c)
@@ -73,6 +75,8 @@ GOLDEN = [
     ("model_hashed.safetensors", {"symbol_code": "hashed"}),
     # empty_steps "hold": trajectory 1 (a state, no instructions) keeps its state
     ("model_hold.safetensors", {"empty_steps": "hold"}),
+    # two views (model/views.c): the facts again on codes of mixed hashes, the mean logit
+    ("model_views.safetensors", {"symbol_code": "hashed", "views": 2}),
 ]
 
 
@@ -83,7 +87,7 @@ def f32(x):
 
 def build_batch(cfg, seed):
     rng = np.random.default_rng(seed)
-    d_raw, B, T, d = cfg["d_raw"], 3, cfg["n_state"], cfg["d"]
+    d_raw, B, T, d = cfg["d_raw"], 3, cfg["n_state"] * cfg.get("views", 1), cfg["d"]
 
     def raw():
         return ("raw", [float(v) for v in rng.standard_normal(d_raw).astype(np.float32)])

@@ -42,7 +42,7 @@ CONFIG_KEYS = ("d", "n_heads", "n_state", "n_upd_layers", "n_ext_layers", "max_f
 OPTIONAL_FIELDS = {"upd_mixer": "mha", "ext_mixer": "mha", "s2_virtual": 2, "s2_heads": 1,
                    "s2_dim": 32, "s2_tau": 1.0, "comp_searches": 4, "comp_retrievals": 2,
                    "comp_dim": 16, "rn_width": 64, "rn_layers": 2, "symbol_code": "table",
-                   "empty_steps": "update"}
+                   "empty_steps": "update", "views": 1}
 
 # Mixers by name (model/mixer.h). A block mixer provides
 #   layout(add, linear, ln, prefix, cfg, mode)     its tensors "<prefix>.<name>" in C order
@@ -376,9 +376,27 @@ class WSRef(nn.Module):
         return F.binary_cross_entropy_with_logits(logits[lab], labels[lab].to(logits.dtype))
 
     def forward(self, batch):
+        views = int(self.cfg.get("views", 1))
+        if views > 1:
+            return self.forward_views(batch, views)
         w_t = self.updater(batch)
         logits = self.extractor(batch, w_t)
         return w_t, logits, self.loss(logits, batch["query_label"])
+
+    def forward_views(self, batch, views):
+        """A model of several views (model/views.c): trajectory i runs as trajectories
+        i*views + v of view_batch; its W_t is theirs one after another [B, views*T, d]
+        and a query's logit the mean of its views' logits."""
+        vb = view_batch(batch, views, self.cfg["n_state"])
+        w_t = self.updater(vb)
+        logits = self.extractor(vb, w_t)
+        B = batch["n_query"].numel()
+        means, at = [], 0
+        for n in batch["n_query"].long().tolist():  # view_batch's order: trajectory, view
+            means.append(logits[at:at + views * n].reshape(views, n).mean(dim=0))
+            at += views * n
+        lg = torch.cat(means) if means else logits[:0]
+        return w_t.reshape(B, views * w_t.shape[1], -1), lg, self.loss(lg, batch["query_label"])
 
 
 # ---- batches ----------------------------------------------------------------
@@ -453,6 +471,57 @@ def split_batch(batch, i):
     if "w_prev" in batch:
         out["w_prev"] = batch["w_prev"][i:i + 1]
     return out
+
+
+# base/ws_rng.h WS_RNG_GOLDEN
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def view_hashes(h, view):
+    """model/views.c ws_view_hash on uint64 hashes: view 0, and absent symbols (0),
+    keep theirs; else mix64(hash ^ view*GOLDEN), never 0."""
+    h = np.asarray(h, dtype=np.uint64)
+    if view == 0:
+        return h
+    m = symcode.mix64(h ^ np.uint64((view * GOLDEN) & symcode._M64))
+    m = np.where(m == 0, np.uint64(1), m)
+    return np.where(h == 0, h, m)
+
+
+def concat_batches(parts):
+    """The batches' trajectories one after another in one batch (raw rows renumbered)."""
+    out = {k: torch.cat([p[k] for p in parts]) for k in ("from_w0", "n_instr", "n_query",
+                                                          "instr_val", "query_label", "w_prev")}
+    for prefix in ("instr", "query"):
+        rows, off = [], 0
+        for p in parts:
+            r = p[prefix + "_raw_row"].long().clone()
+            r[r >= 0] += off
+            off += p[prefix + "_raw"].shape[0]
+            rows.append(r.to(torch.int32))
+        out[prefix + "_raw_row"] = torch.cat(rows)
+        out[prefix + "_raw"] = torch.cat([p[prefix + "_raw"] for p in parts])
+        out[prefix + "_ids"] = torch.cat([p[prefix + "_ids"] for p in parts])
+        if parts[0].get(prefix + "_hash") is not None:
+            out[prefix + "_hash"] = np.concatenate([p[prefix + "_hash"] for p in parts])
+    return out
+
+
+def view_batch(batch, views, T):
+    """The batch of a model of `views` views as its plan runs it (model/views.c):
+    trajectory i's view v is trajectory i*views + v, its facts with their hashes
+    mixed with v (view_hashes), its previous state rows [v*T, (v+1)*T) of w_prev."""
+    parts = []
+    for i in range(batch["n_query"].numel()):
+        one = split_batch(batch, i)
+        for v in range(views):
+            p = dict(one)
+            for prefix in ("instr", "query"):
+                if one.get(prefix + "_hash") is not None:
+                    p[prefix + "_hash"] = view_hashes(one[prefix + "_hash"], v)
+            p["w_prev"] = one["w_prev"][:, v * T:(v + 1) * T]
+            parts.append(p)
+    return concat_batches(parts)
 
 
 def self_check(model, batch, tol=1e-10):

@@ -120,6 +120,24 @@ static ws_status hold_rows(ws_exec *x, const ws_batch *b, const float *w_prev, f
     return WS_OK;
 }
 
+/* *b: what the plan runs, the batch or x->views laid out from it (views.c). */
+static ws_status planned(ws_exec *x, const ws_batch *batch, const ws_batch **b, ws_error *err)
+{
+    *b = batch;
+    if (x->m->cfg.views <= 1) return WS_OK;
+    WS_TRY(ws_views_expand(x, batch, err));
+    *b = x->views;
+    return WS_OK;
+}
+
+/* The answers of batch, run as b (planned). */
+static ws_status answers(ws_exec *x, const ws_batch *batch, const ws_batch *b, float *probs_host,
+                         float loss_scale, int train, ws_step_result *res, ws_error *err)
+{
+    return b == batch ? finish_queries(x, batch, probs_host, res, err)
+                      : ws_views_finish(x, batch, probs_host, loss_scale, train, res, err);
+}
+
 ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, float *w_out,
                        ws_step_mode mode, float loss_scale, float *probs_host,
                        ws_step_result *res, ws_error *err)
@@ -128,12 +146,8 @@ ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, f
     if (!res) res = &local;
     WS_TRY(check_batch(x->m, batch, w_prev, err));
     int train = mode == WS_STEP_TRAIN && batch->n_labelled > 0;
-    /* b: what the plan runs, the batch or its trajectories' views (views.c) */
-    const ws_batch *b = batch;
-    if (x->m->cfg.views > 1) {
-        WS_TRY(ws_views_expand(x, batch, err));
-        b = x->views;
-    }
+    const ws_batch *b;
+    WS_TRY(planned(x, batch, &b, err));
     WS_TRY(ws_plan_prepare(x, b, train, err));
     /* When every trajectory holds, the Updater has nothing to do. */
     int n_hold = count_holds(x, b), hold = n_hold > 0, upd = n_hold < b->n_traj;
@@ -142,8 +156,7 @@ ws_status ws_exec_step(ws_exec *x, const ws_batch *batch, const float *w_prev, f
     if (st == WS_OK && hold) st = hold_rows(x, b, w_prev, w_out, NULL);
     if (st == WS_OK) st = ws_extractor_forward(x, w_out);
     if (st != WS_OK) return ws_error_set(err, st, "model: forward pass failed");
-    WS_TRY(b == batch ? finish_queries(x, batch, probs_host, res, err)
-                      : ws_views_finish(x, batch, probs_host, loss_scale, train, res, err));
+    WS_TRY(answers(x, batch, b, probs_host, loss_scale, train, res, err));
     if (!train) return WS_OK;
     ws_backend *be = x->m->be;
     ws_plan *p = &x->plan;
@@ -165,15 +178,11 @@ ws_status ws_exec_query(ws_exec *x, const ws_batch *batch, const float *w, float
     if (!res) res = &local;
     if (!w) return ws_error_set(err, WS_ERR_INVALID, "model: query needs states");
     WS_TRY(check_batch(x->m, batch, w, err));
-    const ws_batch *b = batch; /* as ws_exec_step's */
-    if (x->m->cfg.views > 1) {
-        WS_TRY(ws_views_expand(x, batch, err));
-        b = x->views;
-    }
+    const ws_batch *b;
+    WS_TRY(planned(x, batch, &b, err));
     WS_TRY(ws_plan_prepare(x, b, 0, err));
     ws_status st = ws_embed_forward(x);
     if (st == WS_OK) st = ws_extractor_forward(x, w);
     if (st != WS_OK) return ws_error_set(err, st, "model: extractor pass failed");
-    return b == batch ? finish_queries(x, batch, probs_host, res, err)
-                      : ws_views_finish(x, batch, probs_host, 1.0f, 0, res, err);
+    return answers(x, batch, b, probs_host, 1.0f, 0, res, err);
 }

@@ -43,7 +43,7 @@ struct ws_exec_pool {
     ws_exec *x[POOL_MAX];     /* per thread; x[0] on m */
     ws_batch *b[POOL_MAX];    /* per thread */
     ws_model *view[POOL_MAX]; /* threads past the first: m on the crew's be[t] */
-    float *grads[POOL_MAX];   /* training, threads past the first: the views' gradients */
+    float *grads[POOL_MAX];   /* training, threads past the first: their own gradients */
     /* the pass under way: rows in chunks claimed in order (fn), or a training
      * pass (train_fn): thread t's share of the chunks in order */
     ws_exec_chunk_fn fn;
@@ -227,6 +227,14 @@ int ws_exec_pool_chunk(const ws_exec_pool *p, int n_rows, int threads)
     return even < WS_EXEC_POOL_CHUNK ? even : WS_EXEC_POOL_CHUNK;
 }
 
+/* The threads a pass of `chunks` chunks takes when `threads` are asked: at
+ * most the pool's and one per chunk. */
+static int pass_threads(const ws_exec_pool *p, int threads, int chunks)
+{
+    if (threads > p->n) threads = p->n;
+    return threads > chunks ? chunks : threads;
+}
+
 /* Runs the pass set in p on `threads` (>= 2) threads: the crew's and the caller's. */
 static ws_status run_pass(ws_exec_pool *p, int threads, ws_error *err)
 {
@@ -265,8 +273,7 @@ ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, 
 {
     if (chunk < 1) chunk = 1;
     int chunks = (n_rows + chunk - 1) / chunk;
-    if (threads > p->n) threads = p->n;
-    if (threads > chunks) threads = chunks;
+    threads = pass_threads(p, threads, chunks);
     if (threads <= 1) {
         for (int r0 = 0; r0 < n_rows; r0 += chunk)
             WS_TRY(fn(ctx, p->x[0], p->b[0], r0, r0 + chunk < n_rows ? r0 + chunk : n_rows, err));
@@ -281,8 +288,7 @@ ws_status ws_exec_pool_run(ws_exec_pool *p, int n_rows, int chunk, int threads, 
 static ws_status pool_train(ws_exec_pool *p, int chunks, int threads, ws_exec_train_fn fn,
                             void *ctx, ws_error *err)
 {
-    if (threads > p->n) threads = p->n;
-    if (threads > chunks) threads = chunks;
+    threads = pass_threads(p, threads, chunks);
     if (threads <= 1) {
         for (int c = 0; c < chunks; c++) WS_TRY(fn(ctx, p->x[0], c, err));
         return WS_OK;
